@@ -1,0 +1,41 @@
+# bobcat — the two commands a user needs:
+#   make evaluate   set up this node, build, and run the evaluation campaign (writes the report)
+#   make test       set up this node, build, and run every test (CTest + pytest)
+# Both install what is missing on a fresh Debian 12 machine (as root): apt packages, the venv.
+PREFIX      ?= /usr/local
+BUILD       ?= build
+STAGE       := $(abspath $(BUILD))/stage
+VENV        := .venv
+PY          := $(VENV)/bin/python
+JOBS        ?= $(shell nproc)
+EVALUATE_ARGS ?=
+export BOBCAT_HOME := $(STAGE)
+
+.PHONY: all deps build test test-c test-python evaluate install clean check-leftovers bench-smartmap
+
+all: build
+
+deps:
+	@bash scripts/setup.sh
+
+$(BUILD)/Makefile: CMakeLists.txt
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_INSTALL_PREFIX=$(STAGE) >/dev/null
+
+build: deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS)
+	cmake --install $(BUILD) --prefix $(STAGE) >/dev/null
+
+test: build
+	bash tests/run_all.sh
+
+evaluate: build
+	$(VENV)/bin/bobcat evaluate $(EVALUATE_ARGS)
+
+bench-smartmap: build
+	$(PY) -m bobcat.bench_smartmap
+
+install: build
+	bash scripts/install.sh "$(PREFIX)" "$(BUILD)"
+
+clean:
+	rm -rf $(BUILD)
