@@ -1,0 +1,59 @@
+/* SMARTMAP on Linux: every rank of a node can address every other rank's heap.
+ *
+ * Memory model (Catamount's, rebuilt in user space):
+ *   - each rank's heap is one segment: a memfd of fixed size, populated in full at start
+ *     (no demand paging afterwards), on 2 MiB pages when possible;
+ *   - the heap is divided evenly among the ranks of a node;
+ *   - the rank's own heap lives in the first 512 GiB slot of the address space, at
+ *     SMAP_HEAP_BASE; local rank r's heap is mapped in every rank of the node at
+ *     `own address | (r + 1) << 39`, so smap_remote_address() is a bit-flip.
+ *   - malloc and friends allocate from the segment (mimalloc, steered into it).
+ *
+ * Bound: windows occupy slots 1..SMAP_MAX_LOCAL_RANKS, below the 64 TiB line where Linux puts
+ * position-independent executables and shared libraries, so at most SMAP_MAX_LOCAL_RANKS ranks
+ * may share a node. A heap may not exceed SMAP_MAX_HEAP bytes.
+ *
+ * The calls work in any program started by yod, from the first call (the library sets up in
+ * its constructor), and so in MPI programs once MPI_Init has returned. Outside yod the process
+ * is a node of one rank without a segment: smap_local_size() == 1, smap_is_shared() == 0.
+ */
+#ifndef BOBCAT_SMARTMAP_H
+#define BOBCAT_SMARTMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SMAP_SLOT_SHIFT 39                                  /* 512 GiB: one PML4 slot */
+#define SMAP_HEAP_BASE ((uintptr_t)0x1000000000ULL)        /* 64 GiB, inside slot 0 */
+#define SMAP_MAX_HEAP (((uintptr_t)1 << SMAP_SLOT_SHIFT) - SMAP_HEAP_BASE)
+#define SMAP_MAX_LOCAL_RANKS 127
+
+/* Page kinds, best first. */
+typedef enum {
+    SMAP_PAGES_NONE = 0,  /* no segment (not started by yod) */
+    SMAP_PAGES_SMALL = 1, /* 4 KiB pages */
+    SMAP_PAGES_THP = 2,   /* shmem transparent huge pages (2 MiB) */
+    SMAP_PAGES_HUGE = 3   /* hugetlb pool pages (2 MiB) */
+} smap_pages_t;
+
+int smap_local_rank(void);                              /* index of this rank on its node */
+int smap_local_size(void);                              /* ranks on this node */
+int smap_pe_is_local(int pe);                           /* world rank -> local index, or -1 */
+void *smap_remote_address(int core, const void *vaddr); /* vaddr as seen in local rank `core`;
+                                                           NULL if vaddr is not in a segment */
+int smap_is_shared(const void *vaddr);                  /* 1 if vaddr lies in this rank's segment */
+
+/* What the segment got: the page kind (returned) and, if non-NULL, page size and heap size. */
+smap_pages_t smap_segment_info(size_t *page_size_p, size_t *heap_size_p);
+const char *smap_pages_name(smap_pages_t pages);        /* "huge", "thp", "small", "none" */
+int smap_world_rank(void);                              /* world rank from the launcher, or 0 */
+int smap_world_size(void);                              /* ranks in yod's plan; 0 if not started by yod */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

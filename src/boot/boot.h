@@ -1,0 +1,37 @@
+/* boot: who is on my node (the plan), and the exchange of heap segments among a node's ranks. */
+#ifndef BOBCAT_BOOT_H
+#define BOBCAT_BOOT_H
+
+#include <stddef.h>
+#include <bobcat/smartmap.h>
+#include "../util/util.h"
+
+typedef struct {
+    int world_rank, world_size;
+    int node;             /* node index in the plan */
+    int local_rank, local_size;
+    int node_first_rank;  /* world rank of local rank 0 */
+} boot_place_t;
+
+/* Where world rank `rank` sits under `plan` ("n:rpn;n:rpn..."). Errors name what is wrong. */
+bobcat_status_t boot_plan_place(const char *plan, int rank, boot_place_t *place_p);
+
+/* World rank and host-local index from the launcher's environment; -1 if absent. */
+int boot_env_world_rank(const char *override);
+int boot_env_host_local_index(void);
+
+/* What each rank tells its node at bootstrap. */
+typedef struct {
+    size_t heap_size;
+    smap_pages_t pages;
+    size_t page_size;
+} boot_seg_desc_t;
+
+/* Exchange segment fds among the ranks of one node over an abstract unix socket named after the
+ * job id and node. Local rank 0 serves; the others connect. Both sides check the peer's uid
+ * (SO_PEERCRED) and the job token. On success fds_p[r] and descs_p[r] hold local rank r's
+ * segment (fds_p[own] is a dup of own_fd). */
+bobcat_status_t boot_node_exchange(const char *job_id, const char *token, const boot_place_t *place, int own_fd,
+                                   const boot_seg_desc_t *own, double timeout_s, int *fds_p, boot_seg_desc_t *descs_p);
+
+#endif

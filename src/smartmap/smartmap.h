@@ -1,0 +1,28 @@
+/* smartmap internals shared by the segment code and the allocator. */
+#ifndef BOBCAT_SMARTMAP_INTERNAL_H
+#define BOBCAT_SMARTMAP_INTERNAL_H
+
+#include <stdatomic.h>
+#include <bobcat/smartmap.h>
+#include "../boot/boot.h"
+#include "../sys/sys.h"
+
+typedef struct {
+    int active;               /* a segment exists (started by yod, and this process is the rank) */
+    boot_place_t place;
+    uintptr_t base;           /* SMAP_HEAP_BASE */
+    size_t heap_size;
+    smap_pages_t pages;
+    size_t page_size;
+    size_t window_size[SMAP_MAX_LOCAL_RANKS]; /* heap size of each local rank's window */
+    int windows_mapped;       /* 0 in a forked child: the windows are gone */
+} smartmap_state_t;
+
+extern smartmap_state_t smartmap_state;
+
+/* Steer the allocator into [base, base + size). */
+bobcat_status_t smartmap_alloc_init(void *base, size_t size, size_t heap_per_rank_knob);
+/* Highest byte of the segment the allocator has handed out (for fork). */
+uintptr_t smartmap_alloc_high_water(void);
+
+#endif

@@ -1,0 +1,36 @@
+/* sys: the one seam to the OS — memfd segments, page kinds, mapping, affinity. */
+#ifndef BOBCAT_SYS_H
+#define BOBCAT_SYS_H
+
+#include <stddef.h>
+#include <bobcat/smartmap.h>
+#include "../util/util.h"
+
+#define SYS_HUGE_PAGE ((size_t)2 << 20)
+
+typedef struct {
+    int fd;              /* the memfd */
+    size_t size;         /* bytes, a multiple of page_size */
+    smap_pages_t pages;  /* what it got */
+    size_t page_size;
+    double populate_s;   /* seconds spent populating */
+} sys_segment_t;
+
+/* Create a memfd of `size` bytes under `policy` ("auto", "huge", "thp", "small"), map it at
+ * `addr` (MAP_FIXED_NOREPLACE) and populate every page. On failure nothing stays mapped or open;
+ * an impossible explicit policy is BOBCAT_ERR_PAGES with the reason logged. `why_p` (may be NULL)
+ * receives a static text explaining a fallback under "auto" ("" when none). */
+bobcat_status_t sys_segment_create(void *addr, size_t size, const char *policy, sys_segment_t *seg_p,
+                                   const char **why_p);
+
+/* Map an existing segment fd at `addr`, shared, populated page tables. */
+bobcat_status_t sys_segment_map(int fd, void *addr, size_t size);
+
+/* Free 2 MiB hugetlb pages right now, and the shmem THP setting ("never", "advise", ...). */
+size_t sys_hugetlb_free_pages(void);
+const char *sys_shmem_thp_mode(void);
+
+/* Bind the calling process to core `index % ncores` of its allowed cpuset (hwloc). */
+bobcat_status_t sys_bind_core(int index, int *core_p);
+
+#endif

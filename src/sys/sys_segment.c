@@ -1,0 +1,215 @@
+/* sys_segment: heap segments as memfds, populated in full at creation, on the best page kind
+ * the node allows (hugetlb pool -> shmem THP -> 4 KiB), never silently downgraded when a kind was
+ * asked for explicitly. */
+#include "sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/memfd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB (21 << 26)
+#endif
+
+static int read_small_file(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0)
+        return -1;
+    buf[n] = 0;
+    return 0;
+}
+
+size_t sys_hugetlb_free_pages(void)
+{
+    char buf[64];
+    if (read_small_file("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", buf, sizeof buf))
+        return 0;
+    return strtoull(buf, NULL, 10);
+}
+
+const char *sys_shmem_thp_mode(void)
+{
+    static const char *const modes[] = {"always", "within_size", "advise", "never", "deny", "force"};
+    char buf[256];
+    if (read_small_file("/sys/kernel/mm/transparent_hugepage/shmem_enabled", buf, sizeof buf))
+        return "unavailable";
+    char *open_br = strchr(buf, '['), *close_br = open_br ? strchr(open_br, ']') : NULL;
+    if (!close_br)
+        return "unknown";
+    *close_br = 0;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (!strcmp(open_br + 1, modes[i]))
+            return modes[i];
+    return "unknown";
+}
+
+/* Bytes of the mapping at addr that the kernel maps with PMDs (2 MiB), from /proc/self/smaps. */
+static size_t pmd_mapped_bytes(void *addr)
+{
+    FILE *f = fopen("/proc/self/smaps", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    int in_range = 0;
+    size_t kb = 0;
+    unsigned long lo, hi;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            if (in_range)
+                break;
+            in_range = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+        } else if (in_range && (sscanf(line, "ShmemPmdMapped: %zu kB", &kb) == 1 ||
+                                sscanf(line, "FilePmdMapped: %zu kB", &kb) == 1) && kb) {
+            break;
+        }
+    }
+    fclose(f);
+    return kb * 1024;
+}
+
+static void *map_fixed(int fd, void *addr, size_t size)
+{
+    void *p = mmap(addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (p != addr) { /* kernels before 4.17 treat the flag as a hint */
+        munmap(p, size);
+        errno = EEXIST;
+        return NULL;
+    }
+    return p;
+}
+
+/* One attempt at a page kind. Returns BOBCAT_OK, or BOBCAT_ERR_PAGES with *why set when the kind
+ * is not available here, or another error for real failures (already logged). */
+static bobcat_status_t try_kind(void *addr, size_t size, smap_pages_t kind, sys_segment_t *seg, const char **why)
+{
+    unsigned flags = MFD_CLOEXEC | (kind == SMAP_PAGES_HUGE ? MFD_HUGETLB | MFD_HUGE_2MB : 0);
+    if (kind == SMAP_PAGES_HUGE && sys_hugetlb_free_pages() * SYS_HUGE_PAGE < size) {
+        *why = "not enough free hugetlb pages (reserve them: echo N > /proc/sys/vm/nr_hugepages)";
+        return BOBCAT_ERR_PAGES;
+    }
+    if (kind == SMAP_PAGES_THP) {
+        const char *mode = sys_shmem_thp_mode();
+        if (strcmp(mode, "advise") && strcmp(mode, "always") && strcmp(mode, "within_size") && strcmp(mode, "force")) {
+            *why = "shmem THP is disabled (enable: echo advise > /sys/kernel/mm/transparent_hugepage/shmem_enabled)";
+            return BOBCAT_ERR_PAGES;
+        }
+    }
+    int fd = memfd_create("bobcat-heap", flags);
+    if (fd < 0) {
+        if (kind == SMAP_PAGES_HUGE) {
+            *why = "memfd_create(MFD_HUGETLB) refused";
+            return BOBCAT_ERR_PAGES;
+        }
+        util_error("memfd_create: %m");
+        return BOBCAT_ERR_SYS;
+    }
+    bobcat_status_t st = BOBCAT_ERR_SYS;
+    if (ftruncate(fd, (off_t)size)) {
+        util_error("ftruncate of the heap segment to %zu bytes: %m", size);
+        goto close_fd;
+    }
+    void *p = map_fixed(fd, addr, size);
+    if (!p) {
+        if (kind == SMAP_PAGES_HUGE && errno == ENOMEM) {
+            *why = "the hugetlb pool could not reserve the heap";
+            st = BOBCAT_ERR_PAGES;
+        } else {
+            util_error("cannot map the heap at %p (%zu bytes): %m", addr, size);
+            st = errno == EEXIST ? BOBCAT_ERR_LAYOUT : BOBCAT_ERR_SYS;
+        }
+        goto close_fd;
+    }
+    madvise(p, size, kind == SMAP_PAGES_THP ? MADV_HUGEPAGE : kind == SMAP_PAGES_SMALL ? MADV_NOHUGEPAGE : 0);
+    double t0 = util_now();
+    if (madvise(p, size, MADV_POPULATE_WRITE)) {
+        /* Kernels before 5.14: touch every page by hand. */
+        if (errno != EINVAL) {
+            util_error("populating the %zu-byte heap failed (%m): not enough memory for the heap? "
+                       "lower yod --heap / BOBCAT_HEAP", size);
+            goto unmap;
+        }
+        long pg = sysconf(_SC_PAGESIZE);
+        for (size_t off = 0; off < size; off += (size_t)pg)
+            ((volatile char *)p)[off] = 0;
+    }
+    seg->populate_s = util_now() - t0;
+    if (kind == SMAP_PAGES_THP && pmd_mapped_bytes(p) == 0) {
+        *why = "the kernel gave 4 KiB pages despite shmem THP (fragmented memory?)";
+        st = BOBCAT_ERR_PAGES;
+        goto unmap;
+    }
+    seg->fd = fd;
+    seg->size = size;
+    seg->pages = kind;
+    seg->page_size = kind == SMAP_PAGES_SMALL ? (size_t)sysconf(_SC_PAGESIZE) : SYS_HUGE_PAGE;
+    return BOBCAT_OK;
+unmap:
+    munmap(p, size);
+close_fd:
+    close(fd);
+    return st;
+}
+
+bobcat_status_t sys_segment_create(void *addr, size_t size, const char *policy, sys_segment_t *seg_p,
+                                   const char **why_p)
+{
+    size = (size + SYS_HUGE_PAGE - 1) & ~(SYS_HUGE_PAGE - 1);
+    smap_pages_t order[3];
+    int n = 0;
+    if (!strcmp(policy, "auto")) {
+        order[n++] = SMAP_PAGES_HUGE;
+        order[n++] = SMAP_PAGES_THP;
+        order[n++] = SMAP_PAGES_SMALL;
+    } else {
+        order[n++] = !strcmp(policy, "huge") ? SMAP_PAGES_HUGE : !strcmp(policy, "thp") ? SMAP_PAGES_THP : SMAP_PAGES_SMALL;
+    }
+    const char *why = "";
+    for (int i = 0; i < n; i++) {
+        const char *this_why = NULL;
+        bobcat_status_t st = try_kind(addr, size, order[i], seg_p, &this_why);
+        if (st == BOBCAT_OK) {
+            if (why_p)
+                *why_p = why;
+            return BOBCAT_OK;
+        }
+        if (st != BOBCAT_ERR_PAGES)
+            return st;
+        if (n == 1) {
+            util_error("--pages=%s cannot be honoured: %s", policy, this_why);
+            return st;
+        }
+        if (!*why)
+            why = this_why; /* the reason the best kind was not used */
+    }
+    return BOBCAT_ERR_PAGES;
+}
+
+bobcat_status_t sys_segment_map(int fd, void *addr, size_t size)
+{
+    if (!map_fixed(fd, addr, size)) {
+        util_error("cannot map a peer's heap at %p (%zu bytes): %m", addr, size);
+        return errno == EEXIST ? BOBCAT_ERR_LAYOUT : BOBCAT_ERR_SYS;
+    }
+    /* Fill the page tables now so that the first access to a peer's memory does not fault. */
+    if (madvise(addr, size, MADV_POPULATE_WRITE) && errno != EINVAL) {
+        util_error("populating a peer's heap window: %m");
+        munmap(addr, size);
+        return BOBCAT_ERR_SYS;
+    }
+    return BOBCAT_OK;
+}

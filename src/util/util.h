@@ -1,0 +1,46 @@
+/* util: logging, the options table, sizes and timers shared by every layer of libbobcat. */
+#ifndef BOBCAT_UTIL_H
+#define BOBCAT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <bobcat/status.h>
+
+#define BOBCAT_HIDDEN __attribute__((visibility("hidden")))
+#define BOBCAT_EXPORT __attribute__((visibility("default")))
+
+typedef enum { UTIL_LOG_ERROR, UTIL_LOG_WARN, UTIL_LOG_INFO, UTIL_LOG_DEBUG } util_log_level_t;
+
+/* Log to stderr as "bobcat: rank <w>: ...". Uses write(2) on a stack buffer: safe before the
+ * allocator is ready and inside the allocator itself. %m works after a failed syscall. */
+void util_log(util_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void util_log_set_rank(int rank);
+void util_log_set_verbose(int verbose);
+#define util_error(...) util_log(UTIL_LOG_ERROR, __VA_ARGS__)
+#define util_warn(...) util_log(UTIL_LOG_WARN, __VA_ARGS__)
+#define util_info(...) util_log(UTIL_LOG_INFO, __VA_ARGS__)
+#define util_debug(...) util_log(UTIL_LOG_DEBUG, __VA_ARGS__)
+
+/* Options (knobs) from options.def: values after util_options_load(). */
+typedef struct {
+#define BOBCAT_OPT(NAME, TYPE, DEF, CAT, DOC) UTIL_OPT_FIELD_##TYPE(NAME)
+#define UTIL_OPT_FIELD_SIZE(N) size_t N;
+#define UTIL_OPT_FIELD_ENUM(N) const char *N;
+#define UTIL_OPT_FIELD_BOOL(N) int N;
+#define UTIL_OPT_FIELD_DOUBLE(N) double N;
+#define UTIL_OPT_FIELD_STRING(N) const char *N;
+#include "options.def"
+#undef BOBCAT_OPT
+} util_options_t;
+
+/* Parse every knob from the environment; warns about unknown BOBCAT_* variables.
+ * Returns BOBCAT_ERR_INVAL (after logging which variable and why) on a malformed value. */
+bobcat_status_t util_options_load(util_options_t *opts_p);
+
+/* "512M", "4k", "1G", "123" -> bytes. Returns BOBCAT_ERR_INVAL on junk or overflow. */
+bobcat_status_t util_parse_size(const char *text, size_t *bytes_p);
+bobcat_status_t util_parse_bool(const char *text, int *value_p);
+
+double util_now(void); /* monotonic seconds */
+
+#endif
