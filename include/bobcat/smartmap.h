@@ -31,6 +31,9 @@ extern "C" {
 #define SMAP_HEAP_BASE ((uintptr_t)0x1000000000ULL)        /* 64 GiB, inside slot 0 */
 #define SMAP_MAX_HEAP (((uintptr_t)1 << SMAP_SLOT_SHIFT) - SMAP_HEAP_BASE)
 #define SMAP_MAX_LOCAL_RANKS 127
+/* The allocator hands the heap out in 32 MiB blocks, and every thread that allocates owns at
+ * least one: an MPI library's helper threads need a few. Below this a rank cannot start. */
+#define SMAP_MIN_HEAP ((uintptr_t)128 << 20)
 
 /* Page kinds, best first. */
 typedef enum {

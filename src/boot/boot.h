@@ -3,6 +3,7 @@
 #define BOBCAT_BOOT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <bobcat/smartmap.h>
 #include "../util/util.h"
 
@@ -26,6 +27,31 @@ typedef struct {
     smap_pages_t pages;
     size_t page_size;
 } boot_seg_desc_t;
+
+/* The bootstrap's wire format (SOCK_SEQPACKET records). A client sends a hello with its memfd
+ * attached (SCM_RIGHTS); local rank 0 answers each accepted client with a reply carrying every
+ * local rank's memfd, and a rejected one with status != 0 and no descriptors. */
+#define BOOT_MAGIC 0x626f6263u /* "bobc" */
+#define BOOT_TOKEN_LEN 32
+
+typedef struct {
+    uint32_t magic;
+    int32_t local_rank;
+    char token[BOOT_TOKEN_LEN];
+    uint64_t heap_size, page_size;
+    uint32_t pages;
+} boot_hello_t;
+
+typedef struct {
+    uint32_t magic;
+    int32_t status; /* 0 accepted, else a bobcat_status_t */
+    int32_t nranks;
+    struct { uint64_t heap_size, page_size; uint32_t pages; } desc[SMAP_MAX_LOCAL_RANKS];
+} boot_reply_t;
+
+/* The abstract socket name of a node's bootstrap ("\0bobcat-<job id>-<node>"). */
+struct sockaddr_un;
+unsigned boot_socket_name(struct sockaddr_un *sa_p, const char *job_id, int node);
 
 /* Exchange segment fds among the ranks of one node over an abstract unix socket named after the
  * job id and node. Local rank 0 serves; the others connect. Both sides check the peer's uid

@@ -18,30 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BOOT_MAGIC 0x626f6263u /* "bobc" */
-#define BOOT_TOKEN_LEN 32
-
-typedef struct {
-    uint32_t magic;
-    int32_t local_rank;
-    char token[BOOT_TOKEN_LEN];
-    uint64_t heap_size, page_size;
-    uint32_t pages;
-} boot_hello_t;
-
-typedef struct {
-    uint32_t magic;
-    int32_t status; /* 0 accepted, else a bobcat_status_t */
-    int32_t nranks;
-    struct { uint64_t heap_size, page_size; uint32_t pages; } desc[SMAP_MAX_LOCAL_RANKS];
-} boot_reply_t;
-
-static socklen_t make_name(struct sockaddr_un *sa, const char *job_id, int node)
+unsigned boot_socket_name(struct sockaddr_un *sa, const char *job_id, int node)
 {
     memset(sa, 0, sizeof *sa);
     sa->sun_family = AF_UNIX;
     int n = snprintf(sa->sun_path + 1, sizeof sa->sun_path - 1, "bobcat-%s-%d", job_id, node);
-    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    return (unsigned)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
 static int peer_uid_ok(int fd)
@@ -276,7 +258,7 @@ bobcat_status_t boot_node_exchange(const char *job_id, const char *token, const 
         return BOBCAT_ERR_INVAL;
     }
     struct sockaddr_un sa;
-    socklen_t salen = make_name(&sa, job_id, pl->node);
+    socklen_t salen = (socklen_t)boot_socket_name(&sa, job_id, pl->node);
     double deadline = util_now() + timeout_s;
     if (pl->local_rank != 0)
         return join(&sa, salen, token, pl, own_fd, own, deadline, fds_p, descs_p);

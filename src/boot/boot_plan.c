@@ -25,6 +25,8 @@ bobcat_status_t boot_plan_place(const char *plan, int rank, boot_place_t *place_
         long rpn = strtol(p, &end, 10);
         if (errno || end == p || (*end && *end != ';') || rpn <= 0)
             goto bad;
+        if (*end == ';' && !end[1])
+            goto bad; /* a trailing ';' promises a group that is not there */
         p = *end ? end + 1 : end;
         if (rank >= first && rank < first + n) {
             long i = rank - first, last_node_ranks = n % rpn ? n % rpn : rpn;

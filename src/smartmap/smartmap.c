@@ -179,8 +179,9 @@ __attribute__((constructor(101))) static void smartmap_start(void)
                    pl->local_size, pl->node, SMAP_MAX_LOCAL_RANKS);
         fail_start(BOBCAT_ERR_LIMIT);
     }
-    if (o.HEAP > SMAP_MAX_HEAP || o.HEAP < ((size_t)64 << 20)) {
-        util_error("heap of %zu bytes per rank is outside [64 MiB, %zu GiB]: change yod --heap / BOBCAT_HEAP", o.HEAP,
+    if (o.HEAP > SMAP_MAX_HEAP || o.HEAP < SMAP_MIN_HEAP) {
+        util_error("heap of %zu bytes per rank is outside [%zu MiB, %zu GiB]: change yod --heap / BOBCAT_HEAP", o.HEAP,
+                   (size_t)(SMAP_MIN_HEAP >> 20),
                    (size_t)(SMAP_MAX_HEAP >> 30));
         fail_start(BOBCAT_ERR_LIMIT);
     }

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole test suite (make test): C tests through CTest, then pytest, then a check that nothing
+# of any job is left behind (processes, /dev/shm entries, bootstrap sockets).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export BOBCAT_HOME=${BOBCAT_HOME:-$PWD/$BUILD/stage}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+shm_before=$(ls -1 /dev/shm 2>/dev/null | sort)
+rc=0
+echo "== C tests (ctest) =="
+(cd "$BUILD" && ctest --output-on-failure --timeout 300) || rc=1
+echo "== Python tests (pytest) =="
+.venv/bin/python -m pytest -q tests/python || rc=1
+
+echo "== leftovers =="
+left=0
+for e in /proc/[0-9]*/environ; do
+  if tr '\0' '\n' < "$e" 2>/dev/null | grep -q '^BOBCAT_JOB_ID='; then
+    pid=${e#/proc/}; pid=${pid%/environ}
+    echo "leftover job process: $pid $(tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null)"; left=1
+  fi
+done
+if grep -q '@bobcat-' /proc/net/unix; then
+  echo "leftover bootstrap sockets:"; grep '@bobcat-' /proc/net/unix; left=1
+fi
+shm_after=$(ls -1 /dev/shm 2>/dev/null | sort)
+new_shm=$(comm -13 <(echo "$shm_before") <(echo "$shm_after"))
+if [ -n "$new_shm" ]; then echo "new /dev/shm entries: $new_shm"; left=1; fi
+[ $left = 0 ] && echo "no leftover processes, sockets or /dev/shm entries"
+[ $left = 0 ] || rc=1
+exit $rc
