@@ -32,12 +32,30 @@ static int read_small_file(const char *path, char *buf, size_t len)
     return 0;
 }
 
-size_t sys_hugetlb_free_pages(void)
+static size_t hugetlb_count(const char *what)
 {
-    char buf[64];
-    if (read_small_file("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", buf, sizeof buf))
+    char path[96], buf[64];
+    snprintf(path, sizeof path, "/sys/kernel/mm/hugepages/hugepages-2048kB/%s", what);
+    if (read_small_file(path, buf, sizeof buf))
         return 0;
     return strtoull(buf, NULL, 10);
+}
+
+size_t sys_hugetlb_free_pages(void) { return hugetlb_count("free_hugepages"); }
+
+/* Pages of a job that just ended return to the pool a moment after its last close (the kernel
+ * frees them asynchronously): wait up to two seconds for them before falling back. */
+static int hugetlb_wait_for(size_t pages)
+{
+    size_t total = hugetlb_count("nr_hugepages");
+    for (int i = 0; i < 200; i++) {
+        if (sys_hugetlb_free_pages() >= pages)
+            return 1;
+        if (total < pages)
+            return 0;
+        usleep(10000);
+    }
+    return 0;
 }
 
 const char *sys_shmem_thp_mode(void)
@@ -98,7 +116,7 @@ static void *map_fixed(int fd, void *addr, size_t size)
 static bobcat_status_t try_kind(void *addr, size_t size, smap_pages_t kind, sys_segment_t *seg, const char **why)
 {
     unsigned flags = MFD_CLOEXEC | (kind == SMAP_PAGES_HUGE ? MFD_HUGETLB | MFD_HUGE_2MB : 0);
-    if (kind == SMAP_PAGES_HUGE && sys_hugetlb_free_pages() * SYS_HUGE_PAGE < size) {
+    if (kind == SMAP_PAGES_HUGE && !hugetlb_wait_for(size / SYS_HUGE_PAGE)) {
         *why = "not enough free hugetlb pages (reserve them: echo N > /proc/sys/vm/nr_hugepages)";
         return BOBCAT_ERR_PAGES;
     }
