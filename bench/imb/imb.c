@@ -1,0 +1,526 @@
+/* bench/imb/imb.c — the IMB-MPI1 set the papers use (PingPong, PingPing, Sendrecv, Exchange,
+ * Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall, Reduce_scatter) plus a windowed
+ * non-blocking message rate, selected with --test.
+ *
+ * Timing follows IMB: every participating rank times the whole loop after a barrier and divides by
+ * the iteration count; t_min/t_avg/t_max (µs) are taken across ranks. PingPong reports half the
+ * round trip. Bandwidth is bytes moved per rank per iteration / t_max, in MB/s with MB = 1e6 B
+ * (contracts §3): PingPong and PingPing bytes/t, Sendrecv 2·bytes/t, Exchange 4·bytes/t.
+ * Reductions use MPI_FLOAT MPI_SUM over bytes/4 elements, as IMB does. Bcast and Reduce rotate the
+ * root each iteration, as IMB does. With --validate every test checks what the last timed
+ * iteration delivered (buffers are cleared before the loop). */
+#include "bc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct {
+    MPI_Comm comm;
+    int rank, size;
+    size_t bytes;
+    char *sbuf, *rbuf; /* rbuf holds up to size (or window) blocks */
+    int *counts;       /* Reduce_scatter's recvcounts */
+    long window;       /* msgrate */
+    MPI_Request *reqs;
+    MPI_Status *stats;
+} ctx_t;
+
+typedef struct {
+    const char *name;  /* IMB's name, accepted case-insensitively by --test */
+    const char *bench; /* the "bench" of its JSON lines */
+    int pair_only;     /* runs on world ranks 0 and 1 only (PingPong, PingPing) */
+    int sized;         /* sweeps message sizes (all but Barrier) */
+    double bw_factor;  /* bytes per iteration per rank for bandwidth; 0 = not defined */
+    size_t (*rbuf_blocks)(const ctx_t *x);
+    void (*prepare)(ctx_t *x);          /* fill send buffers with their patterns */
+    void (*iter)(ctx_t *x, long i);     /* one iteration */
+    void (*check)(ctx_t *x, long n);    /* after n timed iterations */
+    double per_iter_divisor;            /* PingPong: 2 (a round trip is two messages) */
+} test_t;
+
+static const float RED_MOD = 5.0f;
+
+static uint64_t src_seed(int src, size_t bytes)
+{
+    return bc_seed((uint64_t)src, 0, bytes);
+}
+
+static void check_block(const char *test, const void *buf, size_t bytes, uint64_t seed, int from)
+{
+    size_t bad = bc_check(buf, bytes, seed);
+    if (bad)
+        bc_fail("%s %zu B: %zu bytes from rank %d differ", test, bytes, bad, from);
+}
+
+static size_t one_block(const ctx_t *x)
+{
+    (void)x;
+    return 1;
+}
+static size_t two_blocks(const ctx_t *x)
+{
+    (void)x;
+    return 2;
+}
+static size_t all_blocks(const ctx_t *x)
+{
+    return (size_t)x->size;
+}
+static size_t window_blocks(const ctx_t *x)
+{
+    return (size_t)x->window;
+}
+
+static void fill_own(ctx_t *x)
+{
+    bc_fill(x->sbuf, x->bytes, src_seed(x->rank, x->bytes));
+}
+
+/* ---------------------------------------------------------------- PingPong / PingPing ---------- */
+
+static void pingpong_iter(ctx_t *x, long i)
+{
+    (void)i;
+    int cnt = (int)x->bytes;
+    if (x->rank == 0) {
+        MPI_Send(x->sbuf, cnt, MPI_BYTE, 1, 1, x->comm);
+        MPI_Recv(x->rbuf, cnt, MPI_BYTE, 1, 1, x->comm, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(x->rbuf, cnt, MPI_BYTE, 0, 1, x->comm, MPI_STATUS_IGNORE);
+        MPI_Send(x->sbuf, cnt, MPI_BYTE, 0, 1, x->comm);
+    }
+}
+
+static void pingping_iter(ctx_t *x, long i)
+{
+    (void)i;
+    int cnt = (int)x->bytes, peer = 1 - x->rank;
+    MPI_Request r;
+    MPI_Isend(x->sbuf, cnt, MPI_BYTE, peer, 2, x->comm, &r);
+    MPI_Recv(x->rbuf, cnt, MPI_BYTE, peer, 2, x->comm, MPI_STATUS_IGNORE);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
+static void pair_check(ctx_t *x, long n)
+{
+    (void)n;
+    int peer = 1 - x->rank;
+    check_block("PingPong/PingPing", x->rbuf, x->bytes, src_seed(peer, x->bytes), peer);
+}
+
+/* ---------------------------------------------------------------- Sendrecv / Exchange ---------- */
+
+static void sendrecv_iter(ctx_t *x, long i)
+{
+    (void)i;
+    int cnt = (int)x->bytes;
+    int right = (x->rank + 1) % x->size, left = (x->rank + x->size - 1) % x->size;
+    MPI_Sendrecv(x->sbuf, cnt, MPI_BYTE, right, 3, x->rbuf, cnt, MPI_BYTE, left, 3, x->comm,
+                 MPI_STATUS_IGNORE);
+}
+
+static void sendrecv_check(ctx_t *x, long n)
+{
+    (void)n;
+    int left = (x->rank + x->size - 1) % x->size;
+    check_block("Sendrecv", x->rbuf, x->bytes, src_seed(left, x->bytes), left);
+}
+
+static void exchange_iter(ctx_t *x, long i)
+{
+    (void)i;
+    int cnt = (int)x->bytes;
+    int right = (x->rank + 1) % x->size, left = (x->rank + x->size - 1) % x->size;
+    /* Tags tell the two directions apart when left == right (two ranks). */
+    MPI_Request r[4];
+    MPI_Status st[4]; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's access attributes */
+    MPI_Irecv(x->rbuf, cnt, MPI_BYTE, left, 4, x->comm, &r[0]);
+    MPI_Irecv(x->rbuf + x->bytes, cnt, MPI_BYTE, right, 5, x->comm, &r[1]);
+    MPI_Isend(x->sbuf, cnt, MPI_BYTE, left, 5, x->comm, &r[2]);
+    MPI_Isend(x->sbuf, cnt, MPI_BYTE, right, 4, x->comm, &r[3]);
+    MPI_Waitall(4, r, st);
+}
+
+static void exchange_check(ctx_t *x, long n)
+{
+    (void)n;
+    int right = (x->rank + 1) % x->size, left = (x->rank + x->size - 1) % x->size;
+    check_block("Exchange", x->rbuf, x->bytes, src_seed(left, x->bytes), left);
+    check_block("Exchange", x->rbuf + x->bytes, x->bytes, src_seed(right, x->bytes), right);
+}
+
+/* ---------------------------------------------------------------- Barrier / Bcast -------------- */
+
+static void barrier_iter(ctx_t *x, long i)
+{
+    (void)i;
+    MPI_Barrier(x->comm);
+}
+
+static void no_check(ctx_t *x, long n)
+{
+    (void)x;
+    (void)n;
+}
+
+static void no_prepare(ctx_t *x)
+{
+    (void)x;
+}
+
+/* Every rank starts with its own pattern; the first Bcast (root 0) overwrites all buffers with
+ * rank 0's, and later roots pass that on — so rank 0's pattern everywhere proves delivery. */
+static void bcast_prepare(ctx_t *x)
+{
+    bc_fill(x->rbuf, x->bytes, src_seed(x->rank, x->bytes));
+}
+
+static void bcast_iter(ctx_t *x, long i)
+{
+    MPI_Bcast(x->rbuf, (int)x->bytes, MPI_BYTE, (int)(i % x->size), x->comm);
+}
+
+static void bcast_check(ctx_t *x, long n)
+{
+    (void)n;
+    check_block("Bcast", x->rbuf, x->bytes, src_seed(0, x->bytes), 0);
+}
+
+/* ---------------------------------------------------------------- reductions ------------------- */
+
+/* Small integers, so float sums are exact whatever the reduction order. */
+static float red_value(int rank, size_t i)
+{
+    return (float)(rank + 1) + (float)(i % (size_t)RED_MOD);
+}
+
+static float red_sum(int size, size_t i)
+{
+    return (float)size * (float)(size + 1) / 2.0f + (float)size * (float)(i % (size_t)RED_MOD);
+}
+
+static void red_prepare(ctx_t *x)
+{
+    float *s = (float *)x->sbuf;
+    for (size_t i = 0; i < x->bytes / sizeof(float); i++)
+        s[i] = red_value(x->rank, i);
+}
+
+static void red_check_range(const char *test, const float *r, size_t first, size_t count, int size)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < count; i++)
+        bad += r[i] != red_sum(size, first + i);
+    if (bad)
+        bc_fail("%s: %zu of %zu sums wrong", test, bad, count);
+}
+
+static void reduce_iter(ctx_t *x, long i)
+{
+    MPI_Reduce(x->sbuf, x->rbuf, (int)(x->bytes / sizeof(float)), MPI_FLOAT, MPI_SUM,
+               (int)(i % x->size), x->comm);
+}
+
+static void reduce_check(ctx_t *x, long n)
+{
+    if (x->rank < n) /* this rank was a root at least once */
+        red_check_range("Reduce", (float *)x->rbuf, 0, x->bytes / sizeof(float), x->size);
+}
+
+static void allreduce_iter(ctx_t *x, long i)
+{
+    (void)i;
+    MPI_Allreduce(x->sbuf, x->rbuf, (int)(x->bytes / sizeof(float)), MPI_FLOAT, MPI_SUM, x->comm);
+}
+
+static void allreduce_check(ctx_t *x, long n)
+{
+    (void)n;
+    red_check_range("Allreduce", (float *)x->rbuf, 0, x->bytes / sizeof(float), x->size);
+}
+
+/* IMB splits the vector as evenly as possible, the first ranks taking the remainder. */
+static void rs_prepare(ctx_t *x)
+{
+    red_prepare(x);
+    size_t count = x->bytes / sizeof(float);
+    for (int r = 0; r < x->size; r++)
+        x->counts[r] = (int)(count / (size_t)x->size + ((size_t)r < count % (size_t)x->size));
+}
+
+static void rs_iter(ctx_t *x, long i)
+{
+    (void)i;
+    MPI_Reduce_scatter(x->sbuf, x->rbuf, x->counts, MPI_FLOAT, MPI_SUM, x->comm);
+}
+
+static void rs_check(ctx_t *x, long n)
+{
+    (void)n;
+    size_t first = 0;
+    for (int r = 0; r < x->rank; r++)
+        first += (size_t)x->counts[r];
+    red_check_range("Reduce_scatter", (float *)x->rbuf, first, (size_t)x->counts[x->rank],
+                    x->size);
+}
+
+/* ---------------------------------------------------------------- Allgather / Alltoall --------- */
+
+static void allgather_iter(ctx_t *x, long i)
+{
+    (void)i;
+    MPI_Allgather(x->sbuf, (int)x->bytes, MPI_BYTE, x->rbuf, (int)x->bytes, MPI_BYTE, x->comm);
+}
+
+static void allgather_check(ctx_t *x, long n)
+{
+    (void)n;
+    for (int r = 0; r < x->size; r++)
+        check_block("Allgather", x->rbuf + (size_t)r * x->bytes, x->bytes,
+                    src_seed(r, x->bytes), r);
+}
+
+static void alltoall_prepare(ctx_t *x)
+{
+    for (int r = 0; r < x->size; r++)
+        bc_fill(x->sbuf + (size_t)r * x->bytes, x->bytes,
+                bc_seed((uint64_t)x->rank, (uint64_t)r + 1, x->bytes));
+}
+
+static void alltoall_iter(ctx_t *x, long i)
+{
+    (void)i;
+    MPI_Alltoall(x->sbuf, (int)x->bytes, MPI_BYTE, x->rbuf, (int)x->bytes, MPI_BYTE, x->comm);
+}
+
+static void alltoall_check(ctx_t *x, long n)
+{
+    (void)n;
+    for (int r = 0; r < x->size; r++)
+        check_block("Alltoall", x->rbuf + (size_t)r * x->bytes, x->bytes,
+                    bc_seed((uint64_t)r, (uint64_t)x->rank + 1, x->bytes), r);
+}
+
+/* ---------------------------------------------------------------- message rate ----------------- */
+
+/* Ranks pair up (0→1, 2→3, ...): the sender posts a window of non-blocking sends, the receiver a
+ * window of receives into distinct buffers, then a zero-byte acknowledgement closes the window
+ * (the OSU mbw_mr pattern). An odd last rank sits out. */
+static void msgrate_iter(ctx_t *x, long i)
+{
+    (void)i;
+    int cnt = (int)x->bytes;
+    if (x->rank % 2 == 0) {
+        int peer = x->rank + 1;
+        for (long k = 0; k < x->window; k++)
+            MPI_Isend(x->sbuf, cnt, MPI_BYTE, peer, 6, x->comm, &x->reqs[k]);
+        MPI_Waitall((int)x->window, x->reqs, x->stats);
+        MPI_Recv(NULL, 0, MPI_BYTE, peer, 7, x->comm, MPI_STATUS_IGNORE);
+    } else {
+        int peer = x->rank - 1;
+        for (long k = 0; k < x->window; k++)
+            MPI_Irecv(x->rbuf + (size_t)k * x->bytes, cnt, MPI_BYTE, peer, 6, x->comm,
+                      &x->reqs[k]);
+        MPI_Waitall((int)x->window, x->reqs, x->stats);
+        MPI_Send(NULL, 0, MPI_BYTE, peer, 7, x->comm);
+    }
+}
+
+static void msgrate_check(ctx_t *x, long n)
+{
+    (void)n;
+    if (x->rank % 2 == 0)
+        return;
+    for (long k = 0; k < x->window; k++)
+        check_block("msgrate", x->rbuf + (size_t)k * x->bytes, x->bytes,
+                    src_seed(x->rank - 1, x->bytes), x->rank - 1);
+}
+
+/* The window of one size: at most 16 MiB in flight, so large sizes do not need huge buffers. */
+static size_t msgrate_window(long window, size_t bytes)
+{
+    size_t w = (size_t)window, cap = bytes ? ((size_t)16 << 20) / bytes : w;
+    if (cap < 1)
+        cap = 1;
+    return w < cap ? w : cap;
+}
+
+/* ---------------------------------------------------------------- the table -------------------- */
+
+static const test_t tests[] = {
+    {"PingPong", "pingpong", 1, 1, 1, one_block, fill_own, pingpong_iter, pair_check, 2},
+    {"PingPing", "pingping", 1, 1, 1, one_block, fill_own, pingping_iter, pair_check, 1},
+    {"Sendrecv", "sendrecv", 0, 1, 2, one_block, fill_own, sendrecv_iter, sendrecv_check, 1},
+    {"Exchange", "exchange", 0, 1, 4, two_blocks, fill_own, exchange_iter, exchange_check, 1},
+    {"Barrier", "barrier", 0, 0, 0, one_block, no_prepare, barrier_iter, no_check, 1},
+    {"Bcast", "bcast", 0, 1, 0, one_block, bcast_prepare, bcast_iter, bcast_check, 1},
+    {"Reduce", "reduce", 0, 1, 0, one_block, red_prepare, reduce_iter, reduce_check, 1},
+    {"Allreduce", "allreduce", 0, 1, 0, one_block, red_prepare, allreduce_iter, allreduce_check, 1},
+    {"Allgather", "allgather", 0, 1, 0, all_blocks, fill_own, allgather_iter, allgather_check, 1},
+    {"Alltoall", "alltoall", 0, 1, 0, all_blocks, alltoall_prepare, alltoall_iter, alltoall_check,
+     1},
+    {"Reduce_scatter", "reduce_scatter", 0, 1, 0, one_block, rs_prepare, rs_iter, rs_check, 1},
+    {"msgrate", "msgrate", 0, 1, 0, window_blocks, fill_own, msgrate_iter, msgrate_check, 1},
+};
+#define NTESTS ((int)(sizeof tests / sizeof tests[0]))
+
+typedef struct {
+    const test_t *t;
+    ctx_t *x;
+} loop_t;
+
+static double run_loop(void *arg, long n)
+{
+    loop_t *l = arg;
+    MPI_Barrier(l->x->comm);
+    double t0 = bc_now();
+    for (long i = 0; i < n; i++)
+        l->t->iter(l->x, i);
+    return bc_now() - t0;
+}
+
+static void run_test(const test_t *t, const bc_common_t *c, long window)
+{
+    int wrank = bc_rank, wsize = bc_nranks;
+    ctx_t x = {.window = 1};
+    int member = 1;
+    if (t->pair_only)
+        member = wrank < 2;
+    else if (t->iter == msgrate_iter)
+        member = wrank < wsize - wsize % 2; /* an odd last rank has no partner */
+    MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, wrank, &x.comm);
+    bc_bench = t->bench;
+    if (member) {
+        MPI_Comm_rank(x.comm, &x.rank);
+        MPI_Comm_size(x.comm, &x.size);
+        size_t maxb = 0;
+        for (int s = 0; s < c->nsizes; s++)
+            maxb = c->sizes[s] > maxb ? c->sizes[s] : maxb;
+        if (!t->sized)
+            maxb = 0;
+        if (t->iter == msgrate_iter) {
+            x.window = window;
+            x.reqs = malloc((size_t)window * sizeof *x.reqs);
+            x.stats = malloc((size_t)window * sizeof *x.stats);
+        }
+        size_t rblocks = t->rbuf_blocks(&x);
+        size_t sblocks = t->iter == alltoall_iter ? (size_t)x.size : 1;
+        size_t rbytes = maxb * rblocks;
+        if (t->iter == msgrate_iter) /* windows of large messages are capped, see msgrate_window */
+            for (int s = 0; s < c->nsizes; s++)
+                if (msgrate_window(window, c->sizes[s]) * c->sizes[s] > rbytes)
+                    rbytes = msgrate_window(window, c->sizes[s]) * c->sizes[s];
+        /* malloc, not mmap: under yod the buffers must live in libbobcat's segment. */
+        x.sbuf = malloc(maxb * sblocks + 64);
+        x.rbuf = malloc(rbytes + 64);
+        x.counts = malloc((size_t)x.size * sizeof *x.counts);
+        if (!x.sbuf || !x.rbuf || !x.counts || (t->iter == msgrate_iter && (!x.reqs || !x.stats))) {
+            fprintf(stderr, "imb: out of memory for %s at %zu B\n", t->name, maxb);
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+        memset(x.sbuf, 0, maxb * sblocks + 64);
+        memset(x.rbuf, 0, rbytes + 64);
+
+        int nsz = t->sized ? c->nsizes : 1;
+        for (int s = 0; s < nsz; s++) {
+            x.bytes = t->sized ? c->sizes[s] : 0;
+            if (t->iter == msgrate_iter) {
+                x.window = (long)msgrate_window(window, x.bytes);
+                rblocks = (size_t)x.window;
+            }
+            t->prepare(&x);
+            loop_t l = {t, &x};
+            long n = bc_calibrate(x.comm, c, run_loop, &l);
+            if (c->validate) {
+                memset(x.rbuf, 0, x.bytes * rblocks);
+                t->prepare(&x); /* Bcast keeps its data in rbuf */
+            }
+            double el = run_loop(&l, n);
+            if (c->validate)
+                t->check(&x, n);
+            double per = el / (double)n / t->per_iter_divisor * 1e6, tmin, tavg, tmax;
+            bc_minavgmax(x.comm, per, &tmin, &tavg, &tmax);
+            if (t->iter == msgrate_iter) {
+                /* Messages of all pairs over the slowest rank's elapsed time. */
+                double elmax;
+                MPI_Allreduce(&el, &elmax, 1, MPI_DOUBLE, MPI_MAX, x.comm);
+                double rate = (double)(x.size / 2) * (double)n * (double)x.window / elmax;
+                bc_emit("msgrate", rate, "msg/s", "higher",
+                        "\"bytes\": %zu, \"iters\": %ld, \"window\": %ld, \"pairs\": %d", x.bytes, n,
+                        x.window, x.size / 2);
+                continue;
+            }
+            char sz[48] = "";
+            if (t->sized)
+                snprintf(sz, sizeof sz, "\"bytes\": %zu, ", x.bytes);
+            bc_emit("t_min", tmin, "us", "lower", "%s\"iters\": %ld", sz, n);
+            bc_emit("t_avg", tavg, "us", "lower", "%s\"iters\": %ld", sz, n);
+            bc_emit("t_max", tmax, "us", "lower", "%s\"iters\": %ld", sz, n);
+            if (t->bw_factor > 0 && tmax > 0)
+                bc_emit("bandwidth", t->bw_factor * (double)x.bytes / tmax, "MB/s", "higher",
+                        "%s\"iters\": %ld", sz, n);
+        }
+        free(x.sbuf);
+        free(x.rbuf);
+        free(x.counts);
+        free(x.reqs);
+        free(x.stats);
+        MPI_Comm_free(&x.comm);
+    }
+    /* Ranks outside a pair test wait here (IMB leaves them idle). */
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int main(int argc, char **argv)
+{
+    const char *which = "PingPong";
+    long window = 64;
+    bc_common_t c = {.iters = 1000, .warmup = 5, .time_s = 0.05, .max_size = 4 << 20};
+    bc_opt_t opts[] = {
+        {"test", BC_OPT_STR, &which,
+         "comma-separated tests: PingPong PingPing Sendrecv Exchange Barrier Bcast Reduce "
+         "Allreduce Allgather Alltoall Reduce_scatter msgrate, or all"},
+        {"window", BC_OPT_LONG, &window, "msgrate: messages in flight per window"},
+        {NULL, 0, NULL, NULL},
+    };
+    bc_parse(argc, argv, "imb",
+             "IMB-MPI1 tests (t_min/t_avg/t_max in us per iteration, bandwidth in MB/s) and a "
+             "windowed message rate (msg/s).",
+             BC_C_ITERS | BC_C_WARMUP | BC_C_TIME | BC_C_SIZES, &c, opts);
+    if (window < 1 || window > 4096)
+        bc_usage_error("--window must be in 1..4096");
+    for (int s = 0; s < c.nsizes; s++)
+        if (c.sizes[s] > (size_t)1 << 30)
+            bc_usage_error("message size %zu is above 1 GiB (MPI int counts)", c.sizes[s]);
+
+    int selected[NTESTS] = {0};
+    char *list = strdup(which);
+    char *save = NULL;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int k = 0; k < NTESTS; k++)
+            if (strcasecmp(tok, tests[k].name) == 0 || strcasecmp(tok, "all") == 0) {
+                selected[k] = 1;
+                found = 1;
+            }
+        if (!found)
+            bc_usage_error("--test: unknown test '%s'", tok);
+    }
+    free(list);
+
+    bc_init(&argc, &argv);
+    for (int k = 0; k < NTESTS; k++) {
+        if (!selected[k])
+            continue;
+        if ((tests[k].pair_only || tests[k].iter == msgrate_iter) && bc_nranks < 2) {
+            if (bc_rank == 0)
+                fprintf(stderr, "imb: %s needs at least 2 ranks; skipped\n", tests[k].name);
+            continue;
+        }
+        run_test(&tests[k], &c, window);
+    }
+    bc_bench = "imb";
+    return bc_finish();
+}

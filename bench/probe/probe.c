@@ -1,0 +1,168 @@
+/* bench/probe/probe.c — bobcat-probe: which physical placement do two cpus have right now?
+ *
+ * Two threads pinned to two cpus play ping-pong with sequence numbers in two 64-byte cache lines:
+ * the pinger writes n into line A and waits for n in line B; the ponger waits for n in A and writes
+ * it into B. Each round moves a line twice between the cores, so one-way = time / (2 * rounds).
+ * The run is cut into 10 ms slices and the best slice counts (see main). On this kind of VM the
+ * value tells SMT siblings (< 40 ns), separate cores (40–150 ns) and
+ * separate chips (> 150 ns) apart (docs/benchmarks.md, MACHINE.md). Not an MPI program. */
+#include "bc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STOP UINT64_MAX
+
+/* Each line on its own 128-byte pair so the adjacent-line prefetcher does not couple them. */
+static struct {
+    alignas(128) _Atomic uint64_t a;
+    alignas(128) _Atomic uint64_t b;
+} lines;
+
+static int cpu_pong;
+static int pong_bound;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void *pong(void *arg)
+{
+    (void)arg;
+    pong_bound = bc_bind_cpu(cpu_pong) == 0;
+    uint64_t last = 0;
+    for (;;) {
+        uint64_t v;
+        while ((v = atomic_load_explicit(&lines.a, memory_order_acquire)) == last)
+            cpu_relax();
+        if (v == STOP)
+            break;
+        atomic_store_explicit(&lines.b, v, memory_order_release);
+        last = v;
+    }
+    return NULL;
+}
+
+/* Runs rounds until `seconds` have passed; returns rounds done, elapsed time in *secs_p. */
+static uint64_t ping(uint64_t *seq, double seconds, double *secs_p)
+{
+    uint64_t rounds = 0;
+    double t0 = bc_now(), t = t0;
+    while (t - t0 < seconds) {
+        /* Look at the clock only every 256 rounds: reading it costs about one round. */
+        for (int i = 0; i < 256; i++) {
+            uint64_t n = ++*seq;
+            atomic_store_explicit(&lines.a, n, memory_order_release);
+            while (atomic_load_explicit(&lines.b, memory_order_acquire) != n)
+                cpu_relax();
+        }
+        rounds += 256;
+        t = bc_now();
+    }
+    *secs_p = t - t0;
+    return rounds;
+}
+
+int main(int argc, char **argv)
+{
+    double seconds = 0.3;
+    const char *cpus = NULL;
+    bc_opt_t opts[] = {
+        {"seconds", BC_OPT_DOUBLE, &seconds, "measuring time in seconds"},
+        {"cpus", BC_OPT_STR, &cpus, "the two cpus A,B (default: the first two allowed)"},
+        {NULL, 0, NULL, NULL},
+    };
+    bc_common_t c = {0};
+    bc_parse(argc, argv, "probe",
+             "Core-to-core cache-line ping-pong between two pinned threads: one-way latency in ns "
+             "and the placement it implies (smt < 40 ns, core 40-150 ns, chip > 150 ns).",
+             0, &c, opts);
+    bc_nranks = 0; /* not an MPI job: params carry cpus and seconds only */
+    if (seconds <= 0 || seconds > 60)
+        bc_usage_error("--seconds must be in (0, 60]");
+
+    int cpu_ping = -1;
+    if (cpus) {
+        char *end;
+        long a = strtol(cpus, &end, 10);
+        if (end == cpus || *end != ',')
+            bc_usage_error("--cpus: '%s' is not two cpu numbers 'A,B'", cpus);
+        char *s = end + 1;
+        long b = strtol(s, &end, 10);
+        if (end == s || *end || a < 0 || b < 0 || a >= CPU_SETSIZE || b >= CPU_SETSIZE || a == b)
+            bc_usage_error("--cpus: '%s' is not two different cpu numbers 'A,B'", cpus);
+        cpu_ping = (int)a;
+        cpu_pong = (int)b;
+    } else {
+        cpu_set_t set;
+        if (sched_getaffinity(0, sizeof set, &set) != 0) {
+            fprintf(stderr, "probe: sched_getaffinity: %s\n", strerror(errno));
+            return 3;
+        }
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+            if (!CPU_ISSET(cpu, &set))
+                continue;
+            if (cpu_ping < 0)
+                cpu_ping = cpu;
+            else {
+                cpu_pong = cpu;
+                break;
+            }
+        }
+        if (cpu_pong <= cpu_ping) {
+            fprintf(stderr, "probe: needs two allowed cpus, this process may run on one only "
+                            "(run it outside the job's cpuset or give --cpus A,B)\n");
+            return 2;
+        }
+    }
+    if (bc_bind_cpu(cpu_ping) != 0) {
+        fprintf(stderr, "probe: cannot bind to cpu %d: %s (give --cpus with allowed cpus)\n",
+                cpu_ping, strerror(errno));
+        return 2;
+    }
+
+    pthread_t th;
+    if (pthread_create(&th, NULL, pong, NULL) != 0) {
+        fprintf(stderr, "probe: pthread_create failed\n");
+        return 3;
+    }
+    uint64_t seq = 0;
+    double warm_s, secs;
+    ping(&seq, 0.02, &warm_s); /* both threads spinning and the lines hot before timing */
+    /* Slices of 10 ms; the best one is the placement's latency. A whole-run average would also
+     * count every time another task preempted one of the two threads on a loaded machine. */
+    double ns = 0;
+    int nslices = seconds >= 0.02 ? (int)(seconds / 0.01) : 1;
+    for (int i = 0; i < nslices; i++) {
+        uint64_t rounds = ping(&seq, seconds / nslices, &secs);
+        double v = secs * 1e9 / (2.0 * (double)rounds);
+        ns = i == 0 || v < ns ? v : ns;
+    }
+    atomic_store_explicit(&lines.a, STOP, memory_order_release);
+    pthread_join(th, NULL);
+    if (!pong_bound) {
+        fprintf(stderr, "probe: cannot bind to cpu %d (give --cpus with allowed cpus)\n", cpu_pong);
+        return 2;
+    }
+    /* The ponger echoed every sequence number in order, or ping() would never have returned. */
+    if (c.validate && atomic_load(&lines.b) != seq)
+        bc_fail("last echo %llu, expected %llu", (unsigned long long)atomic_load(&lines.b),
+                (unsigned long long)seq);
+
+    const char *placement = ns < 40 ? "smt" : ns <= 150 ? "core" : "chip";
+    char extra[64];
+    snprintf(extra, sizeof extra, "\"placement\": \"%s\"", placement);
+    bc_emit_extra("oneway_ns", ns, "ns", "lower", extra, "\"cpus\": [%d, %d], \"seconds\": %g",
+                  cpu_ping, cpu_pong, seconds);
+    bc_emit_done(bc_local_valid());
+    return bc_local_valid() ? 0 : 1;
+}
