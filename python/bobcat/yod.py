@@ -1,0 +1,364 @@
+"""yod: Catamount's job launcher on stock Linux.
+
+    yod [-SN | -VN2 | -VN3 | -VN4 | -VN <n>] -np <ranks> [options] program [args]
+    yod -F <loadfile> [options]
+
+yod computes the node plan, checks it against this machine, and runs the job through the real
+launcher of the program's MPI with every rank wrapped in the bobcat-rank shim and libbobcat
+preloaded.  It owns the job's life: time limit, signals, exit status and cleanup.  See docs/yod.md.
+Start-up time matters (a user pays it on every job), so imports are few and lazy, and nothing but
+the launcher itself is spawned on the success path.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+# libbobcat refuses smaller heaps (SMAP_MIN_HEAP, include/bobcat/smartmap.h).
+MIN_HEAP = 128 << 20
+
+from .yod_plan import (Options, Plan, UsageError, format_size, heap_per_rank, host_cores,
+                       hostfile_hosts, make_plan, mem_available, parse_args)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STARTUP, EXIT_TIMEOUT = 0, 1, 2, 3, 124
+
+HELP = """\
+usage: yod [-SN | -VN2 | -VN3 | -VN4 | -VN <n>] -np <ranks> [options] program [args]
+       yod -F <loadfile> [options]
+
+modes (ranks per node; default -VN <cores of this node>):
+  -SN                 one rank per node
+  -VN2 -VN3 -VN4      2, 3 or 4 ranks per node
+  -VN <n>, -VN<n>     n ranks per node
+  -np <ranks>         number of ranks
+  -F <loadfile>       heterogeneous job: up to 32 lines `-np <n> [-SN|-VN<k>] program [args]`
+options:
+  --heap SIZE         heap per rank (4k, 2M, 1G ...)
+  --heap-node SIZE    heap per node, divided evenly among its ranks (default 1G)
+  --pages POLICY      auto (default), huge, thp or small;  -small_pages = --pages small
+  -tlimit SECONDS     time limit for the whole job (also env YOD_TIME_LIMIT)
+  --mpi openmpi|mpich override the MPI detected from the program
+  --hostfile FILE     hosts to run on (passed to the MPI launcher)
+  --simulate-nodes    run a multi-node plan on this host, one simulated node per group of ranks
+  --oversubscribe     allow more ranks on this host than cores
+  --launcher-arg ARG  extra argument for the MPI launcher (repeatable)
+  --verbose, -v       print the plan and the page size the ranks got
+  --dry-run           print the plan and the launcher command; launch nothing
+  --help, --version
+exit status: 0 all ranks exited 0; 1 job failed; 2 bad input; 3 start-up failure;
+             124 time limit; 128+n stopped by signal n (130 SIGINT, 143 SIGTERM)
+"""
+
+
+def _err(msg: str) -> None:
+    sys.stderr.write(f"yod: {msg}\n")
+    sys.stderr.flush()
+
+
+def _detect(opts: Options) -> tuple[str | None, list[bool]]:
+    """The job's MPI (--mpi, else the one every MPI program of the job is linked with) and, per
+    group, whether it runs an MPI program (all do under --mpi)."""
+    if opts.mpi:
+        return opts.mpi, [True] * len(opts.groups)
+    from .yod_elf import detect_mpi
+    found = {}
+    is_mpi = []
+    for g in opts.groups:
+        mpi = detect_mpi(g.program)
+        is_mpi.append(mpi is not None)
+        if mpi:
+            found.setdefault(mpi, g)
+    if len(found) > 1:
+        a, b = found.values()
+        raise UsageError(f"{a.program} uses openmpi and {b.program} uses mpich; one job runs under "
+                         "one MPI: rebuild one of them")
+    return next(iter(found), None), is_mpi
+
+
+def _available_nodes(kind: str, opts: Options, hosts: list[str] | None) -> tuple[int, str]:
+    if opts.simulate_nodes:
+        return 1 << 30, "simulated"
+    if hosts is not None:
+        return len(hosts), f"hosts in {opts.hostfile}" if opts.hostfile else "nodes in the Slurm allocation"
+    if kind == "srun":
+        n = os.environ.get("SLURM_NNODES") or os.environ.get("SLURM_JOB_NUM_NODES") or "1"
+        return int(n) if n.isdigit() else 1, "nodes in the Slurm allocation (SLURM_NNODES)"
+    return 1, "only this host: no --hostfile, not in Slurm"
+
+
+def _slurm_hosts() -> list[str]:
+    import subprocess
+    nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
+    out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
+                         text=True).stdout.split()
+    if not out:
+        raise UsageError(f"cannot expand SLURM_JOB_NODELIST={nodelist!r} with scontrol")
+    return out
+
+
+def _fallback_reason() -> str:
+    """Why `auto` ended on 4 KiB pages, read from the kernel's own knobs."""
+    reasons = []
+    try:
+        with open("/proc/meminfo") as f:
+            free = next((int(l.split()[1]) for l in f if l.startswith("HugePages_Free:")), 0)
+        if free == 0:
+            reasons.append("no hugetlb pages reserved")
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/shmem_enabled") as f:
+            mode = f.read().split("[", 1)[1].split("]", 1)[0]
+        if mode in ("never", "deny"):
+            reasons.append("shmem THP disabled")
+    except (OSError, IndexError):
+        pass
+    return ", ".join(reasons) or "no 2 MiB pages could be had"
+
+
+class Yod:
+    def __init__(self, opts: Options):
+        self.opts = opts
+        self.warned = False
+
+    def prepare(self) -> None:
+        """Everything short of launching: the plan, every check, the command.  Raises UsageError."""
+        from . import paths
+        from .yod_launch import build, pick_kind
+        o = self.opts
+        self.cores = host_cores()
+        for g in o.groups:
+            if g.rpn is None:
+                g.rpn = self.cores
+        self.plan: Plan = make_plan([(g.np, g.rpn) for g in o.groups])
+        if o.simulate_nodes and o.hostfile:
+            raise UsageError("--simulate-nodes runs every node on this host; drop --hostfile "
+                             "(or drop --simulate-nodes to use the hosts)")
+        self.mpi, is_mpi = _detect(o)
+        self.kind = pick_kind(self.mpi, o.hostfile, o.simulate_nodes)
+        hosts = None
+        if o.hostfile:
+            hosts = hostfile_hosts(o.hostfile)
+        elif self.kind == "srun" and len(o.groups) > 1:
+            hosts = _slurm_hosts()
+        avail, what = _available_nodes(self.kind, o, hosts)
+        if self.plan.nodes > avail:
+            raise UsageError(
+                f"the plan needs {self.plan.nodes} nodes ({self._plan_words()}) but there "
+                f"{'is' if avail == 1 else 'are'} {avail} ({what}); use more ranks per node "
+                "(-VN <n>), fewer ranks, a --hostfile with more hosts, or --simulate-nodes")
+        # Ranks sharing this host: all of them when nodes are simulated here, else one node's worth.
+        if o.simulate_nodes or self.plan.nodes == 1:
+            here = self.plan.ranks
+            scope = "on this host" if o.simulate_nodes else "per node"
+        else:
+            here, scope = self.plan.max_rpn(), "per node"
+        self.oversubscribed = here > self.cores
+        if self.oversubscribed and not o.oversubscribe:
+            raise UsageError(f"{here} ranks {scope} but this host has {self.cores} cores; use fewer "
+                             "ranks per node, more nodes, or --oversubscribe")
+        # Heap: per group (groups differ in ranks per node); the node total must fit in memory.
+        self.heaps = [heap_per_rank(o, g.rpn) for g in o.groups]
+        # libbobcat's floor (SMAP_MIN_HEAP in smartmap.h): the allocator hands the heap out in
+        # 32 MiB blocks and every allocating thread (the MPI's helpers too) owns one.
+        for g, h in zip(o.groups, self.heaps):
+            if o.preload and h < MIN_HEAP:
+                raise UsageError(f"{format_size(h)} of heap per rank for {g.program} is below the minimum of "
+                                 f"{format_size(MIN_HEAP)}; raise --heap-node or --heap")
+        if o.simulate_nodes or self.plan.nodes == 1:
+            need = sum(g.np * h for g, h in zip(o.groups, self.heaps))
+        else:
+            need = max(min(g.np, g.rpn) * h for g, h in zip(o.groups, self.heaps))
+        avail_mem = mem_available()
+        if avail_mem is not None and need > avail_mem:
+            knob = ("--heap" if o.heap is not None else
+                    "--heap-node" if o.heap_node is not None else "--heap-node (default 1G)")
+            raise UsageError(f"the heaps need {format_size(need)} on one node but only "
+                             f"{format_size(avail_mem)} is available (MemAvailable); lower {knob}")
+        # The rank shim and the libbobcat flavour of each group.
+        shim = paths.libexec_dir() / "bobcat-rank"
+        if not os.access(shim, os.X_OK):
+            raise UsageError(f"the rank shim {shim} is missing; build and install bobcat "
+                             "(make build) or set BOBCAT_HOME to its install prefix")
+        libs = []
+        for g, g_mpi in zip(o.groups, is_mpi):
+            if not o.preload:
+                libs.append(None)
+                continue
+            mpi = self.mpi if g_mpi else None
+            # libbobcat.so comes first and by itself: a preloaded library precedes libc, so its
+            # malloc wins; as a mere dependency of the MPI flavour it would come after libc.
+            wanted = ["libbobcat.so"] + ([f"libbobcat-{mpi}.so"] if mpi else [])
+            for name in wanted:
+                if not (paths.lib_dir() / name).is_file():
+                    raise UsageError(f"{paths.lib_dir() / name} is missing (needed for {g.program}); build and "
+                                     "install bobcat (make build) or set BOBCAT_HOME to its install prefix")
+            libs.append(":".join(str(paths.lib_dir() / name) for name in wanted))
+        # The environment every rank gets (contracts.md section 1).
+        self.job_id = os.urandom(8).hex()
+        env = dict(os.environ)
+        for k in ("BOBCAT_PRELOAD", "BOBCAT_HEAP"):
+            env.pop(k, None)
+        env.update(BOBCAT_JOB_ID=self.job_id, BOBCAT_JOB_TOKEN=os.urandom(16).hex(),
+                   BOBCAT_PLAN=self.plan.env, BOBCAT_SIMULATE_NODES="1" if o.simulate_nodes else "0",
+                   BOBCAT_PAGES=o.pages, BOBCAT_BIND="none" if self.oversubscribed else "core")
+        if self.kind == "openmpi" and os.geteuid() == 0:
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        per_group: list[list[str]] = [[] for _ in o.groups]
+        for name, values in (("BOBCAT_HEAP", [str(h) for h in self.heaps]), ("BOBCAT_PRELOAD", libs)):
+            if len(set(values)) == 1:
+                if values[0] is not None:
+                    env[name] = values[0]
+            else:
+                for g, v in enumerate(values):
+                    if v is not None:
+                        per_group[g] += ["--setenv", f"{name}={v}"]
+        self.env = env
+        progs = [[str(shim)] + per_group[i] + ["--", g.program] + g.args for i, g in enumerate(o.groups)]
+        self.launch = build(self.kind, self.plan, progs, env, hosts=hosts, hostfile=o.hostfile,
+                            oversubscribe=o.oversubscribe and self.kind == "openmpi",
+                            extra=o.launcher_args)
+
+    def _plan_words(self) -> str:
+        return ", ".join(f"{np} ranks at {rpn} per node" for np, rpn, _, _ in self.plan.groups)
+
+    def summary(self) -> list[str]:
+        o, p = self.opts, self.plan
+        lines = [f"job {self.job_id}: {p.ranks} ranks on {p.nodes} node{'s' if p.nodes > 1 else ''}"
+                 f"{' (simulated on this host)' if o.simulate_nodes else ''}, "
+                 f"mpi {self.mpi or 'none'}, launcher {self.launch.argv[0]}"]
+        for (np, rpn, nodes, base), g, h in zip(p.groups, o.groups, self.heaps):
+            last = np - (nodes - 1) * rpn
+            lines.append(f"  {os.path.basename(g.program)}: {np} ranks, {rpn} per node "
+                         f"(-{'SN' if rpn == 1 else f'VN{rpn}'}) on nodes {base}-{base + nodes - 1}"
+                         f"{f', last node holds {last}' if last != rpn else ''}; "
+                         f"heap {format_size(h)} per rank")
+        lines.append(f"  binding: {'none (oversubscribed: ' + str(self.cores) + ' cores)' if self.oversubscribed else 'one rank per core'}"
+                     f"; pages: {o.pages}; BOBCAT_PLAN={p.env}")
+        if o.tlimit:
+            lines.append(f"  time limit: {o.tlimit:g} s")
+        return lines
+
+    def on_status(self, kind: str, f: dict[str, str]) -> None:
+        if self.opts.verbose:
+            try:
+                heap = format_size(int(f.get("heap", "0")))
+                page = format_size(int(f.get("page_size", "0")))
+            except ValueError:
+                heap = page = "?"
+            _err(f"node {f.get('node', '?')}: {f.get('ranks', '?')} ranks, heap {heap} per rank on "
+                 f"{page} pages ({f.get('pages', '?')}), populated in {f.get('populate_s', '?')} s")
+        elif self.opts.pages == "auto" and f.get("pages") == "small" and not self.warned:
+            self.warned = True
+            _err(f"heap on 4 KiB pages: {_fallback_reason()} — see docs/yod.md")
+
+    def run(self) -> int:
+        from .yod_job import Job
+        if self.opts.verbose:
+            for line in self.summary():
+                _err(line)
+        job = Job(self.launch.argv, self.env, self.job_id, self.plan.ranks, self.opts.tlimit,
+                  self.on_status, scan_always=self.kind == "srun")
+        try:
+            out = job.run()
+        except RuntimeError as e:
+            _err(str(e))
+            return EXIT_STARTUP
+        return self.verdict(out)
+
+    def _prog_of(self, rank: int) -> str:
+        first = 0
+        for g in self.opts.groups:
+            if rank < first + g.np:
+                return os.path.basename(g.program)
+            first += g.np
+        return "?"
+
+    def verdict(self, out) -> int:
+        import signal as sig
+        if out.signalled is not None:
+            _err(f"stopped by {sig.Signals(out.signalled).name}; the job was ended")
+            return 128 + out.signalled
+        if out.timed_out:
+            _err(f"time limit of {self.opts.tlimit:g} s reached; the job was ended")
+            return EXIT_TIMEOUT
+        if out.first_failure is not None:
+            f = out.first_failure
+            stopped = sum(1 for e in out.ends.values() if e.rank != f.rank and not e.ok)
+            _err(f"rank {f.rank} ({self._prog_of(f.rank)}) {f.describe()}"
+                 + (f"; {stopped} other rank{'s' if stopped > 1 else ''} stopped" if stopped else ""))
+            return EXIT_STARTUP if f.code == EXIT_STARTUP else EXIT_FAILED
+        missing = [r for r in range(self.plan.ranks) if r not in out.ends]
+        launcher = os.path.basename(self.launch.argv[0])
+        if out.leftovers and self.opts.verbose:
+            _err(f"ended {out.leftovers} process{'es' if out.leftovers > 1 else ''} the job left behind")
+        if not missing:
+            return EXIT_OK          # every rank exited 0, whatever the launcher made of its end
+        if out.launcher_status != 0:
+            if len(missing) == self.plan.ranks:
+                _err(f"{launcher} failed (status {out.launcher_status}) before any rank ran")
+                return EXIT_STARTUP
+            _err(f"{launcher} ended with status {out.launcher_status}; "
+                 f"rank{'s' if len(missing) > 1 else ''} {_ranges(missing)} ended without a report "
+                 "(killed?)")
+            return EXIT_FAILED
+        _err(f"rank{'s' if len(missing) > 1 else ''} {_ranges(missing)} ended without a report")
+        return EXIT_FAILED
+
+
+def _ranges(ranks: list[int]) -> str:
+    out, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        out.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        opts = parse_args(args)
+        if opts.help:
+            sys.stdout.write(HELP)
+            return EXIT_OK
+        if opts.version:
+            from . import __version__
+            sys.stdout.write(f"yod (bobcat) {__version__}\n")
+            return EXIT_OK
+        y = Yod(opts)
+        y.prepare()
+    except UsageError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    if opts.dry_run:
+        import shlex
+        for line in y.summary():
+            print(line)
+        print(shlex.join(y.launch.argv))
+        return EXIT_OK
+    if y.launch.files:
+        return _run_with_files(y)
+    return y.run()
+
+
+def _run_with_files(y: Yod) -> int:
+    """srun with several programs: its multi-prog and host files live for the job's duration."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="yod-") as d:
+        mp = os.path.join(d, "multiprog")
+        with open(mp, "w") as f:
+            f.write(y.launch.files["multiprog"])
+        y.launch.argv = [mp if a == "@MULTIPROG@" else a for a in y.launch.argv]
+        if y.launch.files["hostfile"].strip():
+            hf = os.path.join(d, "hosts")
+            with open(hf, "w") as f:
+                f.write(y.launch.files["hostfile"])
+            y.env["SLURM_HOSTFILE"] = hf
+        return y.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,362 @@
+"""Running one job: spawn the launcher, relay its stderr, watch ranks, enforce the end, clean up.
+
+yod is a child subreaper, so every process the job leaves behind on this host is re-parented to
+yod and can be reaped.  The launcher runs in its own process group; ranks may sit in other groups
+(Open MPI puts each local child in its own), so cleanup also finds processes by the
+BOBCAT_JOB_ID=<job> entry in /proc/<pid>/environ, which every process of the job inherits.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+STATUS_PREFIX = b"@@bobcat@@ "
+GRACE_S = 1.5            # SIGTERM -> SIGKILL
+LINGER_S = 2.0           # after every rank reported, how long the launcher may take to exit
+PARTIAL_HOLD_S = 0.05    # how long a partial line that might be a status line is held back
+PR_SET_CHILD_SUBREAPER = 36
+
+
+class RankEnd:
+    """How one rank ended, from its shim's exit line."""
+    __slots__ = ("rank", "code", "signal")
+
+    def __init__(self, rank: int, code: int | None, sig: int | None):
+        self.rank, self.code, self.signal = rank, code, sig
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+    def describe(self) -> str:
+        if self.signal is not None:
+            try:
+                name = signal.Signals(self.signal).name
+            except ValueError:
+                name = "?"
+            return f"was killed by signal {self.signal} ({name})"
+        return f"exited with code {self.code}"
+
+
+class Outcome:
+    """What yod learnt about the job while it ran."""
+
+    def __init__(self) -> None:
+        self.launcher_status: int | None = None   # exit code, or -signal
+        self.ends: dict[int, RankEnd] = {}
+        self.first_failure: RankEnd | None = None
+        self.nodes: list[dict[str, str]] = []
+        self.timed_out = False
+        self.signalled: int | None = None
+        self.leftovers = 0                         # processes still alive after the launcher ended
+
+
+def set_subreaper() -> None:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def parse_status(line: bytes) -> tuple[str, dict[str, str]]:
+    """'@@bobcat@@ exit rank=1 code=0' -> ('exit', {'rank': '1', 'code': '0'})."""
+    words = line[len(STATUS_PREFIX):].decode("utf-8", "replace").split()
+    kind = words[0] if words else ""
+    fields = {}
+    for w in words[1:]:
+        k, _, v = w.partition("=")
+        fields[k] = v.replace("%20", " ")
+    return kind, fields
+
+
+def job_pids(job_id: str) -> set[int]:
+    """Processes on this host that belong to the job: its id in their environment, or they are
+    our (re-parented) children."""
+    me = os.getpid()
+    needle = f"BOBCAT_JOB_ID={job_id}".encode()
+    found = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    found.add(pid)
+                    continue
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            # The command name may hold spaces and ')'; the ppid is the second field after the last ')'.
+            fields = stat[stat.rindex(b")") + 2:].split()
+            if int(fields[1]) == me and fields[0] != b"Z":
+                found.add(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _have_children() -> bool:
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+class Job:
+    def __init__(self, argv: list[str], env: dict[str, str], job_id: str, nranks: int,
+                 tlimit: float | None, on_status, scan_always: bool = False):
+        # scan_always: ranks on this host may not descend from yod (srun starts them from
+        # slurmstepd), so only the environment scan can find them.
+        self.scan_always = scan_always
+        self.argv = argv
+        self.env = env
+        self.job_id = job_id
+        self.nranks = nranks
+        self.tlimit = tlimit
+        self.on_status = on_status          # callback(kind, fields) for node lines
+        self.out = Outcome()
+        self.pid = -1
+        self._buf = b""
+        self._passing = False               # inside a user line already partly forwarded
+        self._held_since = 0.0
+
+    # --- stderr relay -------------------------------------------------------------------------
+    def _emit(self, data: bytes) -> None:
+        while data:
+            try:
+                n = os.write(2, data)
+            except InterruptedError:
+                continue
+            except OSError:
+                return
+            data = data[n:]
+
+    def _feed(self, data: bytes, now: float) -> None:
+        buf = self._buf + data
+        out = []
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            line = buf[start:nl + 1]
+            start = nl + 1
+            if not self._passing and line.startswith(STATUS_PREFIX):
+                self._status(line.rstrip(b"\r\n"))
+            else:
+                out.append(line)
+            self._passing = False
+        rest = buf[start:]
+        # A partial line that cannot become a status line goes out now, so prompts and progress
+        # dots show up; one that still could is held briefly (see flush_partial).
+        if rest and (self._passing or not STATUS_PREFIX.startswith(rest[:len(STATUS_PREFIX)])
+                     and not rest.startswith(STATUS_PREFIX)):
+            out.append(rest)
+            self._passing = True
+            rest = b""
+        if rest and not self._buf:
+            self._held_since = now
+        self._buf = rest
+        if out:
+            self._emit(b"".join(out))
+
+    def _flush_partial(self, now: float, force: bool = False) -> None:
+        if self._buf and (force or now - self._held_since > PARTIAL_HOLD_S):
+            self._emit(self._buf)
+            self._passing = True
+            self._buf = b""
+
+    def _status(self, line: bytes) -> None:
+        kind, f = parse_status(line)
+        if kind == "exit":
+            try:
+                end = RankEnd(int(f["rank"]), int(f["code"]) if "code" in f else None,
+                              int(f["signal"]) if "signal" in f else None)
+            except (KeyError, ValueError):
+                return
+            self.out.ends[end.rank] = end
+            if not end.ok and self.out.first_failure is None:
+                self.out.first_failure = end
+        elif kind == "node":
+            self.out.nodes.append(f)
+            self.on_status(kind, f)
+
+    # --- the job's life -----------------------------------------------------------------------
+    def run(self) -> Outcome:
+        import select
+        set_subreaper()
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        caught: list[int] = []
+
+        def on_signal(sig, _frame):
+            caught.append(sig)
+
+        old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        # A SIGCHLD handler (not SIG_DFL) makes the kernel deliver it, which wakes select via the fd.
+        old[signal.SIGCHLD] = signal.signal(signal.SIGCHLD, lambda s, f: None)
+        old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            self.pid = os.posix_spawn(
+                self.argv[0], self.argv, self.env,
+                file_actions=[(os.POSIX_SPAWN_DUP2, err_w, 2)],
+                setpgroup=0,
+                # Python ignores SIGPIPE and SIGXFSZ; the job must start with the defaults.
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM,
+                           signal.SIGHUP, signal.SIGCHLD))
+        except OSError as e:
+            os.close(err_r)
+            os.close(err_w)
+            self._restore(old, old_wakeup, wake_r, wake_w)
+            raise RuntimeError(f"cannot start {self.argv[0]}: {e.strerror}") from None
+        os.close(err_w)
+        start = time.monotonic()
+        deadline = start + self.tlimit if self.tlimit else None
+        stop_at = None          # when set: teardown in progress, SIGKILL at this time
+        eof = False
+        launcher_done_at = None
+        all_done_at = None
+        try:
+            while True:
+                now = time.monotonic()
+                if caught and self.out.signalled is None:
+                    self.out.signalled = caught[0]
+                if stop_at is None and (self.out.signalled is not None or self.out.first_failure
+                                        or (deadline is not None and now >= deadline)):
+                    if deadline is not None and now >= deadline and self.out.signalled is None \
+                            and self.out.first_failure is None:
+                        self.out.timed_out = True
+                    self._kill_all(signal.SIGTERM, launcher=not self.out.first_failure)
+                    stop_at = now + GRACE_S
+                # Every rank has ended but the launcher lingers: Hydra, for one, waits for
+                # whatever still holds a rank's stdout (a daemonised grandchild).  Stop it all.
+                if len(self.out.ends) >= self.nranks and all_done_at is None:
+                    all_done_at = now
+                if stop_at is None and all_done_at is not None and launcher_done_at is None \
+                        and now - all_done_at > LINGER_S:
+                    self._kill_all(signal.SIGTERM)
+                    stop_at = now + GRACE_S
+                if stop_at is not None and now >= stop_at:
+                    self._kill_all(signal.SIGKILL)
+                    stop_at = now + 3600
+                self._reap()
+                if self.out.launcher_status is not None and launcher_done_at is None:
+                    launcher_done_at = now
+                if launcher_done_at is not None and (eof or now - launcher_done_at > 0.5):
+                    break
+                timeout = 0.5
+                if self._buf:
+                    timeout = PARTIAL_HOLD_S
+                if deadline is not None and stop_at is None:
+                    timeout = min(timeout, max(0.0, deadline - now))
+                if all_done_at is not None and stop_at is None:
+                    timeout = min(timeout, max(0.0, all_done_at + LINGER_S - now) + 0.01)
+                if stop_at is not None:
+                    timeout = min(timeout, max(0.0, stop_at - now), 0.1)
+                if launcher_done_at is not None:
+                    timeout = min(timeout, 0.05)
+                rlist = [wake_r] + ([] if eof else [err_r])
+                try:
+                    ready, _, _ = select.select(rlist, [], [], timeout)
+                except InterruptedError:
+                    ready = []
+                now = time.monotonic()
+                if wake_r in ready:
+                    try:
+                        while os.read(wake_r, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+                if err_r in ready:
+                    data = os.read(err_r, 65536)
+                    if data:
+                        self._feed(data, now)
+                    else:
+                        eof = True
+                self._flush_partial(now)
+            # The launcher is gone; anything of the job still alive here is a straggler.
+            if not eof:
+                self._drain(err_r)
+            self._flush_partial(time.monotonic(), force=True)
+            self.out.leftovers = self._cleanup()
+        finally:
+            os.close(err_r)
+            self._restore(old, old_wakeup, wake_r, wake_w)
+        return self.out
+
+    def _drain(self, fd: int) -> None:
+        import select
+        while select.select([fd], [], [], 0)[0]:
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            self._feed(data, time.monotonic())
+
+    def _kill_all(self, sig: int, launcher: bool = True) -> int:
+        """Signal every process of the job.  launcher=False spares the launcher: after a rank
+        failure it is usually tearing the job down already, and Open MPI's mpirun takes a second
+        termination signal during its own abort as "force" and crashes noisily."""
+        pids = job_pids(self.job_id)
+        if launcher:
+            try:
+                os.killpg(self.pid, sig)
+            except OSError:
+                pass
+        else:
+            pids.discard(self.pid)
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        return len(pids)
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.pid:
+                self.out.launcher_status = os.waitstatus_to_exitcode(status)
+
+    def _cleanup(self) -> int:
+        """Stop and reap whatever the job left behind; returns how many processes that was."""
+        self._reap()
+        if not self.scan_always and not _have_children():
+            # yod is a subreaper: every surviving local descendant would be its child, so with
+            # none left the /proc scan (milliseconds on a busy node) can be skipped.
+            return 0
+        n = self._kill_all(signal.SIGTERM)
+        if n:
+            end = time.monotonic() + GRACE_S
+            while time.monotonic() < end and job_pids(self.job_id):
+                self._reap()
+                time.sleep(0.02)
+            self._kill_all(signal.SIGKILL)
+        # Every child (including re-parented orphans) is reaped before yod exits.
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                if not job_pids(self.job_id):
+                    break
+                time.sleep(0.01)
+        return n
+
+    @staticmethod
+    def _restore(old, old_wakeup, wake_r, wake_w) -> None:
+        signal.set_wakeup_fd(old_wakeup)
+        for s, h in old.items():
+            signal.signal(s, h)
+        os.close(wake_r)
+        os.close(wake_w)
+
