@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bobcat import report_tables
+from bobcat import paths, report_tables
 from bobcat.plots import ratio_grid
 from bobcat.report import render
 
@@ -97,56 +97,98 @@ def imb_time(test: str, config: str, ranks: int, size: int) -> float:
     return steps * (lat + size / bw)
 
 
+def _ms(rows: list[tuple], **common) -> list[dict]:
+    """Metric dicts from (name, value, unit, better, params) tuples."""
+    return [{"name": n, "value": v, "unit": u, "better": b, "params": {**common, **p}}
+            for n, v, u, b, p in rows]
+
+
 def build_full(path: Path, configs=("lwk", "linux-shm", "linux-nic")) -> Fixture:
+    """Every benchmark in the shapes bench/*.c and the HPCC parser emit them."""
     fx = Fixture(path)
     for config in configs:
+        scale = {"lwk": 1.0, "linux-shm": 0.8, "linux-nic": 0.3}[config]
+        kind = "hugetlb" if config == "lwk" else "small"
         for mode in ("SN", "VN2"):
+            vn = 0.9 if mode == "VN2" else 1.0   # VN2 does the same work at 90 % of SN's rate
             for rep, f in enumerate(REP_FACTORS):
                 for test in ("PingPong", "Barrier", "Sendrecv", "Bcast", "Allreduce",
                              "Alltoall"):
-                    ms = []
                     for ranks in ((2,) if test == "PingPong" else (2, 4)):
+                        ms = []
                         for size in ((None,) if test == "Barrier" else SIZES):
                             t = imb_time(test, config, ranks, size or 0) * f
-                            p = {"ranks": ranks, "test": test}
+                            p = {"ranks": ranks, "iters": 1000}
                             if size is not None:
                                 p["bytes"] = size
-                            for name, v in (("t_min", 0.9 * t), ("t_avg", t),
-                                            ("t_max", 1.2 * t)):
-                                ms.append({"name": name, "value": v, "unit": "us",
-                                           "better": "lower", "params": p})
+                            rows = [("t_min", 0.9 * t), ("t_avg", t), ("t_max", 1.2 * t)]
                             if test == "PingPong" and size:
-                                ms.append({"name": "bandwidth", "value": size / t,
-                                           "unit": "MB/s", "params": p})
-                    fx.run("imb", config, mode, 4, rep, ms, {"test": test})
-                # HPCC: VN2 does the same work at 90 % of SN's rate; linux-nic a third of lwk.
-                scale = {"lwk": 1.0, "linux-shm": 0.8, "linux-nic": 0.3}[config]
-                vn = 0.9 if mode == "VN2" else 1.0
+                                rows.append(("bandwidth", size / t))
+                            ms += [{"bench": test.lower(), "name": n, "value": v,
+                                    "unit": "MB/s" if n == "bandwidth" else "us",
+                                    "better": "higher" if n == "bandwidth" else "lower",
+                                    "params": p} for n, v in rows]
+                        fx.run("imb", config, mode, ranks, rep, ms,
+                               {"test": test.lower(), "max-size": "1M",
+                                "args": ["--test", test.lower()]})
                 hp = [("HPL_Tflops", 0.010 * scale * vn * f, "Tflop/s", "higher"),
                       ("PTRANS_GBs", 2.5 * scale * vn * f, "GB/s", "higher"),
                       ("MPIRandomAccess_GUPs", 0.025 * scale * vn * f, "GUP/s", "higher"),
                       ("MPIFFT_Gflops", 6.5 * scale * vn * f, "Gflop/s", "higher"),
-                      ("RandomlyOrderedRingLatency_usec", 0.1 / scale * f, "usec", "lower"),
-                      ("NaturallyOrderedRingLatency_usec", 0.09 / scale * f, "usec", "lower"),
+                      ("RandomlyOrderedRingLatency_usec", 0.1 / scale * f, "us", "lower"),
+                      ("NaturallyOrderedRingLatency_usec", 0.09 / scale * f, "us", "lower"),
                       ("RandomlyOrderedRingBandwidth_GBytes", 14 * scale * f, "GB/s", "higher"),
                       ("NaturallyOrderedRingBandwidth_GBytes", 15 * scale * f, "GB/s",
-                       "higher")]
+                       "higher"),
+                      ("CommWorldProcs", 2, "", "")]
                 fx.run("hpcc", config, mode, 2, rep,
-                       [{"name": n, "value": v, "unit": u, "better": b} for n, v, u, b in hp])
+                       _ms([(n, v, u, b, {}) for n, v, u, b in hp], ranks=2),
+                       {"N": 2000, "NB": 128, "P": 1, "Q": 2})
                 for pages, pf in (("small", 0.95), ("large", 1.0)):
-                    fx.run("stream", config, mode, 2, rep,
-                           [{"name": "triad", "value": 40.0 * pf * f, "unit": "GB/s",
-                             "params": {"pages": pages}}], {"pages": pages})
-                fx.run("selfish", config, mode, 1, rep,
-                       [{"name": "detours_per_s", "value": 550.0 * f, "unit": "1/s",
-                         "better": "lower"},
-                        {"name": "median_us", "value": 14.5, "unit": "us", "better": "lower"},
-                        {"name": "lost_pct", "value": 0.7 * f, "unit": "%", "better": "lower"}]
-                       + [{"name": "hist", "value": c * f, "unit": "count", "better": "lower",
-                           "params": {"bin_us": b}}
-                          for b, c in ((1, 10), (2, 50), (4, 300), (8, 2000), (16, 700),
-                                       (32, 40), (64, 3))])
+                    got = "small" if pages == "small" else kind
+                    fx.run("stream", config, mode, 2, rep, _ms(
+                        [("triad", 20.0 * pf * f, "GB/s", "higher",
+                          {"phase": "single", "rank": r}) for r in (0, 1)]
+                        + [("triad", 40.0 * pf * f, "GB/s", "higher", {"phase": "all"})],
+                        ranks=2, pages=got, array_bytes=1 << 27), {"pages": pages})
+                fx.run("gups", config, mode, 2, rep, _ms(
+                    [("gups", 0.02 * scale * vn * f, "GUP/s", "higher", {"mode": "mpi"}),
+                     ("gups_sum", 0.1 * vn * f, "GUP/s", "higher", {"mode": "single"})],
+                    ranks=2, pages=kind, log2_table=24))
+                fx.run("ptrans", config, mode, 2, rep, _ms(
+                    [("bandwidth", 3.0 * scale * vn * f, "GB/s", "higher", {}),
+                     ("bandwidth_avg", 2.8 * scale * vn * f, "GB/s", "higher", {})],
+                    ranks=2, n=2048, nb=64, p=1, q=2, iters=5))
+                fx.run("fft", config, mode, 2, rep, _ms(
+                    [("gflops", 7.0 * scale * vn * f, "Gflop/s", "higher", {})],
+                    ranks=2, n=1 << 20, log2n=20, iters=5, impl="fftw"))
+                if mode == "VN2":      # as in the default campaign: ring runs in VN2 only
+                    fx.run("ring", config, mode, 2, rep, _ms(
+                        [(f"{w}_{s}", v * k, u, b, {"order": o, "bytes": size})
+                         for o in ("natural", "random")
+                         for w, v, u, b, size in (("lat", 0.1 / scale * f, "us", "lower", 8),
+                                                  ("bw", 14 * scale * f, "GB/s", "higher",
+                                                   2000000))
+                         for s, k in (("min", 0.8), ("avg", 1.0), ("max", 1.3))],
+                        ranks=2, iters=100, rings=5))
+                fx.run("selfish", config, mode, 2, rep, _ms(
+                    [(n, v, u, "lower", {"rank": r, "cpu": r})
+                     for r in (0, 1)
+                     for n, v, u in (("detour_rate", 550.0 * f, "1/s"),
+                                     ("detour_max", 200.0 * f, "us"),
+                                     ("time_lost", 0.7 * f, "%"),
+                                     ("detours", 1650 * f, "count"))]
+                    + [("hist", c * f, "count", "lower",
+                        {"rank": r, "cpu": r, "lo_us": b / 2 if b > 1 else 0, "hi_us": b})
+                       for r in (0, 1)
+                       for b, c in ((1, 10), (2, 50), (4, 300), (8, 2000), (16, 700),
+                                    (32, 40), (64, 3))],
+                    mode="all", seconds=3.0, threshold_us=round(0.1 * (1 + rep), 2)))
     return fx
+
+
+# Read before the autouse fixture clears BOBCAT_*: where the benchmark programs are installed.
+BENCH_DIR = paths.home() / "libexec" / "bobcat" / "bench"
 
 
 @pytest.fixture(autouse=True)
@@ -166,7 +208,11 @@ def full_db(tmp_path_factory) -> Path:
            placement="smt")
     fx.run("hpcc", "lwk", "VN2", 2, 4, [], status="failed")
     fx.close()
+    FULL_DB_DIGEST.append(hashlib.sha256(path.read_bytes()).hexdigest())
     return path
+
+
+FULL_DB_DIGEST: list[str] = []   # the fixture database's hash before anything rendered it
 
 
 @pytest.fixture(scope="module")
@@ -261,10 +307,8 @@ def test_every_paper_figure_is_drawn(full_report):
         assert len(list((full_report.parent / "figures").glob(f"*.{fmt}"))) == 15
 
 
-def test_render_never_writes_the_database(full_db, tmp_path):
-    before = hashlib.sha256(full_db.read_bytes()).hexdigest()
-    render(full_db, tmp_path / "r")
-    assert hashlib.sha256(full_db.read_bytes()).hexdigest() == before
+def test_render_never_writes_the_database(full_db, full_report):
+    assert hashlib.sha256(full_db.read_bytes()).hexdigest() == FULL_DB_DIGEST[0]
 
 
 def test_ratio_surface_is_reference_time_over_other_time(full_db):
@@ -310,9 +354,10 @@ def test_headline_and_cnw_tables_from_known_inputs(full_report):
             and r[4] == "SN"]
     assert float(rows[0][9]) == pytest.approx(100 * (1 / 0.3 - 1), rel=1e-3)
 
-    # Small vs large pages: triad 0.95 × → 95 %.
+    # Small vs large pages: triad 0.95 × → 95 %, for the two single-rank and the all-rank
+    # figures of every config × mode.
     pages = page.tables["pages"]
-    assert len(pages) == 1 + 3 * 2     # every config × mode
+    assert len(pages) == 1 + 3 * 3 * 2
     assert all(float(r[-1]) == pytest.approx(95.0, rel=1e-3) for r in pages[1:])
 
     # SN vs VN2 HPCC table holds both modes.
@@ -323,8 +368,11 @@ def test_headline_and_cnw_tables_from_known_inputs(full_report):
         "pallas-allreduce", "pallas-alltoall"}
     assert [r[0] for r in page.tables["pallas-bcast"][1:]] == [str(s) for s in SIZES]
     # Selfish: scalar metrics per series.
+    # Selfish: scalar metrics per series and loop mode; threshold_us differs per repetition
+    # but does not split the repetitions apart.
     sel = page.tables["selfish"]
-    assert sel[0][1].startswith("detours_per_s") and len(sel) == 1 + 6
+    assert sel[0][2].startswith("detour_rate") and len(sel) == 1 + 6
+    assert float(_cell(page, "selfish", "lwk openmpi SN", sel[0][2])) == pytest.approx(550.0)
 
 
 def test_coefficient_of_variation(full_report):
@@ -337,8 +385,8 @@ def test_coefficient_of_variation(full_report):
     assert report_tables.cov([1.0]) is None
 
 
-def test_placement_policies(full_db, tmp_path):
-    shown = parse(render(full_db, tmp_path / "all"))
+def test_placement_policies(full_db, full_report, tmp_path):
+    shown = parse(full_report)
     assert any(r[8] == "smt" and r[-1] == "yes" for r in shown.tables["runs"][1:])
     assert any(r[7] == "failed" and r[-1] == "no" for r in shown.tables["runs"][1:])
 
@@ -349,8 +397,8 @@ def test_placement_policies(full_db, tmp_path):
         ex.select(lambda s: s.name == "PTRANS_GBs" and s.run.config == "lwk"
                   and s.run.mode == "VN2"), lambda s: 0)[0]
     assert sorted(vals) == pytest.approx(sorted(2.5 * 0.9 * f for f in REP_FACTORS))
-    page = parse(render(full_db, tmp_path / "ex", placements="exclude-outliers"))
-    assert any(r[8] == "smt" and r[-1] == "no" for r in page.tables["runs"][1:])
+    smt = [r.id for r in ex.runs if r.placement == "smt"]
+    assert smt and not set(smt) & ex.kept
 
     # Separate: the smt run becomes its own series; the core series' median excludes it.
     sep = parse(render(full_db, tmp_path / "sep", placements="separate"))
@@ -423,3 +471,53 @@ def test_browser_renders_page(full_report, tmp_path):
     if os.environ.get("REPORT_SCREENSHOT"):     # to look at the page by eye
         shutil.copy(shot, os.environ["REPORT_SCREENSHOT"])
     assert re.search(r"<img [^>]*src=\"figures/fig01.png\"", dom.stdout)
+
+
+def _imb(cmd: list[str]) -> list[dict]:
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+    assert lines[-1].get("done") is True
+    return [m for m in lines if "metric" in m]
+
+
+def test_real_imb_runs(tmp_path):
+    """Real IMB runs of bobcat's imb benchmark under Open MPI with and without CMA single copy
+    (the linux-shm and linux-shm-nocma configurations), stored per contracts.md §3/§4."""
+    exe = BENCH_DIR / "imb.openmpi"
+    if not exe.exists():
+        pytest.skip(f"{exe} not built (set BOBCAT_HOME to an install prefix)")
+    base = ["mpirun.openmpi", "-np", "2", "--bind-to", "core"]
+    args = [str(exe), "--test", "pingpong,allreduce", "--sizes", "0,8,1K,64K", "--time", "0.02"]
+    configs = {"linux-shm": [], "linux-shm-nocma": ["--mca", "btl_vader_single_copy_mechanism",
+                                                    "none"]}
+    fx = Fixture(tmp_path / "real.db")
+    raw: dict[tuple[str, int], list[float]] = {}
+    for rep in range(2):
+        for config, extra in configs.items():
+            metrics = _imb(base + extra + args)
+            for m in metrics:
+                if m["bench"] == "allreduce" and m["metric"] == "t_avg":
+                    raw.setdefault((config, m["params"]["bytes"]), []).append(m["value"])
+            fx.run("imb", config, "VN2", 2, rep,
+                   [{"bench": m["bench"], "name": m["metric"], "value": m["value"],
+                     "unit": m["unit"], "better": m["better"], "params": m["params"]}
+                    for m in metrics], {"test": "pingpong,allreduce"})
+    fx.close()
+    index = render(tmp_path / "real.db", tmp_path / "out")
+    page = parse(index)
+    _check_images(index, page)
+    caps = {c.split(".")[0]: c for c in page.captions}
+    for n in (8, 12):
+        assert "not measured" not in caps[f"Figure {n}"]
+    assert "not measured (why: no runs of imb Barrier" in caps["Figure 9"]
+    # Figure 12's surface: reference = linux-shm (no lwk measured), cells from the raw medians.
+    ds = report_tables.load(tmp_path / "real.db")
+    ranks, sizes, grid = ratio_grid(ds, "Allreduce", "linux-shm", "linux-shm-nocma", "openmpi",
+                                    "VN2")
+    assert ranks == [2] and sizes == [0, 8, 1024, 65536]
+    for j, b in enumerate(sizes):
+        want = statistics.median(raw[("linux-shm", b)]) / statistics.median(
+            raw[("linux-shm-nocma", b)])
+        assert grid[0, j] == pytest.approx(want, rel=1e-9)

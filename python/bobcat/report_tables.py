@@ -1,0 +1,638 @@
+"""The report's data layer: read the results database (read-only) and compute its tables.
+
+Everything here is plain data in, plain data out, so the numbers in the report (medians, ratios,
+coefficients of variation, effective core utilization) can be tested without drawing anything.
+The database layout is docs/design/contracts.md §4; metric records are §3.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+# The IMB tests the `imb` benchmark runs, by lower-case name, spelled as the IMB spells them.
+IMB_TESTS = {t.lower(): t for t in (
+    "PingPong", "PingPing", "Sendrecv", "Exchange", "Barrier", "Bcast", "Reduce", "Allreduce",
+    "Allgather", "Alltoall", "Reduce_scatter", "msgrate")}
+
+# Parameters that describe how a number was measured, not what was measured: two repetitions that
+# differ only in these are still repetitions of one measurement.
+NOISE_PARAMS = frozenset({
+    "iters", "iterations", "reps", "repetition", "repetitions", "seed", "seconds", "wall_s",
+    "warmup", "time_s", "time", "cpus", "cpu", "ranks", "bytes", "test", "npmin", "root",
+    "threshold_us", "trials", "rings", "args", "validate", "pages"})
+
+# HPCC summary keys the report quotes, with a readable name. The parser stores them verbatim.
+HPCC_KEYS = {
+    "HPL_Tflops": "HPL",
+    "PTRANS_GBs": "PTRANS",
+    "MPIRandomAccess_GUPs": "MPI RandomAccess",
+    "MPIFFT_Gflops": "MPI-FFT",
+    "StarSTREAM_Triad": "STREAM triad (per process)",
+    "SingleSTREAM_Triad": "STREAM triad (single)",
+    "RandomlyOrderedRingLatency_usec": "Random ring latency",
+    "NaturallyOrderedRingLatency_usec": "Natural ring latency",
+    "RandomlyOrderedRingBandwidth_GBytes": "Random ring bandwidth",
+    "NaturallyOrderedRingBandwidth_GBytes": "Natural ring bandwidth",
+}
+
+# Benchmarks whose numbers are communication times or diagnostics rather than "work done"; they
+# are left out of the work-oriented tables (effective utilization, configuration ratios).
+NOT_WORK = frozenset({"imb", "probe", "selfish"})
+
+
+@dataclass(frozen=True)
+class Run:
+    id: int
+    campaign_id: int | None
+    benchmark: str
+    config: str
+    mpi: str
+    mode: str
+    ranks: int
+    params: dict[str, Any]
+    repetition: int
+    status: str
+    placement: str
+    machine: dict[str, Any]
+    probe_before: dict[str, Any] | None
+    probe_after: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One metric value of one run, with the run's identity folded in."""
+    run: Run
+    bench: str
+    test: str | None          # IMB test name, None for other benchmarks
+    name: str
+    value: float
+    unit: str
+    better: str               # "higher" or "lower"
+    size: int | None
+    ranks: int
+    params: dict[str, Any]    # run params overlaid with the metric's params
+
+    @property
+    def benchmark(self) -> str:
+        return self.run.benchmark
+
+    def what(self, pages: bool = True) -> tuple:
+        """What was measured, independent of where (config, mpi, mode) and of repetitions.
+
+        The page size a benchmark reports it got is an outcome of the configuration (lwk gets
+        huge pages, Linux small ones), so it is not part of the key; the page size a campaign
+        asked for (the run's params.pages) is, unless `pages` is False.
+        """
+        rest = tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in self.params.items()
+                            if k not in NOISE_PARAMS))
+        asked = self.run.params.get("pages") if pages else None
+        return (self.run.benchmark, self.test, self.name, self.size, self.ranks, rest,
+                None if asked is None else str(asked))
+
+
+@dataclass
+class Stat:
+    median: float
+    lo: float
+    hi: float
+    n: int
+
+
+@dataclass
+class Table:
+    id: str
+    title: str
+    caption: str
+    headers: list[str]
+    rows: list[list[Any]]
+    notes: list[str] = field(default_factory=list)
+    empty_reason: str | None = None   # set when the table could not be computed, and why
+
+
+def _json(text: str | None) -> Any:
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError):
+        return None
+
+
+def _dict(text: str | None) -> dict[str, Any]:
+    value = _json(text)
+    return value if isinstance(value, dict) else {}
+
+
+def per_node(mode: str) -> int | None:
+    """Ranks per node of a yod mode: SN → 1, VN → 2, VN<n> → n; None if unrecognised."""
+    m = (mode or "").upper()
+    if m == "SN":
+        return 1
+    if m == "VN":
+        return 2
+    if m.startswith("VN") and m[2:].isdigit():
+        return int(m[2:])
+    return None
+
+
+def imb_test(benchmark: str, bench: str, run_params: dict, metric_params: dict) -> str | None:
+    """The IMB test a metric belongs to: the metric's params.test, else its "bench" (imb prints
+    the lower-case test name there), else the run's params.test (a run may name several tests,
+    "pingpong,allreduce", so that is the last resort)."""
+    for name in (metric_params.get("test"), bench, run_params.get("test")):
+        if name is not None and str(name).lower() in IMB_TESTS:
+            return IMB_TESTS[str(name).lower()]
+    return None
+
+
+def _better(better: str | None, name: str, unit: str) -> str:
+    if better in ("higher", "lower"):
+        return better
+    text = f"{name} {unit}".lower()
+    return "lower" if any(w in text for w in ("lat", "usec", "time", "_us", " us", " s", "ns")) \
+        else "higher"
+
+
+class Dataset:
+    """All runs of a database, and the metric samples of the runs the placement policy keeps."""
+
+    def __init__(self, runs: list[Run], samples: list[Sample], placements: str,
+                 meta: dict[str, str], campaigns: list[dict[str, Any]]):
+        if placements not in ("all", "exclude-outliers", "separate"):
+            raise ValueError(f"placements must be all, exclude-outliers or separate, "
+                             f"not {placements!r}")
+        self.runs = runs
+        self.placements = placements
+        self.meta = meta
+        self.campaigns = campaigns
+        ok = [r for r in runs if r.status == "ok"]
+        counts = Counter(r.placement for r in ok)
+        self.dominant_placement = counts.most_common(1)[0][0] if counts else None
+        if placements == "exclude-outliers":
+            self.kept = {r.id for r in ok if r.placement == self.dominant_placement}
+        else:
+            self.kept = {r.id for r in ok}
+        self.samples = [s for s in samples if s.run.id in self.kept]
+
+    def label(self, run: Run) -> str:
+        """The series a run belongs to: configuration, MPI and mode (and placement if separate)."""
+        text = f"{run.config} {run.mpi} {run.mode}"
+        if self.placements == "separate":
+            text += f" [{run.placement}]"
+        return text
+
+    def select(self, pred: Callable[[Sample], bool]) -> list[Sample]:
+        return [s for s in self.samples if pred(s)]
+
+
+def load(db_path: str | os.PathLike, placements: str = "all") -> Dataset:
+    """Read a results database without ever writing to it."""
+    uri = f"file:{os.fspath(db_path)}?mode=ro"
+    con = sqlite3.connect(uri, uri=True)
+    try:
+        con.row_factory = sqlite3.Row
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        meta: dict[str, str] = {}
+        if "meta" in tables:
+            meta = {r["key"]: r["value"] for r in con.execute("SELECT key, value FROM meta")}
+        campaigns: list[dict[str, Any]] = []
+        if "campaigns" in tables:
+            campaigns = [dict(r) for r in con.execute("SELECT * FROM campaigns ORDER BY id")]
+        runs: dict[int, Run] = {}
+        if "runs" in tables:
+            for r in con.execute("SELECT * FROM runs ORDER BY id"):
+                runs[r["id"]] = Run(
+                    id=r["id"], campaign_id=r["campaign_id"], benchmark=r["benchmark"] or "?",
+                    config=r["config"] or "?", mpi=r["mpi"] or "?", mode=r["mode"] or "?",
+                    ranks=int(r["ranks"] or 0), params=_dict(r["params"]),
+                    repetition=int(r["repetition"] or 0), status=r["status"] or "?",
+                    placement=r["placement"] or "unknown", machine=_dict(r["machine"]),
+                    probe_before=_json(r["probe_before"]), probe_after=_json(r["probe_after"]))
+        samples: list[Sample] = []
+        if "metrics" in tables:
+            for m in con.execute("SELECT * FROM metrics"):
+                run = runs.get(m["run_id"])
+                value = m["value"]
+                if run is None or value is None or not math.isfinite(float(value)):
+                    continue
+                mparams = _dict(m["params"])
+                params = {**run.params, **mparams}
+                size = m["size"] if m["size"] is not None else params.get("bytes")
+                ranks = mparams.get("ranks", run.ranks)
+                name = m["name"] or "?"
+                unit = m["unit"] or ""
+                samples.append(Sample(
+                    run=run, bench=m["bench"] or run.benchmark,
+                    test=imb_test(run.benchmark, m["bench"] or "", run.params, mparams),
+                    name=name, value=float(value), unit=unit,
+                    better=_better(m["better"], name, unit),
+                    size=int(size) if isinstance(size, (int, float)) else None,
+                    ranks=int(ranks) if isinstance(ranks, (int, float)) else run.ranks,
+                    params=params))
+    finally:
+        con.close()
+    return Dataset(list(runs.values()), samples, placements, meta, campaigns)
+
+
+# ---- statistics -------------------------------------------------------------------------------
+
+def summarize(values: Iterable[float]) -> Stat:
+    vals = sorted(values)
+    return Stat(statistics.median(vals), vals[0], vals[-1], len(vals))
+
+
+def cov(values: Iterable[float]) -> float | None:
+    """Coefficient of variation: sample standard deviation over mean; None below 2 values."""
+    vals = list(values)
+    if len(vals) < 2:
+        return None
+    mean = statistics.fmean(vals)
+    if mean == 0:
+        return None
+    return statistics.stdev(vals) / abs(mean)
+
+
+def performance(value: float, better: str) -> float:
+    """A number where bigger is always better: rates as they are, times inverted."""
+    if better == "lower":
+        return 1.0 / value if value else math.inf
+    return value
+
+
+def effective_utilization(sn: float, vn: float, better: str, ranks_per_node: int
+                          ) -> tuple[float, float]:
+    """CNW §4.1.3: the same work on the same ranks, one per node (SN) and n per node (VN).
+
+    For times, utilization of each core u = T_SN / T_VN (the paper's ".85 Q = S"); for rates
+    u = R_VN / R_SN. Cores effectively used = u × n. Returns (u, cores).
+    """
+    u = performance(vn, better) / performance(sn, better)
+    return u, u * ranks_per_node
+
+
+def improvement_pct(new: float, base: float, better: str) -> float:
+    """CNW's "(CNL/CNW − 1) × 100 %" for times, generalised: how much better `new` is than
+    `base`, in percent."""
+    return (performance(new, better) / performance(base, better) - 1.0) * 100.0
+
+
+def per_run_values(samples: Iterable[Sample], key: Callable[[Sample], Any]
+                   ) -> dict[Any, list[float]]:
+    """Group samples by `key`, one value per run (a run's repeated values collapse to their
+    median), so the lists hold one number per repetition."""
+    by_run: dict[Any, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for s in samples:
+        by_run[key(s)][s.run.id].append(s.value)
+    return {k: [statistics.median(v) for v in runs.values()] for k, runs in by_run.items()}
+
+
+def medians(samples: Iterable[Sample], key: Callable[[Sample], Any]) -> dict[Any, Stat]:
+    return {k: summarize(v) for k, v in per_run_values(samples, key).items()}
+
+
+# ---- tables -----------------------------------------------------------------------------------
+
+def _metric_label(s: Sample, with_pages: bool = True) -> str:
+    if s.benchmark == "hpcc":
+        return HPCC_KEYS.get(s.name, s.name)
+    text = f"{s.benchmark}/{s.test + '/' if s.test else ''}{s.name}"
+    extra = [f"{k}={v}" for k, v in sorted(s.params.items())
+             if k not in NOISE_PARAMS and not isinstance(v, (dict, list))]
+    if s.size is not None:
+        extra.insert(0, f"{s.size} B")
+    if with_pages and "pages" in s.run.params:
+        extra.append(f"pages={s.run.params['pages']}")
+    return text + (f" ({', '.join(extra)})" if extra else "")
+
+
+def pages_of(s: Sample) -> str:
+    """The page size a campaign asked for (run params), else the one the benchmark got."""
+    return str(s.run.params.get("pages", s.params.get("pages", "")))
+
+
+def _is_default_pages(s: Sample) -> bool:
+    return pages_of(s).lower() in ("", "default", "auto")
+
+
+def headline(ds: Dataset) -> Table:
+    """Key results per series: the numbers a reader wants before any figure."""
+    cols: list[tuple[str, Callable[[Sample], bool], str]] = [
+        ("PingPong 8 B t_avg", lambda s: s.test == "PingPong" and s.name == "t_avg"
+         and s.size == 8, "min-ranks"),
+        ("PingPong 1 MiB bandwidth", lambda s: s.test == "PingPong" and s.name == "bandwidth"
+         and s.size == 1 << 20, "min-ranks"),
+        ("Allreduce 8 B t_avg", lambda s: s.test == "Allreduce" and s.name == "t_avg"
+         and s.size == 8, "max-ranks"),
+        ("Barrier t_avg", lambda s: s.test == "Barrier" and s.name == "t_avg", "max-ranks"),
+        ("STREAM triad (all ranks)", lambda s: s.benchmark == "stream"
+         and "triad" in s.name.lower() and s.params.get("phase", "all") == "all", "max-ranks"),
+    ] + [(HPCC_KEYS[k], (lambda s, k=k: s.benchmark == "hpcc" and s.name == k), "max-ranks")
+         for k in ("HPL_Tflops", "PTRANS_GBs", "MPIRandomAccess_GUPs", "MPIFFT_Gflops")]
+    series = sorted({ds.label(s.run) for s in ds.samples})
+    headers = ["series"]
+    cells: dict[tuple[str, int], str] = {}
+    present = []
+    for ci, (title, pred, pick) in enumerate(cols):
+        chosen = [s for s in ds.samples if pred(s)]
+        if not chosen:
+            continue
+        unit = chosen[0].unit
+        headers.append(f"{title} ({unit}, {chosen[0].better} is better)")
+        present.append(ci)
+        for lab in series:
+            mine = [s for s in chosen if ds.label(s.run) == lab]
+            if any(_is_default_pages(s) for s in mine):
+                mine = [s for s in mine if _is_default_pages(s)]
+            if not mine:
+                continue
+            ranks = {s.ranks for s in mine}
+            want = max(ranks) if pick == "max-ranks" else min(ranks)
+            mine = [s for s in mine if s.ranks == want]
+            # Runs that set the page size explicitly are quoted once per page size, never
+            # pooled: small and large pages are different measurements.
+            parts = []
+            for pages in sorted({pages_of(s) for s in mine}):
+                st = summarize(per_run_values(
+                    [s for s in mine if pages_of(s) == pages],
+                    lambda s: 0)[0])
+                parts.append((f"{pages}: " if pages else "") + f"{fmt(st.median)}"
+                             + ("" if pages else f" (n={st.n})"))
+            cells[(lab, ci)] = "; ".join(parts) + f" [np {want}]"
+    rows = [[lab] + [cells.get((lab, ci), "—") for ci in present] for lab in series]
+    missing = [t for i, (t, _, _) in enumerate(cols) if i not in present]
+    notes = [f"not measured: {', '.join(missing)} (why: no runs of them in this database)"] \
+        if missing else []
+    return Table("headline", "Headline numbers",
+                 "Median over repetitions for each configuration, MPI and mode; np is the rank "
+                 "count the number comes from, n the number of repetitions; a benchmark run with "
+                 "an explicit page size is quoted per page size.",
+                 headers, rows if present else [], notes,
+                 None if present else "no key metric was measured")
+
+
+def matrix(samples: list[Sample], row: Callable[[Sample], Any],
+           row_title: list[str], col: Callable[[Sample], str]) -> tuple[list[str], list[list]]:
+    """A table of medians: one row per `row` key, one column per `col` key."""
+    stats = medians(samples, lambda s: (row(s), col(s)))
+    rows_k = sorted({k[0] for k in stats}, key=_sort_key)
+    cols_k = sorted({k[1] for k in stats})
+    body = []
+    for rk in rows_k:
+        rk_t = rk if isinstance(rk, tuple) else (rk,)
+        body.append(list(rk_t) + [stats[(rk, c)].median if (rk, c) in stats else None
+                                  for c in cols_k])
+    return row_title + cols_k, body
+
+
+def _sort_key(k: Any) -> tuple:
+    items = k if isinstance(k, tuple) else (k,)
+    return tuple((0, x, "") if isinstance(x, (int, float)) else (1, 0, str(x)) for x in items)
+
+
+def pallas_tables(ds: Dataset) -> list[Table]:
+    """CNW §5.2.1 "Selected tabular results from Pallas": t_avg per test and message size."""
+    imb = [s for s in ds.samples if s.test and s.name == "t_avg"]
+    tables = []
+    for test in sorted({s.test for s in imb}):
+        mine = [s for s in imb if s.test == test]
+        many = len({s.ranks for s in mine}) > 1
+        headers, rows = matrix(mine, lambda s: s.size if s.size is not None else "—",
+                               ["bytes"],
+                               lambda s: ds.label(s.run) + (f" np{s.ranks}" if many else ""))
+        tables.append(Table(f"pallas-{test.lower()}", f"IMB {test}: t_avg (µs), lower is better",
+                            "Median over repetitions.", headers, rows))
+    return tables
+
+
+def sn_vs_vn(ds: Dataset) -> Table:
+    """CNW §4.1.3 HPCC table: the same HPCC metrics in SN and VN modes, per configuration."""
+    hp = [s for s in ds.samples if s.benchmark == "hpcc" and s.name in HPCC_KEYS]
+    modes = sorted({s.run.mode for s in hp}, key=lambda m: (per_node(m) or 99, m))
+    if len(modes) < 2:
+        why = "no HPCC runs" if not hp else f"HPCC ran only in mode {modes[0]}"
+        return Table("hpcc-sn-vn", "HPCC, SN vs VN", "", [], [], empty_reason=why)
+    stats = medians(hp, lambda s: (s.name, s.run.config, s.run.mpi, s.ranks, s.run.mode))
+    rows = []
+    for name in HPCC_KEYS:
+        for (n, cfg, mpi, ranks) in sorted({k[:4] for k in stats if k[0] == name}):
+            rows.append([HPCC_KEYS[name], cfg, mpi, ranks] +
+                        [stats[(n, cfg, mpi, ranks, m)].median
+                         if (n, cfg, mpi, ranks, m) in stats else None for m in modes])
+    return Table("hpcc-sn-vn", "HPCC, SN vs VN (CNW §4.1.3)",
+                 "Medians over repetitions; the same rank count in each mode, so the same work.",
+                 ["HPCC test", "config", "mpi", "np"] + [f"{m} mode" for m in modes], rows)
+
+
+# Metrics that validate a result rather than measure performance.
+VALIDATION = frozenset({"errors", "error", "residual"})
+
+
+def _work_samples(ds: Dataset) -> list[Sample]:
+    """Performance numbers of work benchmarks: of HPCC only the keys the report quotes (its
+    summary has some sixty, most of them counts and timings of phases)."""
+    return [s for s in ds.samples if s.benchmark not in NOT_WORK and s.test is None
+            and s.name not in VALIDATION and not s.name.lower().startswith("hist")
+            and (s.benchmark != "hpcc" or s.name in HPCC_KEYS)]
+
+
+def config_ratios(ds: Dataset, reference: str = "lwk") -> list[Table]:
+    """CNW §4.1.4 "CNW vs CNL": every other configuration against the reference one."""
+    work = _work_samples(ds)
+    configs = sorted({s.run.config for s in work})
+    if reference not in configs or len(configs) < 2:
+        why = (f"no work-benchmark runs of configuration {reference}" if reference not in configs
+               else "only one configuration measured")
+        return [Table("ratios", f"Configuration ratios against {reference}", "", [], [],
+                      empty_reason=why)]
+    stats = medians(work, lambda s: (s.what(), s.run.mpi, s.run.mode, s.run.config))
+    label = {s.what(): (_metric_label(s), s.better, s.unit) for s in work}
+    tables = []
+    for other in configs:
+        if other == reference:
+            continue
+        rows = []
+        for (what, mpi, mode, cfg) in sorted(stats, key=lambda k: (str(k[0]), k[1], k[2])):
+            if cfg != other or (what, mpi, mode, reference) not in stats:
+                continue
+            base, new = stats[(what, mpi, mode, other)].median, \
+                stats[(what, mpi, mode, reference)].median
+            text, better, unit = label[what]
+            rows.append([text, unit, better, mpi, mode, what[4], base, new,
+                         new / base if base else None, improvement_pct(new, base, better)])
+        tables.append(Table(
+            f"ratio-{other}", f"{reference} vs {other} (CNW vs CNL style)",
+            f"Medians over repetitions. {reference}/{other} is the plain ratio of the values; "
+            f"improvement % = (perf({reference}) / perf({other}) − 1) × 100, where perf is the "
+            "value when higher is better and 1/value when lower is better — for times this is "
+            "the paper's (CNL/CNW − 1) × 100 %.",
+            ["metric", "unit", "better", "mpi", "mode", "np", other, reference,
+             f"{reference}/{other}", "improvement %"], rows,
+            empty_reason=None if rows else f"no measurement common to {reference} and {other}"))
+    return tables
+
+
+def _pages(s: Sample) -> str | None:
+    """small or large: the page size the campaign asked for, else the one the benchmark got."""
+    p = pages_of(s).lower()
+    if p in ("small", "4k", "4kib"):
+        return "small"
+    if p in ("large", "huge", "hugetlb", "2m", "2mib", "thp"):
+        return "large"
+    return None
+
+
+def pages_table(ds: Dataset) -> Table:
+    """CNW §4.1.2: performance with small pages relative to large pages."""
+    paged = [s for s in ds.samples if _pages(s) and s.test is None]
+
+    def key(s: Sample) -> tuple:
+        return (s.what(pages=False), s.run.config, s.run.mpi, s.run.mode)
+
+    stats = medians(paged, lambda s: (key(s), _pages(s)))
+    label = {key(s): (_metric_label(s, with_pages=False), s.better) for s in paged}
+    rows = []
+    for k in sorted({k[0] for k in stats}, key=str):
+        if (k, "small") in stats and (k, "large") in stats:
+            small, large = stats[(k, "small")].median, stats[(k, "large")].median
+            text, better = label[k]
+            rows.append([text, k[1], k[2], k[3], small, large,
+                         100.0 * performance(small, better) / performance(large, better)])
+    return Table("pages", "Small vs large pages (CNW §4.1.2)",
+                 "Performance of small pages relative to large pages = perf(small) / perf(large)"
+                 " × 100 % (perf = value, or 1/value for times). Medians over repetitions.",
+                 ["measurement", "config", "mpi", "mode", "small", "large", "small/large %"],
+                 rows, empty_reason=None if rows else
+                 "no benchmark ran with both params.pages=small and params.pages=large")
+
+
+def utilization_table(ds: Dataset) -> Table:
+    """CNW §4.1.3 effective core utilization, for every work measurement run in SN and VN."""
+    work = _work_samples(ds)
+    stats = medians(work, lambda s: (s.what(), s.run.config, s.run.mpi, s.run.mode))
+    label = {s.what(): (_metric_label(s), s.better) for s in work}
+    rows = []
+    for (what, cfg, mpi, mode) in sorted(stats, key=lambda k: (str(k[0]), k[1], k[2], k[3])):
+        n = per_node(mode)
+        if not n or n < 2 or (what, cfg, mpi, "SN") not in stats:
+            continue
+        sn, vn = stats[(what, cfg, mpi, "SN")].median, stats[(what, cfg, mpi, mode)].median
+        text, better = label[what]
+        u, cores = effective_utilization(sn, vn, better, n)
+        rows.append([text, better, cfg, mpi, what[4], mode, sn, vn, 100.0 * u, cores])
+    return Table(
+        "utilization", "Effective core utilization (CNW §4.1.3)",
+        "The same work on the same number of ranks, once with one rank per node (SN) and once "
+        "with n ranks per node (VNn). Utilization of each core u = T_SN / T_VN for times "
+        "(the paper's 0.85·Q = S) and R_VN / R_SN for rates; cores effectively used = n × u "
+        "(the paper's 0.85 × 4 = 3.4).",
+        ["measurement", "better", "config", "mpi", "np", "VN mode", "SN", "VN",
+         "utilization of each core %", "cores effectively used"], rows,
+        empty_reason=None if rows else "no work benchmark ran in both SN and a VN mode "
+        "with the same configuration, MPI and rank count")
+
+
+def variability(ds: Dataset) -> tuple[Table, Table]:
+    """Run-to-run variability: coefficient of variation over repetitions (Underwood's
+    determinism argument), summarised per series, then the most variable measurements."""
+    groups = per_run_values(ds.samples, lambda s: (ds.label(s.run), s.what()))
+    label = {s.what(): _metric_label(s) for s in ds.samples}
+    per_series: dict[str, list[tuple[float, Any, int]]] = defaultdict(list)
+    for (lab, what), vals in groups.items():
+        c = cov(vals)
+        if c is not None:
+            per_series[lab].append((c, what, len(vals)))
+    summary = []
+    detail = []
+    for lab in sorted(per_series):
+        covs = sorted(per_series[lab], key=lambda t: t[0])
+        worst = covs[-1]
+        summary.append([lab, len(covs), 100 * statistics.median(c for c, _, _ in covs),
+                        100 * worst[0], label[worst[1]]])
+        for c, what, n in sorted(covs, key=lambda t: -t[0])[:8]:
+            detail.append([lab, label[what], n, 100 * c])
+    cap = ("CoV = sample standard deviation / mean of one measurement's repetitions (one value "
+           "per run); only measurements repeated at least twice count.")
+    why = None if summary else "no measurement was repeated"
+    return (Table("cov", "Run-to-run variability per configuration", cap,
+                  ["series", "measurements", "median CoV %", "max CoV %", "most variable"],
+                  summary, empty_reason=why),
+            Table("cov-detail", "Most variable measurements", cap,
+                  ["series", "measurement", "repetitions", "CoV %"], detail, empty_reason=why))
+
+
+_SELFISH_ORDER = ("rate", "per_s", "detours", "count", "median", "mean", "max", "lost", "pct")
+
+
+def selfish_table(ds: Dataset) -> Table:
+    """CNW §4.2.1 selfish detour: every scalar selfish metric per series."""
+    sel = [s for s in ds.samples if s.benchmark == "selfish"
+           and not s.name.lower().startswith("hist")]
+
+    def order(name: str) -> tuple:
+        low = name.lower()
+        return (next((i for i, w in enumerate(_SELFISH_ORDER) if w in low), 99), name)
+
+    names = sorted({s.name for s in sel}, key=order)
+    units = {s.name: s.unit for s in sel}
+    # selfish's params.mode says whether one rank looped alone or all ranks at once.
+    stats = medians(sel, lambda s: ((ds.label(s.run), str(s.params.get("mode", "—"))), s.name))
+    rows = [list(row) + [stats[(row, n)].median if (row, n) in stats else None for n in names]
+            for row in sorted({k[0] for k in stats})]
+    return Table("selfish", "OS noise, selfish detour (CNW §4.2.1)",
+                 "Medians over repetitions of each run's figures (a run's ranks pooled by "
+                 "their median).",
+                 ["series", "loop"] + [f"{n} ({units[n]})" if units[n] else n for n in names],
+                 rows, empty_reason=None if rows else "no runs of selfish")
+
+
+def placement_tables(ds: Dataset) -> tuple[Table, Table]:
+    """Where the two vCPUs sat during each run (MACHINE.md: the placement problem)."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for r in ds.runs:
+        counts[f"{r.config} {r.mpi} {r.mode}"][r.placement] += 1
+    states = sorted({p for c in counts.values() for p in c})
+    summary = [[lab] + [counts[lab].get(p, 0) for p in states] for lab in sorted(counts)]
+
+    def probe(p: Any) -> str:
+        if not isinstance(p, dict):
+            return "—"
+        v = p.get("value")
+        return f"{fmt(v)} ns {p.get('placement', '?')}" if isinstance(v, (int, float)) \
+            else str(p.get("placement", "—"))
+
+    runs = [[r.id, r.benchmark + (f"/{r.params['test']}" if "test" in r.params else ""),
+             r.config, r.mpi, r.mode, r.ranks, r.repetition, r.status, r.placement,
+             probe(r.probe_before), probe(r.probe_after),
+             "yes" if r.id in ds.kept else "no"] for r in ds.runs]
+    return (Table("placement", "Runs per placement state",
+                  "Count of runs (all statuses) by the placement the core-to-core probe saw "
+                  "around them.", ["series"] + states, summary,
+                  empty_reason=None if summary else "no runs"),
+            Table("runs", "Every run", "probe = one-way cache-line transfer between the two "
+                  "cores before and after the run; 'used' says whether the placement policy and "
+                  "status kept the run.",
+                  ["run", "benchmark", "config", "mpi", "mode", "np", "rep", "status",
+                   "placement", "probe before", "probe after", "used"], runs))
+
+
+def fmt(v: Any) -> str:
+    """Four significant digits, no exponent for ordinary magnitudes."""
+    if v is None:
+        return "—"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, int):
+        return str(v)
+    if not math.isfinite(v):
+        return str(v)
+    a = abs(v)
+    if a != 0 and (a >= 1e7 or a < 1e-4):
+        return f"{v:.3e}"
+    return f"{v:.0f}" if a >= 1e4 else f"{v:.4g}"
