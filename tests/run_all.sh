@@ -17,7 +17,7 @@ echo "== Python tests (pytest) =="
 echo "== leftovers =="
 left=0
 for e in /proc/[0-9]*/environ; do
-  if tr '\0' '\n' < "$e" 2>/dev/null | grep -q '^BOBCAT_JOB_ID='; then
+  if { tr '\0' '\n' < "$e"; } 2>/dev/null | grep -q '^BOBCAT_JOB_ID='; then
     pid=${e#/proc/}; pid=${pid%/environ}
     echo "leftover job process: $pid $(tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null)"; left=1
   fi
