@@ -251,12 +251,17 @@ def summarize(values: Iterable[float]) -> Stat:
 def cov(values: Iterable[float]) -> float | None:
     """Coefficient of variation: sample standard deviation over mean; None below 2 values."""
     vals = list(values)
-    if len(vals) < 2:
+    if len(vals) < 2 or not all(math.isfinite(v) for v in vals):
         return None
-    mean = statistics.fmean(vals)
+    # Scale first: HPCC reports constants like HPL_dMACH_RMAX = 1.8e308 whose squares overflow.
+    scale = max(abs(v) for v in vals)
+    if scale == 0:
+        return None
+    scaled = [v / scale for v in vals]
+    mean = statistics.fmean(scaled)
     if mean == 0:
         return None
-    return statistics.stdev(vals) / abs(mean)
+    return statistics.stdev(scaled) / abs(mean)
 
 
 def performance(value: float, better: str) -> float:
