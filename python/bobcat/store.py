@@ -18,7 +18,7 @@ from .parsers import Metric
 SCHEMA_VERSION = "1"
 DEFAULT_DB = Path("results") / "bobcat.db"
 
-_SCHEMA = """
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta      (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS campaigns (id INTEGER PRIMARY KEY, name TEXT, spec TEXT, started REAL,
                                       finished REAL, status TEXT, summary TEXT);
@@ -90,7 +90,7 @@ class Store:
         self.db.row_factory = sqlite3.Row
         if not read_only:
             with self.db:
-                self.db.executescript(_SCHEMA)
+                self.db.executescript(SCHEMA)
                 cols = {r["name"] for r in self.db.execute("PRAGMA table_info(campaigns)")}
                 if "summary" not in cols:  # a database made by a writer without this column
                     self.db.execute("ALTER TABLE campaigns ADD COLUMN summary TEXT")

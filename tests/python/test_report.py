@@ -23,25 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from bobcat import paths, report_tables
+from bobcat import paths, report_tables, store
 from bobcat.plots import ratio_grid
 from bobcat.report import render
 
-SCHEMA = """
-CREATE TABLE meta      (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE campaigns (id INTEGER PRIMARY KEY, name TEXT, spec TEXT, started REAL,
-                        finished REAL, status TEXT);
-CREATE TABLE runs      (id INTEGER PRIMARY KEY, campaign_id INTEGER, seq INTEGER,
-                        benchmark TEXT, config TEXT, mpi TEXT, mode TEXT, ranks INTEGER,
-                        params TEXT, repetition INTEGER, started REAL, duration REAL,
-                        status TEXT, exit_code INTEGER,
-                        machine TEXT, config_detail TEXT,
-                        probe_before TEXT, probe_after TEXT,
-                        placement TEXT, git_rev TEXT,
-                        command TEXT, raw_stdout TEXT, raw_stderr TEXT);
-CREATE TABLE metrics   (run_id INTEGER REFERENCES runs(id), bench TEXT, name TEXT, value REAL,
-                        unit TEXT, better TEXT, size INTEGER, params TEXT);
-"""
+# The report reads what the store writes: the fixture uses the store's own schema.
+SCHEMA = store.SCHEMA
 
 MACHINE = {"cpu": "AMD EPYC (Zen 5)", "cores": 2, "kernel": "6.18.0", "mpi_version":
            "Open MPI 4.1.4", "thp": "madvise"}
@@ -60,7 +47,8 @@ class Fixture:
         self.con = sqlite3.connect(path)
         self.con.executescript(SCHEMA)
         self.con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-        self.con.execute("INSERT INTO campaigns VALUES (1, 'default', '{}', 0, 1, 'done')")
+        self.con.execute("INSERT INTO campaigns (id, name, spec, started, finished, status) "
+                         "VALUES (1, 'default', '{}', 0, 1, 'done')")
         self.seq = 0
 
     def run(self, benchmark: str, config: str, mode: str, ranks: int, rep: int,
