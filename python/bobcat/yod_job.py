@@ -97,6 +97,47 @@ def job_pids(job_id: str) -> set[int]:
     return found
 
 
+def shm_entries() -> set[tuple[str, int]]:
+    """(name, inode) of this user's files in /dev/shm."""
+    uid = os.geteuid()
+    try:
+        with os.scandir("/dev/shm") as it:
+            return {(e.name, e.inode()) for e in it if e.is_file(follow_symlinks=False)
+                    and e.stat(follow_symlinks=False).st_uid == uid}
+    except OSError:
+        return set()
+
+
+def remove_orphaned_shm(before: set[tuple[str, int]]) -> None:
+    """An MPI killed mid-job leaves its shared-memory files (Open MPI's vader segments) behind.
+    Remove the ones that appeared during the job and that no live process has open or mapped:
+    a file another job is using right now is left alone."""
+    new = shm_entries() - before
+    if not new:
+        return
+    in_use: set[str] = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/maps", "rb") as f:
+                for line in f:
+                    if b"/dev/shm/" in line:
+                        in_use.add(line.rsplit(b"/dev/shm/", 1)[1].split(b" ")[0].strip().decode(errors="replace"))
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("/dev/shm/"):
+                    in_use.add(target[9:])
+        except OSError:
+            continue
+    for name, _ in new:
+        if name not in in_use:
+            try:
+                os.unlink(f"/dev/shm/{name}")
+            except OSError:
+                pass
+
+
 def _have_children() -> bool:
     try:
         os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
@@ -188,6 +229,7 @@ class Job:
     def run(self) -> Outcome:
         import select
         set_subreaper()
+        self._shm_before = shm_entries()
         wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         caught: list[int] = []
 
@@ -331,6 +373,7 @@ class Job:
         if not self.scan_always and not _have_children():
             # yod is a subreaper: every surviving local descendant would be its child, so with
             # none left the /proc scan (milliseconds on a busy node) can be skipped.
+            remove_orphaned_shm(self._shm_before)
             return 0
         n = self._kill_all(signal.SIGTERM)
         if n:
@@ -350,6 +393,7 @@ class Job:
                 if not job_pids(self.job_id):
                     break
                 time.sleep(0.01)
+        remove_orphaned_shm(self._shm_before)
         return n
 
     @staticmethod
