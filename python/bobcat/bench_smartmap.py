@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import paths
+from . import parsers, paths
+from .runner import probe_path
 
 HUGE_SYSFS = Path("/proc/sys/vm/nr_hugepages")
 THP_SYSFS = Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
@@ -28,14 +29,14 @@ def bench_dir() -> Path:
     return paths.home() / "libexec" / "bobcat" / "bench"
 
 
-def json_lines(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+def metrics(text: str) -> list[parsers.Metric]:
+    return parsers.parse_jsonl(text).metrics
 
 
 def probe() -> dict:
-    r = subprocess.run([str(bench_dir() / "bobcat-probe")], capture_output=True, text=True, timeout=60)
-    rows = [row for row in json_lines(r.stdout) if row.get("metric") == "oneway_ns"]
-    return {"oneway_ns": rows[0]["value"], "placement": rows[0]["placement"]} if rows else {"error": r.stderr}
+    r = subprocess.run([str(probe_path())], capture_output=True, text=True, timeout=60)
+    row = parsers.parse_probe(r.stdout)
+    return {"oneway_ns": row["value"], "placement": row["placement"]} if row else {"error": r.stderr}
 
 
 class NodeSettings:
@@ -65,11 +66,11 @@ class NodeSettings:
                 pass
 
 
-def median_by(rows: list[dict], metric: str, key: str) -> dict:
+def median_by(rows: list[parsers.Metric], metric: str, key: str) -> dict:
     groups: dict = {}
     for row in rows:
-        if row.get("metric") == metric:
-            groups.setdefault(row["params"][key], []).append(row["value"])
+        if row.name == metric:
+            groups.setdefault(row.params[key], []).append(row.value)
     return {k: statistics.median(v) for k, v in groups.items()}
 
 
@@ -113,14 +114,14 @@ def main(argv: list[str] | None = None) -> int:
                        capture_output=True, env=env)
         r = subprocess.run([str(bench_dir() / "smartmap-populate"), "--size", args.size, "--reps", str(args.reps)],
                            capture_output=True, text=True, env=env)
-        rows = json_lines(r.stdout)
+        rows = metrics(r.stdout)
         result["populate_GBps"] = median_by(rows, "populate_rate", "pages")
-        result["faults_after_start_max"] = max((row["value"] for row in rows
-                                                if row.get("metric") == "faults_after_start"), default=None)
+        result["faults_after_start_max"] = max((int(row.value) for row in rows if row.name == "faults_after_start"),
+                                               default=None)
         r = subprocess.run([str(paths.home() / "bin" / "yod"), "-VN2", "-np", "2", "--heap", "256M",
                             str(bench_dir() / "smartmap-copy.openmpi"), "--reps", "300"],
                            capture_output=True, text=True, env=env)
-        rows = json_lines(r.stdout)
+        rows = metrics(r.stdout)
         result["copy"] = {m: median_by(rows, m, "bytes")
                           for m in ("remote_copy", "local_copy", "local_hot_copy", "remote_over_local")}
         result["start"] = start_overhead(max(args.reps, 7), env)

@@ -70,6 +70,20 @@ def _host_lists(plan: Plan, hosts: list[str] | None) -> list[str | None]:
     return out
 
 
+def _mpmd(plan: Plan, placement: list[str | None], progs: list[list[str]], np_flag: str,
+          host_flag: str) -> list[str]:
+    """The groups as one MPMD command line ("A : B : ..."), in the launcher's own flag names."""
+    argv: list[str] = []
+    for g, (np, _, _, _) in enumerate(plan.groups):
+        if g:
+            argv.append(":")
+        argv += [np_flag, str(np)]
+        if placement[g]:
+            argv += [host_flag, placement[g]]
+        argv += progs[g]
+    return argv
+
+
 def build(kind: str, plan: Plan, progs: list[list[str]], env: dict[str, str], *,
           hosts: list[str] | None, hostfile: str | None, oversubscribe: bool,
           extra: list[str]) -> Launch:
@@ -84,14 +98,7 @@ def build(kind: str, plan: Plan, progs: list[list[str]], env: dict[str, str], *,
             argv += ["--hostfile", hostfile]
         for n in names:
             argv += ["-x", n]
-        argv += extra
-        for g, (np, _, _, _) in enumerate(plan.groups):
-            if g:
-                argv.append(":")
-            argv += ["-np", str(np)]
-            if placement[g]:
-                argv += ["--host", placement[g]]
-            argv += progs[g]
+        argv += extra + _mpmd(plan, placement, progs, "-np", "--host")
         return Launch(kind, argv, names)
     if kind == "mpich":
         # Hydra propagates the whole environment by default (-genvall), so the BOBCAT_* variables,
@@ -99,14 +106,7 @@ def build(kind: str, plan: Plan, progs: list[list[str]], env: dict[str, str], *,
         argv = [which(LAUNCHERS["mpich"]) or LAUNCHERS["mpich"]]
         if hostfile:
             argv += ["-f", hostfile]
-        argv += extra
-        for g, (np, _, _, _) in enumerate(plan.groups):
-            if g:
-                argv.append(":")
-            argv += ["-n", str(np)]
-            if placement[g]:
-                argv += ["-hosts", placement[g]]
-            argv += progs[g]
+        argv += extra + _mpmd(plan, placement, progs, "-n", "-hosts")
         return Launch(kind, argv, names)
     # srun: one group is a plain step; several groups become an arbitrary distribution (one
     # host per rank in SLURM_HOSTFILE) with a multi-prog file mapping rank ranges to programs.
