@@ -111,6 +111,19 @@ static void *map_fixed(int fd, void *addr, size_t size)
     return p;
 }
 
+/* The kernel clears a hugetlb page in 4 KiB steps ending at the subpage that faulted (to leave it
+ * hot in cache); populating from the start of each 2 MiB page makes it clear them in descending
+ * order, which ran at 10 GB/s here against 24 GB/s ascending. Faulting each page at its last
+ * subpage first gives the ascending order. madvise rather than a store, so that a pool that runs
+ * dry returns an error instead of SIGBUS; the full pass that follows reports it. */
+static void populate_hugetlb_ascending(char *p, size_t size)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    for (size_t off = 0; off < size; off += SYS_HUGE_PAGE)
+        if (madvise(p + off + SYS_HUGE_PAGE - (size_t)pg, (size_t)pg, MADV_POPULATE_WRITE))
+            return;
+}
+
 /* One attempt at a page kind. Returns BOBCAT_OK, or BOBCAT_ERR_PAGES with *why set when the kind
  * is not available here, or another error for real failures (already logged). */
 static bobcat_status_t try_kind(void *addr, size_t size, smap_pages_t kind, sys_segment_t *seg, const char **why)
@@ -154,6 +167,8 @@ static bobcat_status_t try_kind(void *addr, size_t size, smap_pages_t kind, sys_
     }
     madvise(p, size, kind == SMAP_PAGES_THP ? MADV_HUGEPAGE : kind == SMAP_PAGES_SMALL ? MADV_NOHUGEPAGE : 0);
     double t0 = util_now();
+    if (kind == SMAP_PAGES_HUGE)
+        populate_hugetlb_ascending(p, size);
     if (madvise(p, size, MADV_POPULATE_WRITE)) {
         /* Kernels before 5.14: touch every page by hand. */
         if (errno != EINVAL) {
