@@ -24,6 +24,8 @@ $(BUILD)/Makefile: CMakeLists.txt
 build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 	cmake --install $(BUILD) --prefix $(STAGE) >/dev/null
+	@# Bytecode for the editable package even where PYTHONDONTWRITEBYTECODE is set: yod's start-up.
+	$(PY) -m compileall -q python/bobcat >/dev/null
 
 test: build
 	bash tests/run_all.sh

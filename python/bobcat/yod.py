@@ -50,6 +50,15 @@ exit status: 0 all ranks exited 0; 1 job failed; 2 bad input; 3 start-up failure
 """
 
 
+def _home() -> str:
+    """bobcat.paths.home() without pathlib, whose import alone costs yod 6 ms of start-up."""
+    env = os.environ.get("BOBCAT_HOME")
+    if env:
+        return env
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "build", "stage")
+
+
 def _err(msg: str) -> None:
     sys.stderr.write(f"yod: {msg}\n")
     sys.stderr.flush()
@@ -123,7 +132,6 @@ class Yod:
 
     def prepare(self) -> None:
         """Everything short of launching: the plan, every check, the command.  Raises UsageError."""
-        from . import paths
         from .yod_launch import build, pick_kind
         o = self.opts
         self.cores = host_cores()
@@ -176,7 +184,9 @@ class Yod:
             raise UsageError(f"the heaps need {format_size(need)} on one node but only "
                              f"{format_size(avail_mem)} is available (MemAvailable); lower {knob}")
         # The rank shim and the libbobcat flavour of each group.
-        shim = paths.libexec_dir() / "bobcat-rank"
+        home = _home()
+        lib_dir = os.path.join(home, "lib")
+        shim = os.path.join(home, "libexec", "bobcat", "bobcat-rank")
         if not os.access(shim, os.X_OK):
             raise UsageError(f"the rank shim {shim} is missing; build and install bobcat "
                              "(make build) or set BOBCAT_HOME to its install prefix")
@@ -190,10 +200,10 @@ class Yod:
             # malloc wins; as a mere dependency of the MPI flavour it would come after libc.
             wanted = ["libbobcat.so"] + ([f"libbobcat-{mpi}.so"] if mpi else [])
             for name in wanted:
-                if not (paths.lib_dir() / name).is_file():
-                    raise UsageError(f"{paths.lib_dir() / name} is missing (needed for {g.program}); build and "
+                if not os.path.isfile(os.path.join(lib_dir, name)):
+                    raise UsageError(f"{os.path.join(lib_dir, name)} is missing (needed for {g.program}); build and "
                                      "install bobcat (make build) or set BOBCAT_HOME to its install prefix")
-            libs.append(":".join(str(paths.lib_dir() / name) for name in wanted))
+            libs.append(":".join(os.path.join(lib_dir, name) for name in wanted))
         # The environment every rank gets (contracts.md section 1).
         self.job_id = os.urandom(8).hex()
         env = dict(os.environ)
@@ -214,10 +224,13 @@ class Yod:
                     if v is not None:
                         per_group[g] += ["--setenv", f"{name}={v}"]
         self.env = env
-        progs = [[str(shim)] + per_group[i] + ["--", g.program] + g.args for i, g in enumerate(o.groups)]
+        # Open MPI binds exactly as libbobcat would on a single real node (yod_launch.py).
+        self.launcher_binds = (o.preload and env["BOBCAT_BIND"] == "core" and self.kind == "openmpi"
+                               and self.plan.nodes == 1 and not o.simulate_nodes)
+        progs = [[shim] + per_group[i] + ["--", g.program] + g.args for i, g in enumerate(o.groups)]
         self.launch = build(self.kind, self.plan, progs, env, hosts=hosts, hostfile=o.hostfile,
                             oversubscribe=o.oversubscribe and self.kind == "openmpi",
-                            extra=o.launcher_args)
+                            extra=o.launcher_args, launcher_binds=self.launcher_binds)
 
     def _plan_words(self) -> str:
         return ", ".join(f"{np} ranks at {rpn} per node" for np, rpn, _, _ in self.plan.groups)
@@ -275,8 +288,8 @@ class Yod:
         return "?"
 
     def verdict(self, out) -> int:
-        import signal as sig
         if out.signalled is not None:
+            import signal as sig
             _err(f"stopped by {sig.Signals(out.signalled).name}; the job was ended")
             return 128 + out.signalled
         if out.timed_out:

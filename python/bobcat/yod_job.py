@@ -8,8 +8,15 @@ BOBCAT_JOB_ID=<job> entry in /proc/<pid>/environ, which every process of the job
 from __future__ import annotations
 
 import os
-import signal
 import time
+
+try:
+    # The C core of the signal module: `import signal` also builds its enums, which costs yod
+    # 6 ms of start-up on every job.  Signal names are looked up (with the full module) only
+    # when a message needs one.
+    import _signal as signal
+except ImportError:  # not CPython
+    import signal  # type: ignore[no-redef]
 
 STATUS_PREFIX = b"@@bobcat@@ "
 GRACE_S = 1.5            # SIGTERM -> SIGKILL
@@ -32,7 +39,8 @@ class RankEnd:
     def describe(self) -> str:
         if self.signal is not None:
             try:
-                name = signal.Signals(self.signal).name
+                import signal as signals
+                name = signals.Signals(self.signal).name
             except ValueError:
                 name = "?"
             return f"was killed by signal {self.signal} ({name})"

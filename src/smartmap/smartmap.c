@@ -192,7 +192,7 @@ __attribute__((constructor(101))) static void smartmap_start(void)
             idx = pl->local_rank;
         if (sys_bind_core(idx, &core) != BOBCAT_OK)
             fail_start(BOBCAT_ERR_SYS);
-        util_info("bound to core %d", core);
+        util_info("bound to CPU %d", core);
     }
     sys_segment_t seg;
     const char *why = "";

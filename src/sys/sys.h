@@ -30,7 +30,8 @@ bobcat_status_t sys_segment_map(int fd, void *addr, size_t size);
 size_t sys_hugetlb_free_pages(void);
 const char *sys_shmem_thp_mode(void);
 
-/* Bind the calling process to core `index % ncores` of its allowed cpuset (hwloc). */
+/* Bind the calling process to one CPU of core `index % ncores` of its allowed cpuset (hwloc), or keep
+ * the binding when the launcher already bound it to a single CPU. *core_p: that CPU's OS index. */
 bobcat_status_t sys_bind_core(int index, int *core_p);
 
 #endif

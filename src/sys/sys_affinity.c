@@ -2,11 +2,35 @@
 #include "sys.h"
 
 #include <hwloc.h>
+#include <sched.h>
+#include <stdlib.h>
+
+/* hwloc's I/O and XML plugins (libxml2 with ICU, OpenCL, GL, PCI) are no use for binding; loading
+ * them cost each rank 3.5 ms and left those libraries mapped in the user's program. */
+#define UNNEEDED_PLUGINS "hwloc_xml_libxml,hwloc_opencl,hwloc_gl,hwloc_pci,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero"
 
 bobcat_status_t sys_bind_core(int index, int *core_p)
 {
+    /* The launcher already bound this rank to one CPU (yod asks Open MPI to when its mapping is
+     * the same as ours): keep it, without reading the topology. */
+    cpu_set_t mask;
+    if (!sched_getaffinity(0, sizeof mask, &mask) && CPU_COUNT(&mask) == 1) {
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &mask)) {
+                *core_p = c;
+                break;
+            }
+        return BOBCAT_OK;
+    }
     hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo))
+    /* Only this thread runs (we are in a constructor), so the environment may change briefly. */
+    int set_blacklist = !getenv("HWLOC_PLUGINS_BLACKLIST");
+    if (set_blacklist)
+        setenv("HWLOC_PLUGINS_BLACKLIST", UNNEEDED_PLUGINS, 1);
+    int init_rc = hwloc_topology_init(&topo);
+    if (set_blacklist)
+        unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    if (init_rc)
         return BOBCAT_ERR_SYS;
     bobcat_status_t st = BOBCAT_ERR_SYS;
     /* Only the allowed cores matter: cpusets of a container or a Slurm step restrict them. */
@@ -26,7 +50,7 @@ bobcat_status_t sys_bind_core(int index, int *core_p)
     if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS)) {
         util_error("cannot bind to core %u: %m (set BOBCAT_BIND=none to run unbound)", core->logical_index);
     } else {
-        *core_p = (int)core->logical_index;
+        *core_p = hwloc_bitmap_first(set); /* the OS index of the CPU, as in the fast path */
         st = BOBCAT_OK;
     }
     hwloc_bitmap_free(set);

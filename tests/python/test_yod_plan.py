@@ -259,3 +259,24 @@ def test_dry_run_hostfile_places_groups(fake_env):
     assert f"-f {hf}" in cmd and "-hosts n1:2,n2:1" in cmd
     r = _yod(["--hostfile", str(hf), "-SN", "-np", "4", "--no-preload", "/bin/true"], fake_env["env"])
     assert r.returncode == 2 and "3 (hosts in" in r.stderr
+
+
+@pytest.mark.parametrize("extra, binds", [
+    ([], True),                                             # one real node: mpirun binds
+    (["--simulate-nodes", "-SN"], False),                   # simulated nodes: libbobcat binds
+    (["--oversubscribe", "-VN4"], False),                   # more ranks than cores: nobody binds
+    (["--no-preload"], False),                              # without libbobcat: nobody binds
+])
+def test_dry_run_lets_open_mpi_bind_only_where_its_mapping_is_ours(extra, binds):
+    from bobcat.yod_plan import host_cores
+    if host_cores() < 2:
+        pytest.skip("needs two cores")
+    np = "4" if "-VN4" in extra else "2"
+    r = _yod(["--mpi", "openmpi", "-np", np, "--heap", "128M", *extra, "--dry-run", "/bin/true"],
+             os.environ)
+    assert r.returncode == 0, r.stderr
+    cmd = r.stdout.splitlines()[-1]
+    if binds:
+        assert "--map-by core --bind-to core" in cmd and "--bind-to none" not in cmd
+    else:
+        assert "--bind-to none" in cmd and "--bind-to core" not in cmd

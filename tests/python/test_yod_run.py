@@ -37,6 +37,16 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     MPI_Allreduce(&r, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (argc > 1 && strcmp(argv[1], "cpus") == 0) {   /* the CPUs this rank may run on */
+        char line[256];
+        FILE *f = fopen("/proc/self/status", "r");
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "Cpus_allowed_list:", 18) == 0)
+                printf("rank %d cpus %s", r, line + 19);
+        fclose(f);
+        MPI_Finalize();
+        return 0;
+    }
     printf("rank %d of %d sum %d\n", r, n, sum);
     fflush(stdout);
     if (argc > 3) {                      /* leave our pid for the test, then wait to be ended */
@@ -330,6 +340,19 @@ def test_with_libbobcat(progs, mpi):
     assert r.rc == 0, r.err
     assert sorted(r.out.splitlines()) == ["rank 0 of 2 sum 1", "rank 1 of 2 sum 1"]
     assert re.search(r"yod: node 0: 2 ranks, heap 128 MiB per rank on \S+ \S+ pages", r.err)
+
+
+@pytest.mark.skipif(CORES < 2, reason="needs two cores")
+@pytest.mark.parametrize("mpi", MPIS)
+def test_with_libbobcat_each_rank_is_bound_to_its_own_cpu(progs, mpi):
+    """Open MPI binds through mpirun (yod asks it to), MPICH through libbobcat's hwloc call: either
+    way each rank ends on one CPU of its own."""
+    r = yod(["-VN2", "-np", "2", "--heap", "128M", progs[mpi], "cpus"])
+    assert r.rc == 0, r.err
+    cpus = dict(re.findall(r"^rank (\d) cpus (\S+)$", r.out, re.M))
+    assert sorted(cpus) == ["0", "1"], r.out
+    assert all(c.isdigit() for c in cpus.values()), f"a rank may run on more than one CPU: {cpus}"
+    assert cpus["0"] != cpus["1"], cpus
 
 
 def test_with_libbobcat_non_mpi_simulated_nodes():
