@@ -74,24 +74,43 @@ def median_by(rows: list[parsers.Metric], metric: str, key: str) -> dict:
     return {k: statistics.median(v) for k, v in groups.items()}
 
 
+START_VARIANTS = {
+    # name: (mpi, command after the program is known); the bare launchers at their defaults and
+    # bound, so that yod is compared with the faster of the two.
+    "yod.openmpi": ("openmpi", lambda yod, exe: [yod, "-VN2", "-np", "2", "--heap", "128M", exe]),
+    "bare.openmpi.bound": ("openmpi", lambda yod, exe: ["mpirun.openmpi", "-np", "2", "--bind-to", "core", exe]),
+    "bare.openmpi.unbound": ("openmpi", lambda yod, exe: ["mpirun.openmpi", "-np", "2", "--bind-to", "none", exe]),
+    "yod.mpich": ("mpich", lambda yod, exe: [yod, "-VN2", "-np", "2", "--heap", "128M", exe]),
+    "bare.mpich.bound": ("mpich", lambda yod, exe: ["mpiexec.mpich", "-n", "2", "-bind-to", "core", exe]),
+    "bare.mpich.unbound": ("mpich", lambda yod, exe: ["mpiexec.mpich", "-n", "2", exe]),
+}
+
+
 def start_overhead(reps: int, env: dict) -> dict:
-    """yod vs bare mpirun of the same MPI program (MPI_Init + MPI_Finalize), interleaved."""
+    """yod vs the bare launcher of the same MPI program (MPI_Init + MPI_Finalize), for both MPIs,
+    every variant interleaved; the overhead is against the faster bare variant (bound or not)."""
+    yod = str(paths.home() / "bin" / "yod")
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "hello.c"
         src.write_text('#include <mpi.h>\nint main(int c,char**v){MPI_Init(&c,&v);MPI_Finalize();return 0;}\n')
-        exe = Path(tmp) / "hello"
-        subprocess.run(["mpicc.openmpi", str(src), "-o", str(exe)], check=True)
-        yod = [str(paths.home() / "bin" / "yod"), "-VN2", "-np", "2", "--heap", "128M", str(exe)]
-        bare = ["mpirun.openmpi", "-np", "2", "--bind-to", "core", str(exe)]
-        times: dict[str, list[float]] = {"yod": [], "mpirun": []}
+        exes = {}
+        for mpi in ("openmpi", "mpich"):
+            exes[mpi] = str(Path(tmp) / f"hello.{mpi}")
+            subprocess.run([f"mpicc.{mpi}", str(src), "-o", exes[mpi]], check=True)
+        cmds = {name: make(yod, exes[mpi]) for name, (mpi, make) in START_VARIANTS.items()}
+        times: dict[str, list[float]] = {name: [] for name in cmds}
         for _ in range(reps):
-            for name, cmd in (("yod", yod), ("mpirun", bare)):
+            for name, cmd in cmds.items():
                 t0 = time.perf_counter()
                 subprocess.run(cmd, env=env, check=True, capture_output=True)
                 times[name].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"yod_s": med["yod"], "mpirun_s": med["mpirun"], "overhead_ms": 1e3 * (med["yod"] - med["mpirun"]),
-            "samples": times}
+    out: dict = {"median_s": med, "samples": times}
+    for mpi in ("openmpi", "mpich"):
+        bare = min(("bound", "unbound"), key=lambda b: med[f"bare.{mpi}.{b}"])
+        out[mpi] = {"yod_s": med[f"yod.{mpi}"], "bare_s": med[f"bare.{mpi}.{bare}"], "bare_variant": bare,
+                    "overhead_ms": 1e3 * (med[f"yod.{mpi}"] - med[f"bare.{mpi}.{bare}"])}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = metrics(r.stdout)
         result["copy"] = {m: median_by(rows, m, "bytes")
                           for m in ("remote_copy", "local_copy", "local_hot_copy", "remote_over_local")}
-        result["start"] = start_overhead(max(args.reps, 7), env)
+        result["start"] = start_overhead(max(args.reps, 11), env)
     result["probe_after"] = probe()
     print(f"probe before/after: {result['probe_before']} / {result['probe_after']}")
     print("populate rate (GB/s, median):", {k: round(v, 2) for k, v in result["populate_GBps"].items()})
@@ -134,9 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"copy {size >> 10:>5} KiB: through the window {c['remote_copy'][size]:.1f} GB/s, local "
               f"{c['local_copy'][size]:.1f} GB/s (same cache state), remote/local {ratio:.2f}; "
               f"local hot in own cache {c['local_hot_copy'][size]:.1f} GB/s")
-    st = result["start"]
-    print(f"start: yod {st['yod_s'] * 1e3:.0f} ms, bare mpirun {st['mpirun_s'] * 1e3:.0f} ms, "
-          f"overhead {st['overhead_ms']:.0f} ms (medians)")
+    for mpi in ("openmpi", "mpich"):
+        st = result["start"][mpi]
+        print(f"start, {mpi}: yod {st['yod_s'] * 1e3:.0f} ms, bare launcher ({st['bare_variant']}) "
+              f"{st['bare_s'] * 1e3:.0f} ms, overhead {st['overhead_ms']:.0f} ms (medians)")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     return 0
