@@ -107,9 +107,9 @@ def build(kind: str, plan: Plan, progs: list[list[str]], env: dict[str, str], *,
     if kind == "mpich":
         # Hydra propagates the whole environment by default (-genvall), so the BOBCAT_* variables,
         # including the secret job token, never appear on a command line.
+        # With a hostfile every group gets its hosts from yod's plan (-hosts); Hydra refuses a
+        # host file next to host lists, so the file itself is not passed on.
         argv = [which(LAUNCHERS["mpich"]) or LAUNCHERS["mpich"]]
-        if hostfile:
-            argv += ["-f", hostfile]
         argv += extra + _mpmd(plan, placement, progs, "-n", "-hosts")
         return Launch(kind, argv, names)
     # srun: one group is a plain step; several groups become an arbitrary distribution (one

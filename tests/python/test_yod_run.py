@@ -355,6 +355,16 @@ def test_with_libbobcat_each_rank_is_bound_to_its_own_cpu(progs, mpi):
     assert cpus["0"] != cpus["1"], cpus
 
 
+@pytest.mark.parametrize("mpi, line", [("openmpi", "localhost slots=2"), ("mpich", "localhost:2")])
+def test_hostfile_passes_through(progs, mpi, line, tmp_path):
+    """A hostfile in the MPI's own format naming this host runs the job there (one node)."""
+    hf = tmp_path / "hosts"
+    hf.write_text(f"# this host\n{line}\n")
+    r = yod(["-VN2", "-np", "2", "--hostfile", str(hf), "--heap", "128M", progs[mpi]])
+    assert r.rc == 0, r.err
+    assert sorted(r.out.splitlines()) == ["rank 0 of 2 sum 1", "rank 1 of 2 sum 1"]
+
+
 def test_with_libbobcat_non_mpi_simulated_nodes():
     r = yod(["-SN", "-np", "2", "--simulate-nodes", "--heap", "128M", "/bin/true"])
     assert r.rc == 0, r.err
