@@ -230,7 +230,7 @@ class Yod:
         progs = [[shim] + per_group[i] + ["--", g.program] + g.args for i, g in enumerate(o.groups)]
         self.launch = build(self.kind, self.plan, progs, env, hosts=hosts, hostfile=o.hostfile,
                             oversubscribe=o.oversubscribe and self.kind == "openmpi",
-                            extra=o.launcher_args, launcher_binds=self.launcher_binds)
+                            extra=o.launcher_args, launcher_binds=self.launcher_binds, mpi=self.mpi)
 
     def _plan_words(self) -> str:
         return ", ".join(f"{np} ranks at {rpn} per node" for np, rpn, _, _ in self.plan.groups)

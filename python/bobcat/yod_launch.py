@@ -20,6 +20,7 @@ NON_MPI_ORDER = ("mpich", "openmpi")
 # Variables that reach the ranks without yod naming them are forwarded by name to Open MPI
 # (mpirun only forwards OMPI_* and -x names to remote nodes); Hydra and srun forward everything.
 PASS_PREFIXES = ("BOBCAT_", "UCX_", "MPIR_CVAR_")
+SRUN_MPI_TYPE = {"openmpi": "pmix", "mpich": "pmi2"}
 
 
 def which(name: str) -> str | None:
@@ -89,7 +90,7 @@ def _mpmd(plan: Plan, placement: list[str | None], progs: list[list[str]], np_fl
 
 def build(kind: str, plan: Plan, progs: list[list[str]], env: dict[str, str], *,
           hosts: list[str] | None, hostfile: str | None, oversubscribe: bool,
-          extra: list[str], launcher_binds: bool = False) -> Launch:
+          extra: list[str], launcher_binds: bool = False, mpi: str | None = None) -> Launch:
     """progs[g] is group g's full rank command (shim, its options, program, args)."""
     names = sorted(k for k in env if k.startswith(PASS_PREFIXES))
     placement = _host_lists(plan, hosts)
@@ -114,7 +115,14 @@ def build(kind: str, plan: Plan, progs: list[list[str]], env: dict[str, str], *,
         return Launch(kind, argv, names)
     # srun: one group is a plain step; several groups become an arbitrary distribution (one
     # host per rank in SLURM_HOSTFILE) with a multi-prog file mapping rank ranges to programs.
-    argv = [which("srun") or "srun", "--cpu-bind=none", "-n", str(plan.ranks)]
+    argv = [which("srun") or "srun", "--cpu-bind=none"]
+    # srun must serve the PMI the MPI library speaks, or each rank starts as a world of its own
+    # (MPICH) or MPI_Init fails (Open MPI): Debian's Open MPI 4.1 needs PMIx, MPICH 4.0 PMI-2.
+    # A choice the user made (SLURM_MPI_TYPE, or --mpi through --launcher-arg) stands.
+    if mpi in SRUN_MPI_TYPE and not env.get("SLURM_MPI_TYPE") \
+            and not any(a == "--mpi" or a.startswith("--mpi=") for a in extra):
+        argv.append(f"--mpi={SRUN_MPI_TYPE[mpi]}")
+    argv += ["-n", str(plan.ranks)]
     if len(plan.groups) == 1:
         np, rpn, nodes, _ = plan.groups[0]
         argv += ["-N", str(nodes), f"--ntasks-per-node={rpn}"] + extra + progs[0]

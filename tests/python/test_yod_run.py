@@ -115,7 +115,7 @@ class Run:
     makes yod name the job id, which the cleanup checks look for (other people's jobs may hold
     bobcat sockets at the same time)."""
 
-    def __init__(self, args, env=None):
+    def __init__(self, args, env=None, prefix=()):
         self.mark = uuid.uuid4().hex
         e = {k: v for k, v in os.environ.items()
              if not k.startswith(("BOBCAT_", "OMPI_ALLOW_")) or k == "BOBCAT_HOME"}
@@ -124,7 +124,7 @@ class Run:
         e["YOD_TEST_MARK"] = self.mark
         self.shm_before = _shm()
         self.t0 = time.monotonic()
-        self.p = subprocess.Popen([sys.executable, "-m", "bobcat.yod", "--verbose", *args], env=e,
+        self.p = subprocess.Popen([*prefix, sys.executable, "-m", "bobcat.yod", "--verbose", *args], env=e,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def wait(self, timeout=60):
