@@ -50,15 +50,6 @@ exit status: 0 all ranks exited 0; 1 job failed; 2 bad input; 3 start-up failure
 """
 
 
-def _home() -> str:
-    """bobcat.paths.home() without pathlib, whose import alone costs yod 6 ms of start-up."""
-    env = os.environ.get("BOBCAT_HOME")
-    if env:
-        return env
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        "build", "stage")
-
-
 def _err(msg: str) -> None:
     sys.stderr.write(f"yod: {msg}\n")
     sys.stderr.flush()
@@ -132,6 +123,7 @@ class Yod:
 
     def prepare(self) -> None:
         """Everything short of launching: the plan, every check, the command.  Raises UsageError."""
+        from . import paths
         from .yod_launch import build, pick_kind
         o = self.opts
         self.cores = host_cores()
@@ -184,9 +176,8 @@ class Yod:
             raise UsageError(f"the heaps need {format_size(need)} on one node but only "
                              f"{format_size(avail_mem)} is available (MemAvailable); lower {knob}")
         # The rank shim and the libbobcat flavour of each group.
-        home = _home()
-        lib_dir = os.path.join(home, "lib")
-        shim = os.path.join(home, "libexec", "bobcat", "bobcat-rank")
+        lib_dir = os.path.join(paths.home_dir(), paths.LIB)
+        shim = os.path.join(paths.home_dir(), paths.LIBEXEC, "bobcat-rank")
         if not os.access(shim, os.X_OK):
             raise UsageError(f"the rank shim {shim} is missing; build and install bobcat "
                              "(make build) or set BOBCAT_HOME to its install prefix")
