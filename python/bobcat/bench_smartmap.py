@@ -74,15 +74,12 @@ def median_by(rows: list[parsers.Metric], metric: str, key: str) -> dict:
     return {k: statistics.median(v) for k, v in groups.items()}
 
 
-START_VARIANTS = {
-    # name: (mpi, command after the program is known); the bare launchers at their defaults and
-    # bound, so that yod is compared with the faster of the two.
-    "yod.openmpi": ("openmpi", lambda yod, exe: [yod, "-VN2", "-np", "2", "--heap", "128M", exe]),
-    "bare.openmpi.bound": ("openmpi", lambda yod, exe: ["mpirun.openmpi", "-np", "2", "--bind-to", "core", exe]),
-    "bare.openmpi.unbound": ("openmpi", lambda yod, exe: ["mpirun.openmpi", "-np", "2", "--bind-to", "none", exe]),
-    "yod.mpich": ("mpich", lambda yod, exe: [yod, "-VN2", "-np", "2", "--heap", "128M", exe]),
-    "bare.mpich.bound": ("mpich", lambda yod, exe: ["mpiexec.mpich", "-n", "2", "-bind-to", "core", exe]),
-    "bare.mpich.unbound": ("mpich", lambda yod, exe: ["mpiexec.mpich", "-n", "2", exe]),
+# Each MPI's bare launcher for 2 ranks, bound and unbound: yod is compared with the faster one.
+BARE_LAUNCHERS = {
+    "openmpi": {"bound": ["mpirun.openmpi", "-np", "2", "--bind-to", "core"],
+                "unbound": ["mpirun.openmpi", "-np", "2", "--bind-to", "none"]},
+    "mpich": {"bound": ["mpiexec.mpich", "-n", "2", "-bind-to", "core"],
+              "unbound": ["mpiexec.mpich", "-n", "2"]},
 }
 
 
@@ -93,11 +90,13 @@ def start_overhead(reps: int, env: dict) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "hello.c"
         src.write_text('#include <mpi.h>\nint main(int c,char**v){MPI_Init(&c,&v);MPI_Finalize();return 0;}\n')
-        exes = {}
-        for mpi in ("openmpi", "mpich"):
-            exes[mpi] = str(Path(tmp) / f"hello.{mpi}")
-            subprocess.run([f"mpicc.{mpi}", str(src), "-o", exes[mpi]], check=True)
-        cmds = {name: make(yod, exes[mpi]) for name, (mpi, make) in START_VARIANTS.items()}
+        cmds: dict[str, list[str]] = {}
+        for mpi, bare in BARE_LAUNCHERS.items():
+            exe = str(Path(tmp) / f"hello.{mpi}")
+            subprocess.run([f"mpicc.{mpi}", str(src), "-o", exe], check=True)
+            cmds[f"yod.{mpi}"] = [yod, "-VN2", "-np", "2", "--heap", "128M", exe]
+            for variant, argv in bare.items():
+                cmds[f"bare.{mpi}.{variant}"] = argv + [exe]
         times: dict[str, list[float]] = {name: [] for name in cmds}
         for _ in range(reps):
             for name, cmd in cmds.items():
@@ -106,10 +105,10 @@ def start_overhead(reps: int, env: dict) -> dict:
                 times[name].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}
     out: dict = {"median_s": med, "samples": times}
-    for mpi in ("openmpi", "mpich"):
-        bare = min(("bound", "unbound"), key=lambda b: med[f"bare.{mpi}.{b}"])
-        out[mpi] = {"yod_s": med[f"yod.{mpi}"], "bare_s": med[f"bare.{mpi}.{bare}"], "bare_variant": bare,
-                    "overhead_ms": 1e3 * (med[f"yod.{mpi}"] - med[f"bare.{mpi}.{bare}"])}
+    for mpi, bare in BARE_LAUNCHERS.items():
+        fastest = min(bare, key=lambda v: med[f"bare.{mpi}.{v}"])
+        out[mpi] = {"yod_s": med[f"yod.{mpi}"], "bare_s": med[f"bare.{mpi}.{fastest}"], "bare_variant": fastest,
+                    "overhead_ms": 1e3 * (med[f"yod.{mpi}"] - med[f"bare.{mpi}.{fastest}"])}
     return out
 
 
@@ -153,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"copy {size >> 10:>5} KiB: through the window {c['remote_copy'][size]:.1f} GB/s, local "
               f"{c['local_copy'][size]:.1f} GB/s (same cache state), remote/local {ratio:.2f}; "
               f"local hot in own cache {c['local_hot_copy'][size]:.1f} GB/s")
-    for mpi in ("openmpi", "mpich"):
+    for mpi in BARE_LAUNCHERS:
         st = result["start"][mpi]
         print(f"start, {mpi}: yod {st['yod_s'] * 1e3:.0f} ms, bare launcher ({st['bare_variant']}) "
               f"{st['bare_s'] * 1e3:.0f} ms, overhead {st['overhead_ms']:.0f} ms (medians)")
