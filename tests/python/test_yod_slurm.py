@@ -14,12 +14,12 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from test_yod_plan import _yod
 from test_yod_run import Run, progs  # noqa: F401  (progs is a fixture)
 
 SLURM_DIR = Path(__file__).resolve().parents[1] / "slurm"
@@ -131,8 +131,7 @@ def fake_slurm(tmp_path):
 
 
 def _dry(env, *args):
-    r = subprocess.run([sys.executable, "-m", "bobcat.yod", "--dry-run", *args], env=env,
-                       capture_output=True, text=True, timeout=60)
+    r = _yod(["--dry-run", *args], env)
     assert r.returncode == 0, r.stderr
     return r.stdout.splitlines()[-1]
 
