@@ -1,5 +1,6 @@
 """Campaign files: validation with named keys/lines, interleaved expansion, stored-spec round trip."""
 import os
+import time
 
 import pytest
 
@@ -136,3 +137,34 @@ def test_network_settings_replace_not_duplicate(cs):
     vn = configs.build(cs, cs.get("linux-shm-nocma"), "mpich", "VN2", 2, ["/bin/true"])
     assert vn.env["UCX_TLS"] == "sysv,posix,self" and "MPIR_CVAR_NOLOCAL" not in vn.env
     assert vn.detail["transport"] == "shared memory"
+
+
+# --- runner.execute: how a run's job ends -----------------------------------------------------------
+
+def test_execute_returns_output_and_exit_code():
+    from bobcat import runner
+    c = runner.execute(["sh", "-c", "echo out; echo err >&2; exit 3"], None, None, 30)
+    assert (c.returncode, c.stdout, c.stderr, c.ended_after_done) == (3, "out\n", "err\n", False)
+
+
+def test_execute_ends_a_job_that_hangs_after_its_done_line(monkeypatch):
+    """MPICH 4.0's MPI_Finalize hang, played by a shell: the done line, then no exit."""
+    from bobcat import runner
+    monkeypatch.setattr(runner, "DONE_GRACE_S", 0.5)
+    script = 'echo \'{"bench": "x", "done": true, "valid": true}\'; sleep 60'
+    t0 = time.monotonic()
+    c = runner.execute(["sh", "-c", script], None, None, 30, stop_after_done=True)
+    assert time.monotonic() - t0 < 10
+    assert c.ended_after_done and c.returncode is None
+    assert '"done": true' in c.stdout
+    # Without stop_after_done the same job runs into its timeout instead.
+    c = runner.execute(["sh", "-c", script], None, None, 1.0)
+    assert c.returncode is None and not c.ended_after_done
+
+
+def test_execute_leaves_a_job_that_exits_soon_after_its_done_line(monkeypatch):
+    from bobcat import runner
+    monkeypatch.setattr(runner, "DONE_GRACE_S", 5.0)
+    c = runner.execute(["sh", "-c", 'echo \'{"done": true}\'; sleep 0.3; echo late >&2; exit 0'],
+                       None, None, 30, stop_after_done=True)
+    assert (c.returncode, c.ended_after_done, c.stderr) == (0, False, "late\n")
