@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-from . import configs, runner
+from . import configs, hugepool, runner
 from .store import Store
 
 BUILTIN = ("default", "quick")
@@ -34,6 +34,7 @@ class BenchEntry:
     mpis: list[str] | None = None
     ranks: int | None = None
     timeout_s: float | None = None
+    pages: list[str] | None = None   # "large", "small": heap pages of the yod configurations
 
 
 @dataclass
@@ -48,6 +49,9 @@ class Campaign:
     mpis: list[str]
     benches: list[BenchEntry]
     source: str = ""
+    # The configurations that run under yod (a bench entry's `pages` applies to them only);
+    # derived from the configuration set, not read from the file.
+    yod_configs: list[str] = field(default_factory=list)
 
     def to_spec(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,7 +65,8 @@ class Point:
 
     def label(self) -> str:
         s = self.spec
-        what = s.benchmark + (f" {' '.join(s.args)}" if s.args else "")
+        what = s.benchmark + (f" {' '.join(s.args)}" if s.args else "") + \
+            (f" pages={s.pages}" if s.pages else "")
         return f"{what[:40]} {s.config}/{s.mpi}/{s.mode} rep {self.repetition + 1}"
 
 
@@ -79,7 +84,8 @@ class Skip:
 
 _TOP_KEYS = {"name", "description", "repetitions", "ranks", "timeout_s", "configs", "modes", "mpis"}
 _BENCH_KEYS = {"name", "args", "points", "sizes", "size_arg", "params", "configs", "modes", "mpis",
-               "ranks", "timeout_s"}
+               "ranks", "timeout_s", "pages"}
+PAGE_SIZES = ("large", "small")
 
 
 def _strlist(v: Any, where: str) -> list[str]:
@@ -130,7 +136,8 @@ def from_doc(doc: dict[str, Any], source: str, cs: configs.ConfigSet) -> Campaig
         configs=_strlist(top.get("configs", ["linux-shm", "linux-nic"]), f"{where} configs"),
         modes=_strlist(top.get("modes", ["VN2"]), f"{where} modes"),
         mpis=_strlist(top.get("mpis", list(configs.VENDORS)), f"{where} mpis"),
-        benches=[], source=source)
+        benches=[], source=source,
+        yod_configs=[n for n, cfg in cs.configs.items() if cfg.via_yod])
     _check_names(c.configs, cs.configs, "configuration", f"{where} configs")
     _check_names(c.modes, configs.MODES, "mode", f"{where} modes")
     _check_names(c.mpis, configs.VENDORS, "MPI", f"{where} mpis")
@@ -178,6 +185,17 @@ def from_doc(doc: dict[str, Any], source: str, cs: configs.ConfigSet) -> Campaig
             e.ranks = _posint(t["ranks"], f"{bw} ranks")
         if "timeout_s" in t:
             e.timeout_s = _posnum(t["timeout_s"], f"{bw} timeout_s")
+        if "pages" in t:
+            pages = _strlist(t["pages"], f"{bw} pages")
+            bad = [x for x in pages if x not in PAGE_SIZES]
+            if bad or len(set(pages)) != len(pages):
+                raise CampaignError(f"{bw} pages: a list of distinct page sizes from "
+                                    f"{', '.join(PAGE_SIZES)}, not {pages!r}")
+            if not set(e.configs or c.configs) & set(c.yod_configs):
+                raise CampaignError(f"{bw} pages: sets the heap pages of yod configurations "
+                                    f"({', '.join(c.yod_configs) or 'none defined'}), and none of "
+                                    f"this entry's configurations runs under yod")
+            e.pages = pages
         if name == "hpcc":
             p = {**runner.HPCC_DEFAULTS, **e.params}
             bad = [k for k in p if k not in runner.HPCC_DEFAULTS or isinstance(p[k], bool)
@@ -229,13 +247,18 @@ def expand(c: Campaign) -> list[Point]:
         for b in c.benches:
             for point in b.points:
                 for cfg in b.configs or c.configs:
+                    # Page sizes innermost: a yod configuration's large- and small-page runs of a
+                    # point go back to back, like the configurations they are compared with.
+                    pages = b.pages if b.pages and cfg in c.yod_configs else ["large"]
                     for mode in b.modes or c.modes:
                         for mpi in b.mpis or c.mpis:
-                            spec = runner.RunSpec(
-                                benchmark=b.name, config=cfg, mpi=mpi, mode=mode,
-                                ranks=b.ranks or c.ranks, args=[*b.args, *point],
-                                params=dict(b.params), timeout=b.timeout_s or c.timeout_s)
-                            out.append(Point(len(out), rep, spec))
+                            for pg in pages:
+                                spec = runner.RunSpec(
+                                    benchmark=b.name, config=cfg, mpi=mpi, mode=mode,
+                                    ranks=b.ranks or c.ranks, args=[*b.args, *point],
+                                    params=dict(b.params), timeout=b.timeout_s or c.timeout_s,
+                                    pages=None if pg == "large" else pg)
+                                out.append(Point(len(out), rep, spec))
     return out
 
 
@@ -271,11 +294,32 @@ class Outcome:
     skipped: list[Skip]
     resumed_past: int
     status: str
+    notes: list[str] = field(default_factory=list)
 
 
-def summary_of(counts: dict[str, int], skipped: list[Skip], resumed_past: int) -> dict[str, Any]:
-    return {"runs": counts, "skipped": [asdict(s) for s in skipped],
-            "resumed_past": resumed_past}
+def summary_of(counts: dict[str, int], skipped: list[Skip], resumed_past: int,
+               pages: dict[str, Any] | None = None) -> dict[str, Any]:
+    out = {"runs": counts, "skipped": [asdict(s) for s in skipped], "resumed_past": resumed_past}
+    if pages is not None:
+        out["pages"] = pages
+    return out
+
+
+def pages_plan(c: Campaign, runnable: list[Point]) -> dict[str, Any]:
+    """What the campaign does for the small-vs-large pages table (CNW §4.1.2), for its summary:
+    which benchmarks run on 4 KiB pages beside the yod default, or that it runs none."""
+    small = sorted({p.spec.benchmark for p in runnable if p.spec.pages == "small"})
+    asked = sorted({b.name for b in c.benches if b.pages and "small" in b.pages})
+    if small:
+        note = (f"small vs large pages: {', '.join(small)} run on 4 KiB pages beside yod's default "
+                "2 MiB pages, back to back")
+    elif asked:
+        note = (f"small vs large pages: the small-page runs of {', '.join(asked)} were skipped "
+                "(their yod configuration is unavailable; see the skipped runs)")
+    else:
+        note = (f"small vs large pages: campaign {c.name} runs no small-page pairs (no [[bench]] "
+                "sets pages); the default campaign (`bobcat evaluate`) runs them")
+    return {"small_page_benchmarks": small, "note": note}
 
 
 def execute(store: Store, c: Campaign, cs: configs.ConfigSet, resume_id: int | None = None,
@@ -295,21 +339,28 @@ def execute(store: Store, c: Campaign, cs: configs.ConfigSet, resume_id: int | N
         store.set_campaign_status(cid, "running")
     todo = [p for p in runnable if p.seq not in done]
     counts = {"ok": 0, "failed": 0, "timeout": 0}
+    pages = pages_plan(c, runnable)
     if on_start:
         on_start(len(runnable), len(runnable) - len(todo))
+    # The hugetlb pool for the largest yod job on 2 MiB pages (jobs run one at a time).
+    need = max((hugepool.job_pages(p.spec, cs) for p in todo), default=0)
+    reservation = hugepool.Reservation(need)
+    pages["hugetlb"] = reservation.record
     try:
-        for p in todo:
-            rec = runner.run(p.spec, cs, (lambda ph, p=p: on_run(p, ph)) if on_run else None)
-            rec.campaign_id, rec.seq, rec.repetition = cid, p.seq, p.repetition
-            store.add_run(rec)
-            counts[rec.status] = counts.get(rec.status, 0) + 1
-            if on_done:
-                on_done(p, rec.status)
+        with reservation:
+            for p in todo:
+                rec = runner.run(p.spec, cs, (lambda ph, p=p: on_run(p, ph)) if on_run else None)
+                rec.campaign_id, rec.seq, rec.repetition = cid, p.seq, p.repetition
+                store.add_run(rec)
+                counts[rec.status] = counts.get(rec.status, 0) + 1
+                if on_done:
+                    on_done(p, rec.status)
     except BaseException:
-        store.set_campaign_status(cid, "interrupted", summary_of(counts, skipped, len(done)))
+        store.set_campaign_status(cid, "interrupted", summary_of(counts, skipped, len(done), pages))
         raise
-    store.set_campaign_status(cid, "done", summary_of(counts, skipped, len(done)))
-    return Outcome(cid, counts, skipped, len(done), "done")
+    store.set_campaign_status(cid, "done", summary_of(counts, skipped, len(done), pages))
+    notes = [pages["note"]] + ([reservation.record["note"]] if need else [])
+    return Outcome(cid, counts, skipped, len(done), "done", notes)
 
 
 def estimate_s(points: list[Point]) -> float:
@@ -317,4 +368,7 @@ def estimate_s(points: list[Point]) -> float:
     averaged over SN and VN2) plus two probes and bookkeeping."""
     typical = {"hpcc": 8.0, "ring": 5.5, "gups": 3.5, "stream": 2.5, "fft": 2.5, "ptrans": 2.0,
                "selfish": 1.7, "imb": 1.3, "io": 0.7}
-    return sum(typical.get(p.spec.benchmark, 2.0) + 2 * runner.PROBE_SECONDS + 0.5 for p in points)
+    # A heap on 4 KiB pages takes ~1-3 s more to populate (MACHINE.md: 1.2-1.5 GB/s, less on
+    # memory the VM has not touched yet).
+    return sum(typical.get(p.spec.benchmark, 2.0) + 2 * runner.PROBE_SECONDS + 0.5
+               + (2.0 if p.spec.pages == "small" else 0.0) for p in points)

@@ -54,7 +54,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     cs = _load_configs(args)
     spec = runner.RunSpec(benchmark=args.benchmark, config=args.config, mpi=args.mpi,
                           mode=args.mode, ranks=args.ranks, args=list(args.bench_args),
-                          params=dict(args.param or {}), timeout=args.timeout)
+                          params=dict(args.param or {}), timeout=args.timeout,
+                          pages="small" if args.pages == "small" else None)
     runner.validate(spec, cs)
     store = Store(Path(args.db))
     with err.status(f"running {args.benchmark} ({args.config}/{args.mpi}/{args.mode})") as st:
@@ -71,6 +72,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         t.add_row(m.bench, m.name, "" if m.size is None else str(m.size), _fmt(m.value), m.unit,
                   m.better)
     out.print(t)
+    if rec.config_detail.get("via_yod"):
+        out.print(f"heap pages: asked {args.pages}, got "
+                  f"{rec.config_detail.get('heap_pages') or 'unknown (no node reported)'}",
+                  highlight=False)
     out.print(f"stored in {args.db} (run {run_id}); command: {' '.join(rec.command)}")
     if rec.status != "ok":
         err.print(f"[red]run {rec.status}[/red] (exit {rec.exit_code}); stderr tail:\n"
@@ -136,6 +141,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     err.print(f"campaign #{outcome.campaign_id} done: {counts or 'nothing to run'}"
               f"{f'; {outcome.resumed_past} already done before resume' if outcome.resumed_past else ''}"
               f"; {sum(s.runs for s in skipped)} skipped; results in {args.db}", highlight=False)
+    for note in outcome.notes:
+        err.print(f"  {note}", highlight=False, markup=False)
     rc = 0 if args.no_report else _render(args)
     return 1 if outcome.counts.get("failed") or outcome.counts.get("timeout") or rc else 0
 
@@ -303,6 +310,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--mpi", default="openmpi", help="openmpi (default) or mpich")
     r.add_argument("--ranks", type=int, default=2)
     r.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
+    r.add_argument("--pages", choices=["large", "small"], default="large",
+                   help="heap pages of a yod configuration (lwk): large = yod's default (2 MiB "
+                        "when it can get them; the run records what it got), small = 4 KiB")
     r.add_argument("--param", type=_param, action=_Params, metavar="KEY=VALUE",
                    help="hpcc: N, NB, P, Q (default N=2000 NB=128 P=1 Q=2)")
     r.set_defaults(fn=cmd_run)

@@ -54,6 +54,12 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
 )}
 
 
+# RunSpec.pages: yod's default heap pages (2 MiB when it can get them) or 4 KiB.
+PAGE_CHOICES = (None, "small")
+# libbobcat's page kinds (@@bobcat@@ node ... pages=), from worst to best.
+HEAP_KINDS = ("small", "thp", "huge")
+
+
 class RunError(Exception):
     """A run cannot be started at all (bad input, missing program); exit status 2 material."""
 
@@ -218,11 +224,15 @@ class RunSpec:
     args: list[str] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)  # hpcc: N, NB, P, Q
     timeout: float = 300.0
+    # Heap pages of a yod configuration: None = yod's default (2 MiB pages when it can get them,
+    # Catamount's default), "small" = 4 KiB pages (yod --pages small, Catamount's -small_pages).
+    pages: str | None = None
 
     def run_params(self) -> dict[str, Any]:
+        extra = {"pages": self.pages} if self.pages else {}
         if self.benchmark == "hpcc":
-            return {**HPCC_DEFAULTS, **self.params}
-        return {**params_from_args(self.args), **self.params, "args": list(self.args)}
+            return {**HPCC_DEFAULTS, **self.params, **extra}
+        return {**params_from_args(self.args), **self.params, **extra, "args": list(self.args)}
 
 
 def validate(spec: RunSpec, cs: configs.ConfigSet) -> None:
@@ -236,6 +246,12 @@ def validate(spec: RunSpec, cs: configs.ConfigSet) -> None:
         raise RunError(f"unknown MPI {spec.mpi!r} (known: {', '.join(configs.VENDORS)})")
     if spec.ranks < 1:
         raise RunError(f"--ranks must be at least 1, not {spec.ranks}")
+    if spec.pages not in PAGE_CHOICES:
+        raise RunError(f"unknown page size {spec.pages!r} (known: small, large)")
+    if spec.pages and not config.via_yod:
+        raise RunError(f"--pages {spec.pages} sets the heap pages of a yod configuration; "
+                       f"{spec.config} does not run under yod (use lwk, or the benchmark's own "
+                       "--pages after --)")
     if spec.benchmark == "hpcc":
         p = spec.run_params()
         bad = [k for k in ("N", "NB", "P", "Q") if not isinstance(p[k], int) or p[k] < 1]
@@ -249,6 +265,27 @@ def validate(spec: RunSpec, cs: configs.ConfigSet) -> None:
     ok, why = bench_available(spec.benchmark, spec.mpi)
     if not ok:
         raise RunError(why)
+
+
+def heap_pages(node_file: Path) -> dict[str, Any]:
+    """What yod's --node-file says the job's heaps got: heap_pages = the worst page kind over the
+    nodes (huge, thp or small; None when no node reported, e.g. a rank failed at start) and
+    heap_nodes = every node's line."""
+    from .yod_job import STATUS_PREFIX, parse_status
+    nodes = []
+    try:
+        lines = node_file.read_bytes().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        if line.startswith(STATUS_PREFIX):
+            kind, f = parse_status(line)
+            if kind == "node":
+                nodes.append(f)
+    kinds = [f.get("pages") for f in nodes]
+    known = [k for k in kinds if k in HEAP_KINDS]
+    worst = min(known, key=HEAP_KINDS.index) if known and len(known) == len(kinds) else None
+    return {"heap_pages": worst, "heap_nodes": nodes}
 
 
 def run(spec: RunSpec, cs: configs.ConfigSet,
@@ -268,6 +305,12 @@ def run(spec: RunSpec, cs: configs.ConfigSet,
         else:
             program = [str(bench_path(spec.benchmark, spec.mpi)), *spec.args]
         launch = configs.build(cs, config, spec.mpi, spec.mode, spec.ranks, program)
+        node_file = Path(tmp, "yod-nodes.txt")
+        if config.via_yod:
+            # yod writes libbobcat's node lines there: the page kind each heap really got.
+            launch.argv[1:1] = ["--node-file", str(node_file)] + \
+                (["--pages", spec.pages] if spec.pages else [])
+            launch.detail["pages_policy"] = spec.pages or "auto"
         if spec.benchmark == "probe":
             # The probe is not an MPI program: it pins its own two threads, so no launcher.
             launch.argv = program
@@ -283,6 +326,8 @@ def run(spec: RunSpec, cs: configs.ConfigSet,
             stdout = hpcc_out + ("\n--- hpcc stdout ---\n" + c.stdout if c.stdout.strip() else "")
         else:
             parsed = parsers.parse_jsonl(c.stdout)
+        if config.via_yod:
+            launch.detail.update(heap_pages(node_file))
     phase("probe")
     after = run_probe()
     if c.ended_after_done:

@@ -43,6 +43,7 @@ options:
   --oversubscribe     allow more ranks on this host than cores
   --launcher-arg ARG  extra argument for the MPI launcher (repeatable)
   --verbose, -v       print the plan and the page size the ranks got
+  --node-file FILE    write each node's status line (heap, page kind, populate time) to FILE
   --dry-run           print the plan and the launcher command; launch nothing
   --help, --version
 exit status: 0 all ranks exited 0; 1 job failed; 2 bad input; 3 start-up failure;
@@ -120,6 +121,7 @@ class Yod:
     def __init__(self, opts: Options):
         self.opts = opts
         self.warned = False
+        self.node_out = None
 
     def prepare(self) -> None:
         """Everything short of launching: the plan, every check, the command.  Raises UsageError."""
@@ -244,6 +246,12 @@ class Yod:
         return lines
 
     def on_status(self, kind: str, f: dict[str, str]) -> None:
+        if self.node_out is not None:
+            # For tools (bobcat's runner records the page kind each run's heap got): the line as
+            # libbobcat wrote it, contracts.md section 2, one per node.
+            self.node_out.write("@@bobcat@@ " + kind + "".join(
+                f" {k}={v.replace(' ', '%20')}" for k, v in f.items()) + "\n")
+            self.node_out.flush()
         if self.opts.verbose:
             try:
                 heap = format_size(int(f.get("heap", "0")))
@@ -261,6 +269,12 @@ class Yod:
         if self.opts.verbose:
             for line in self.summary():
                 _err(line)
+        if self.opts.node_file:
+            try:
+                self.node_out = open(self.opts.node_file, "w", encoding="utf-8")
+            except OSError as e:
+                _err(f"--node-file {self.opts.node_file}: cannot write it: {e.strerror}")
+                return EXIT_USAGE
         job = Job(self.launch.argv, self.env, self.job_id, self.plan.ranks, self.opts.tlimit,
                   self.on_status, scan_always=self.kind == "srun")
         try:
@@ -268,6 +282,9 @@ class Yod:
         except RuntimeError as e:
             _err(str(e))
             return EXIT_STARTUP
+        finally:
+            if self.node_out is not None:
+                self.node_out.close()
         return self.verdict(out)
 
     def _prog_of(self, rank: int) -> str:

@@ -43,6 +43,7 @@ class Options:
         self.pages = "auto"
         self.tlimit: float | None = None
         self.verbose = False
+        self.node_file: str | None = None     # --node-file: where the nodes' status lines go
         self.mpi: str | None = None
         self.hostfile: str | None = None
         self.oversubscribe = False
@@ -123,7 +124,7 @@ def resolve_program(prog: str, where: str) -> str:
 
 # Long options taking a value; '--opt=value' is accepted for each of them.
 _VALUED = {"-np", "-F", "--heap", "--heap-node", "--pages", "-tlimit", "--tlimit", "--mpi",
-           "--hostfile", "--launcher-arg", "-n"}
+           "--hostfile", "--launcher-arg", "-n", "--node-file"}
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -175,6 +176,8 @@ def parse_args(argv: list[str]) -> Options:
             o.tlimit = _parse_tlimit(val, name)
         elif name in ("-v", "--verbose"):
             o.verbose = True
+        elif name == "--node-file":
+            o.node_file = val
         elif name == "--mpi":
             if val not in MPIS:
                 raise UsageError(f"--mpi {val!r}: choose openmpi or mpich")
