@@ -63,6 +63,9 @@ class Run:
     machine: dict[str, Any]
     probe_before: dict[str, Any] | None
     probe_after: dict[str, Any] | None
+    # The page kind yod says the run's heap got (huge, thp, small; runs.config_detail), None when
+    # the run did not go through yod or predates the record.
+    heap_pages: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ class Sample:
     size: int | None
     ranks: int
     params: dict[str, Any]    # run params overlaid with the metric's params
+    # The page kind the benchmark says its own arrays got (its metric's params.pages), if any.
+    own_pages: str | None = None
 
     @property
     def benchmark(self) -> str:
@@ -192,6 +197,11 @@ class Dataset:
         return [s for s in self.samples if pred(s)]
 
 
+def _heap_pages(detail: dict[str, Any]) -> str | None:
+    kind = detail.get("heap_pages") if detail.get("via_yod") else None
+    return kind if isinstance(kind, str) else None
+
+
 def load(db_path: str | os.PathLike, placements: str = "all") -> Dataset:
     """Read a results database without ever writing to it."""
     uri = f"file:{os.fspath(db_path)}?mode=ro"
@@ -214,7 +224,8 @@ def load(db_path: str | os.PathLike, placements: str = "all") -> Dataset:
                     ranks=int(r["ranks"] or 0), params=_dict(r["params"]),
                     repetition=int(r["repetition"] or 0), status=r["status"] or "?",
                     placement=r["placement"] or "unknown", machine=_dict(r["machine"]),
-                    probe_before=_json(r["probe_before"]), probe_after=_json(r["probe_after"]))
+                    probe_before=_json(r["probe_before"]), probe_after=_json(r["probe_after"]),
+                    heap_pages=_heap_pages(_dict(r["config_detail"])))
         samples: list[Sample] = []
         if "metrics" in tables:
             for m in con.execute("SELECT * FROM metrics"):
@@ -235,7 +246,8 @@ def load(db_path: str | os.PathLike, placements: str = "all") -> Dataset:
                     better=_better(m["better"], name, unit),
                     size=int(size) if isinstance(size, (int, float)) else None,
                     ranks=int(ranks) if isinstance(ranks, (int, float)) else run.ranks,
-                    params=params))
+                    params=params, own_pages=str(mparams["pages"]) if "pages" in mparams
+                    else None))
     finally:
         con.close()
     return Dataset(list(runs.values()), samples, placements, meta, campaigns)
@@ -483,38 +495,141 @@ def config_ratios(ds: Dataset, reference: str = "lwk") -> list[Table]:
     return tables
 
 
-def _pages(s: Sample) -> str | None:
-    """small or large: the page size the campaign asked for, else the one the benchmark got."""
-    p = pages_of(s).lower()
-    if p in ("small", "4k", "4kib"):
-        return "small"
-    if p in ("large", "huge", "hugetlb", "2m", "2mib", "thp"):
-        return "large"
-    return None
+# CNW §4.1.2 (SAND2008-4039), "Performance of small pages relative to large pages", HPCC in SN
+# mode on four quad-core Budapest Opterons (4 ranks): yod -small_pages against Catamount's default
+# 2 MiB pages.  "STREAMS" is HPCC's per-process (Star) STREAM, as in the paper's §4.1.4 table.
+CNW_SMALL_OVER_LARGE = {"PTRANS_GBs": 36.2, "HPL_Tflops": 98.5, "StarSTREAM_Triad": 98.1,
+                        "MPIRandomAccess_GUPs": 87.9, "MPIFFT_Gflops": 97.6}
+_SMALL = frozenset({"small", "4k", "4kib"})
+_LARGE = frozenset({"large", "huge", "hugetlb", "2m", "2mib", "thp"})
+
+
+def _asked_pages(s: Sample) -> str:
+    """small, large, or default: the page size the run asked for (runs.params.pages)."""
+    p = str(s.run.params.get("pages", "")).lower()
+    return "small" if p in _SMALL else "large" if p in _LARGE else "default"
+
+
+def _got_pages(s: Sample) -> str | None:
+    """The page kind the measured memory really got: the benchmark's own arrays when it
+    allocated them itself (its metric's params.pages), else the run's yod heap; None if no
+    record says."""
+    own = (s.own_pages or "").lower()
+    if own in _SMALL or own in _LARGE:
+        return own
+    return s.run.heap_pages
+
+
+def _pages(s: Sample) -> tuple[str | None, str]:
+    """(small | large | None, why not counted): a sample counts as small or large only when the
+    record of what it got agrees with what it asked for.  A yod run at its default policy counts
+    as large when its heap got 2 MiB pages (Catamount's default, the paper's "large")."""
+    asked, got = _asked_pages(s), _got_pages(s)
+    kind = None if got is None else "small" if got in _SMALL else "large"
+    if asked == "default":
+        if not s.run.heap_pages:
+            return None, ""         # not a yod run, or no record: not part of the comparison
+        if kind != "large":
+            return None, f"ran at yod's default pages and got {got}"
+        return "large", ""
+    if kind is None:
+        return None, f"asked for {asked} pages, page kind not recorded"
+    if kind != asked:
+        return None, f"asked for {asked} pages, got {got}"
+    return kind, ""
 
 
 def pages_table(ds: Dataset) -> Table:
-    """CNW §4.1.2: performance with small pages relative to large pages."""
-    paged = [s for s in ds.samples if _pages(s) and s.test is None]
-
+    """CNW §4.1.2: performance with small pages relative to large pages, the spread over the
+    repetitions, and the paper's figure for the same HPCC test."""
     def key(s: Sample) -> tuple:
         return (s.what(pages=False), s.run.config, s.run.mpi, s.run.mode)
 
-    stats = medians(paged, lambda s: (key(s), _pages(s)))
-    label = {key(s): (_metric_label(s, with_pages=False), s.better) for s in paged}
+    paged: list[tuple[Sample, str]] = []
+    rejected: dict[tuple, dict[int, tuple[bool, str]]] = defaultdict(dict)
+    for s in _work_samples(ds):
+        kind, why = _pages(s)
+        if kind:
+            paged.append((s, kind))
+        elif why:
+            rejected[key(s)][s.run.id] = (_asked_pages(s) != "default",
+                                          f"{s.run.benchmark} {s.run.config}/{s.run.mpi}/"
+                                          f"{s.run.mode} {why}")
+    with_small = {key(s) for s, kind in paged if kind == "small"}
+
+    # One value per run; runs of one repetition of one campaign ran back to back.
+    per_run: dict[tuple, dict[str, dict[tuple, list[float]]]] = defaultdict(
+        lambda: {"small": defaultdict(list), "large": defaultdict(list)})
+    got: dict[tuple, dict[int, str]] = defaultdict(dict)   # large runs: run id -> kind got
+    info: dict[tuple, tuple[str, str, str]] = {}
+    for s, kind in paged:
+        k = key(s)
+        per_run[k][kind][(s.run.campaign_id, s.run.repetition, s.run.id)].append(s.value)
+        if kind == "large":
+            got[k][s.run.id] = str(_got_pages(s))
+        info[k] = (_metric_label(s, with_pages=False), s.better, s.name if s.benchmark == "hpcc"
+                   else "")
     rows = []
-    for k in sorted({k[0] for k in stats}, key=str):
-        if (k, "small") in stats and (k, "large") in stats:
-            small, large = stats[(k, "small")].median, stats[(k, "large")].median
-            text, better = label[k]
-            rows.append([text, k[1], k[2], k[3], small, large,
-                         100.0 * performance(small, better) / performance(large, better)])
-    return Table("pages", "Small vs large pages (CNW §4.1.2)",
-                 "Performance of small pages relative to large pages = perf(small) / perf(large)"
-                 " × 100 % (perf = value, or 1/value for times). Medians over repetitions.",
-                 ["measurement", "config", "mpi", "mode", "small", "large", "small/large %"],
-                 rows, empty_reason=None if rows else
-                 "no benchmark ran with both params.pages=small and params.pages=large")
+    for k, sides in per_run.items():
+        if not sides["small"] or not sides["large"]:
+            continue
+        text, better, hpcc_key = info[k]
+        small = {r: statistics.median(v) for r, v in sides["small"].items()}
+        large = {r: statistics.median(v) for r, v in sides["large"].items()}
+
+        def pct(a: float, b: float) -> float:
+            return 100.0 * performance(a, better) / performance(b, better)
+
+        med_s, med_l = statistics.median(small.values()), statistics.median(large.values())
+        by_rep_s = {r[:2]: v for r, v in small.items()}
+        by_rep_l = {r[:2]: v for r, v in large.items()}
+        shared = set(by_rep_s) & set(by_rep_l)
+        ratios = [pct(by_rep_s[r], by_rep_l[r]) for r in shared] if shared else \
+            [pct(a, b) for a in small.values() for b in large.values()]
+        kinds = Counter(got[k].values())
+        cnw = CNW_SMALL_OVER_LARGE.get(hpcc_key)
+        rows.append([text, k[1], k[2], k[3], f"{len(small)}/{len(large)}", med_s, med_l,
+                     ", ".join(f"{g} ×{n}" for g, n in sorted(kinds.items())), pct(med_s, med_l),
+                     f"{fmt(min(ratios))}–{fmt(max(ratios))}",
+                     f"{cnw:g} % (SN)" if cnw is not None else "—", hpcc_key])
+    # The paper's HPCC tests first, in its order; then the rest by name.
+    order = {name: i for i, name in enumerate(CNW_SMALL_OVER_LARGE)}
+    rows.sort(key=lambda r: (order.get(r[-1], len(order)), r[0], r[1], r[2], r[3]))
+    # Runs left out: those that asked for a page size, and default-page yod runs of a measurement
+    # that also ran on small pages (the lwk runs the campaign pairs with the small-page ones).
+    left_out = Counter(why for rid, why in {
+        (rid, why) for k, runs in rejected.items() for rid, (explicit, why) in runs.items()
+        if explicit or k in with_small})
+    notes = [f"not counted: {n} run{'s' if n > 1 else ''} of {why}"
+             for why, n in sorted(left_out.items())]
+    for c in ds.campaigns:
+        summary = _dict(c.get("summary")).get("pages")
+        if not isinstance(summary, dict):
+            continue
+        hug = summary.get("hugetlb") if isinstance(summary.get("hugetlb"), dict) else {}
+        said = [summary.get("note")] if not rows else []   # what the campaign ran, or why not
+        for note in said + [hug.get("note") if hug.get("need_pages") else None]:
+            if isinstance(note, str) and note:
+                notes.append(f"campaign {c.get('name')} #{c.get('id')}: {note}")
+    caption = ("Performance of small (4 KiB) pages relative to large (2 MiB) pages = "
+               "perf(small) / perf(large) × 100 % (perf = value, or 1/value for times), from the "
+               "medians over repetitions; spread = lowest–highest of the repetitions' own ratios "
+               "(each small run against the large run of its repetition). Large = the heap got "
+               "2 MiB pages (huge: hugetlb pool, thp: shmem THP), as each run's record says; a run "
+               "that asked for 2 MiB pages and got 4 KiB is not counted. CNW = the paper's table "
+               "(XT4, four quad-core Budapest Opterons, SN, 4 ranks, yod -small_pages vs "
+               "Catamount's default pages).")
+    why = None
+    if not rows:
+        why = "no benchmark ran on both small and large pages with the page kind on record"
+        if notes:
+            why += " — " + "; ".join(notes)
+    for r in rows:
+        del r[-1]     # the sort key
+    return Table("pages", "Small vs large pages (CNW §4.1.2)", caption,
+                 ["measurement", "config", "mpi", "mode", "runs small/large", "small", "large",
+                  "large pages got", "small/large %", "spread %", "CNW small/large"],
+                 rows, notes if rows else [], why)
 
 
 def utilization_table(ds: Dataset) -> Table:

@@ -133,7 +133,7 @@ def build_full(path: Path, configs=("lwk", "linux-shm", "linux-nic")) -> Fixture
                        _ms([(n, v, u, b, {}) for n, v, u, b in hp], ranks=2),
                        {"N": 2000, "NB": 128, "P": 1, "Q": 2})
                 for pages, pf in (("small", 0.95), ("large", 1.0)):
-                    got = "small" if pages == "small" else kind
+                    got = "small" if pages == "small" else "thp" if kind == "small" else kind
                     fx.run("stream", config, mode, 2, rep, _ms(
                         [("triad", 20.0 * pf * f, "GB/s", "higher",
                           {"phase": "single", "rank": r}) for r in (0, 1)]
@@ -346,7 +346,10 @@ def test_headline_and_cnw_tables_from_known_inputs(full_report):
     # figures of every config × mode.
     pages = page.tables["pages"]
     assert len(pages) == 1 + 3 * 3 * 2
-    assert all(float(r[-1]) == pytest.approx(95.0, rel=1e-3) for r in pages[1:])
+    ratio, spread = pages[0].index("small/large %"), pages[0].index("spread %")
+    assert all(float(r[ratio]) == pytest.approx(95.0, rel=1e-3) for r in pages[1:])
+    # Each repetition's small run against its own large run: the same factor, no spread.
+    assert all(r[spread] == "95–95" for r in pages[1:])
 
     # SN vs VN2 HPCC table holds both modes.
     assert page.tables["hpcc-sn-vn"][0][-2:] == ["SN mode", "VN2 mode"]

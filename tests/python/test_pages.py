@@ -1,0 +1,272 @@
+"""Small vs large pages (issue 12, CNW §4.1.2): campaign `pages`, the hugetlb pool a campaign
+reserves, the page kind each yod run records, and the report's table built only from runs whose
+record says they got what they asked for.  One real campaign: stream under lwk on 4 KiB and on
+yod's default pages."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bobcat import campaign, configs, hugepool, paths, report_tables, runner
+from bobcat.parsers import Metric
+from bobcat.store import RunRecord, Store
+
+STREAM = paths.libexec_dir() / "bench" / "stream.openmpi"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for k in list(os.environ):
+        if k.startswith("BOBCAT_") and k != "BOBCAT_HOME":
+            monkeypatch.delenv(k)
+
+
+@pytest.fixture
+def cs():
+    return configs.load()
+
+
+def load(tmp_path: Path, text: str, cs: configs.ConfigSet) -> campaign.Campaign:
+    p = tmp_path / "c.toml"
+    p.write_text(text)
+    return campaign.load(p, cs)
+
+
+# --- campaign ------------------------------------------------------------------------------------
+
+PAIRS = """
+[campaign]
+name = "pages"
+repetitions = 2
+configs = ["linux-shm", "lwk"]
+modes = ["SN"]
+mpis = ["openmpi"]
+[[bench]]
+name = "gups"
+pages = ["large", "small"]
+"""
+
+
+def test_pages_pairs_run_back_to_back_for_yod_configurations_only(tmp_path, cs):
+    pts = campaign.expand(load(tmp_path, PAIRS, cs))
+    got = [(p.repetition, p.spec.config, p.spec.pages) for p in pts]
+    assert got == [(r, c, pg) for r in (0, 1)
+                   for c, pg in (("linux-shm", None), ("lwk", None), ("lwk", "small"))]
+    small = [p for p in pts if p.spec.pages]
+    assert small[0].spec.run_params()["pages"] == "small" and "pages=small" in small[0].label()
+    # The default-page run stores no params.pages: it is the same measurement as any lwk run.
+    assert "pages" not in pts[1].spec.run_params()
+    # --resume rebuilds the same runs from the stored spec.
+    again = campaign.from_spec(json.loads(json.dumps(load(tmp_path, PAIRS, cs).to_spec())), cs)
+    assert [(p.seq, p.spec) for p in campaign.expand(again)] == [(p.seq, p.spec) for p in pts]
+
+
+@pytest.mark.parametrize("entry, message", [
+    ('pages = ["medium"]', "pages: a list of distinct page sizes from large, small"),
+    ('pages = ["small", "small"]', "distinct"),
+    ('pages = ["large", "small"]\nconfigs = ["linux-shm"]', "none of this entry's configurations"),
+])
+def test_bad_pages_are_named(tmp_path, cs, entry, message):
+    text = PAIRS.replace('pages = ["large", "small"]', entry)
+    with pytest.raises(campaign.CampaignError, match=message) as e:
+        load(tmp_path, text, cs)
+    assert "[[bench]] #1 (gups)" in str(e.value)
+
+
+def test_default_campaign_pairs_hpcc_stream_gups_and_quick_says_it_skips(cs):
+    default = campaign.load(campaign.resolve("default"), cs)
+    pts = campaign.expand(default)
+    small = {(p.spec.benchmark, p.spec.config, p.spec.mode) for p in pts if p.spec.pages}
+    assert small == {(b, "lwk", "SN") for b in ("hpcc", "stream", "gups")}
+    # Every small-page run directly follows the default-page run of the same point.
+    for i, p in enumerate(pts):
+        if p.spec.pages:
+            prev = pts[i - 1].spec
+            assert (prev.benchmark, prev.config, prev.mode, prev.args, prev.pages) == \
+                (p.spec.benchmark, "lwk", p.spec.mode, p.spec.args, None)
+    assert len(small) * default.repetitions == sum(1 for p in pts if p.spec.pages)
+    quick = campaign.load(campaign.resolve("quick"), cs)
+    note = campaign.pages_plan(quick, campaign.expand(quick))["note"]
+    assert "runs no small-page pairs" in note and "default campaign" in note
+
+
+# --- the hugetlb pool ----------------------------------------------------------------------------
+
+def test_job_pages_follow_yods_heap_plan(cs):
+    spec = runner.RunSpec("stream", "lwk", "openmpi", "SN", ranks=2)
+    assert hugepool.job_pages(spec, cs) == 2 * 512        # 1 GiB per rank, one rank per node
+    spec.mode = "VN2"
+    assert hugepool.job_pages(spec, cs) == 2 * 256        # the node's 1 GiB shared by two ranks
+    spec.pages = "small"
+    assert hugepool.job_pages(spec, cs) == 0
+    assert hugepool.job_pages(runner.RunSpec("stream", "linux-shm", "openmpi", "SN"), cs) == 0
+
+
+@pytest.fixture
+def fake_pool(tmp_path, monkeypatch):
+    """/proc/meminfo and nr_hugepages as files: writing nr_hugepages 'reserves' the pages."""
+    meminfo, nr = tmp_path / "meminfo", tmp_path / "nr_hugepages"
+
+    def set_pool(total: int, free: int) -> None:
+        meminfo.write_text(f"MemTotal: 1 kB\nHugePages_Total:  {total}\nHugePages_Free:  {free}\n")
+        nr.write_text(f"{total}\n")
+
+    monkeypatch.setattr(hugepool, "MEMINFO", meminfo)
+    monkeypatch.setattr(hugepool, "NR_HUGEPAGES", nr)
+    return set_pool, nr
+
+
+def test_reservation_raises_the_pool_as_root_and_gives_back_only_what_it_added(fake_pool,
+                                                                               monkeypatch):
+    set_pool, nr = fake_pool
+    set_pool(100, 40)                                     # 60 pages in use by someone else
+    real_pool = hugepool.pool
+
+    def kernel_pool():                                    # the kernel fills what was written
+        total, free = real_pool()
+        want = int(nr.read_text())
+        return want, free + max(0, want - total)
+
+    monkeypatch.setattr(hugepool, "pool", kernel_pool)
+    with hugepool.Reservation(1024, is_root=True) as r:
+        assert int(nr.read_text()) == 100 + 1024 - 40
+        assert not r.short and "given back" in r.record["note"]
+    assert int(nr.read_text()) == 100
+
+    set_pool(3072, 3072)                                  # enough already: never touched
+    nr.write_text("3072\n")
+    with hugepool.Reservation(1024, is_root=True) as r:
+        assert "cover" in r.record["note"]
+    assert nr.read_text() == "3072\n" and r.raised_from is None
+
+
+def test_reservation_says_why_it_cannot(fake_pool):
+    set_pool, nr = fake_pool
+    set_pool(0, 0)
+    with hugepool.Reservation(1024, is_root=False) as r:
+        assert r.short and "not root" in r.record["note"] and "1024" in r.record["note"]
+        assert "not counted as large" in r.record["note"]
+    assert nr.read_text() == "0\n"
+    # Root, but the kernel finds no memory in 2 MiB pieces: the pool stays short, and is reset.
+    with hugepool.Reservation(1024, is_root=True) as r:
+        assert r.short and "only 0 are free" in r.record["note"]
+    assert nr.read_text() == "0\n"
+
+
+# --- the report's table, from stored records -----------------------------------------------------
+
+def _record(store: Store, cid: int, rep: int, config: str, pages: str | None, got: str | None,
+            ptrans: float, triad: float) -> None:
+    params = {"N": 1000, "NB": 128, "P": 1, "Q": 2, **({"pages": pages} if pages else {})}
+    detail = {"via_yod": config == "lwk", **({"heap_pages": got} if got else {})}
+    store.add_run(RunRecord(
+        benchmark="hpcc", config=config, mpi="openmpi", mode="SN", ranks=2, params=params,
+        started=0.0, duration=1.0, status="ok", exit_code=0, machine={}, config_detail=detail,
+        probe_before=None, probe_after=None, placement="core", git_rev=None, command=[],
+        raw_stdout="", raw_stderr="", campaign_id=cid, seq=rep, repetition=rep,
+        metrics=[Metric("hpcc", "PTRANS_GBs", ptrans, "GB/s", "higher"),
+                 Metric("hpcc", "StarSTREAM_Triad", triad, "GB/s", "higher"),
+                 Metric("hpcc", "HPL_Tflops", 0.01, "Tflop/s", "higher")]))
+
+
+def test_table_counts_only_verified_page_kinds(tmp_path):
+    db = tmp_path / "r.db"
+    st = Store(db)
+    cid = st.start_campaign("default", {})
+    # Three repetitions of lwk large (huge, thp, and one that fell back to 4 KiB) and small.
+    for rep, (got, large, small) in enumerate([("huge", 2.0, 1.0), ("thp", 2.5, 1.5),
+                                               ("small", 9.0, 1.2)]):
+        _record(st, cid, rep, "lwk", None, got, large, 20.0)
+        _record(st, cid, rep, "lwk", "small", "small", small, 19.0)
+        _record(st, cid, rep, "linux-shm", None, None, 1.0, 18.0)
+    # A small-page run with no record of what it got is not counted either.
+    _record(st, cid, 3, "lwk", "small", None, 0.1, 1.0)
+    st.set_campaign_status(cid, "done", {"pages": {"note": "n", "hugetlb": {
+        "need_pages": 1024, "note": "not root: the hugetlb pool has 0 free 2 MiB pages"}}})
+    st.close()
+    t = report_tables.pages_table(report_tables.load(db))
+    assert t.empty_reason is None
+    head = t.headers
+    rows = {r[0]: dict(zip(head, r)) for r in t.rows}
+    assert list(rows) == ["PTRANS", "HPL", "STREAM triad (per process)"]   # the paper's order
+    p = rows["PTRANS"]
+    # Repetition 2's small run counts; its large partner (4 KiB after all) does not.
+    assert (p["config"], p["mode"], p["runs small/large"]) == ("lwk", "SN", "3/2")
+    assert p["small"] == pytest.approx(1.2) and p["large"] == pytest.approx(2.25)
+    assert p["small/large %"] == pytest.approx(100 * 1.2 / 2.25)
+    assert p["spread %"] == "50–60"                       # 1/2 and 1.5/2.5: the paired repetitions
+    assert p["large pages got"] == "huge ×1, thp ×1"
+    assert p["CNW small/large"] == "36.2 % (SN)"
+    assert rows["HPL"]["small/large %"] == pytest.approx(100.0)
+    notes = " | ".join(t.notes)
+    assert "not counted: 1 run of hpcc lwk/openmpi/SN ran at yod's default pages and got small" \
+        in notes
+    assert "asked for small pages, page kind not recorded" in notes
+    assert "not root" in notes
+
+
+def test_empty_table_says_why(tmp_path):
+    db = tmp_path / "r.db"
+    st = Store(db)
+    cid = st.start_campaign("quick", {})
+    _record(st, cid, 0, "lwk", None, "huge", 2.0, 20.0)
+    st.set_campaign_status(cid, "done", {"pages": {"note": "small vs large pages: campaign quick "
+                                                           "runs no small-page pairs"}})
+    st.close()
+    t = report_tables.pages_table(report_tables.load(db))
+    assert not t.rows and "campaign quick #1" in t.empty_reason
+    assert "runs no small-page pairs" in t.empty_reason
+
+
+# --- one real campaign -----------------------------------------------------------------------------
+
+@pytest.mark.skipif(not STREAM.exists(), reason=f"{STREAM} not installed (build the tree and set "
+                    "BOBCAT_HOME)")
+def test_real_lwk_runs_record_the_page_kind_their_heap_got(tmp_path):
+    camp = tmp_path / "pages.toml"
+    camp.write_text("""
+[campaign]
+name = "pages"
+repetitions = 1
+configs = ["lwk"]
+modes = ["VN2"]
+mpis = ["openmpi"]
+timeout_s = 60
+[[bench]]
+name = "stream"
+args = ["--array-size", "1M", "--iters", "2"]
+pages = ["large", "small"]
+""")
+    db = tmp_path / "r.db"
+    r = subprocess.run([sys.executable, "-m", "bobcat.cli", "evaluate", "--campaign", str(camp),
+                        "--db", str(db), "--no-report"], capture_output=True, text=True,
+                       timeout=170, env=dict(os.environ, COLUMNS="200"))
+    assert r.returncode == 0, r.stderr
+    assert "small vs large pages: stream run on 4 KiB pages" in r.stderr
+    assert "hugetlb pool" in r.stderr or "hugetlb pages" in r.stderr
+    st = Store(db, read_only=True)
+    runs = [(json.loads(x["params"]), json.loads(x["config_detail"]), json.loads(x["command"]))
+            for x in st.db.execute("SELECT params, config_detail, command FROM runs ORDER BY seq")]
+    st.close()
+    (p_large, d_large, c_large), (p_small, d_small, c_small) = runs
+    assert "pages" not in p_large and p_small["pages"] == "small"
+    assert "--pages" not in c_large and c_small[c_small.index("--pages") + 1] == "small"
+    # What yod's node line said, per node and as the run's kind.
+    assert d_small["heap_pages"] == "small"
+    assert [n["pages"] for n in d_small["heap_nodes"]] == ["small"]
+    assert d_large["heap_pages"] in runner.HEAP_KINDS
+    assert [n["pages"] for n in d_large["heap_nodes"]] == [d_large["heap_pages"]]
+    assert int(d_large["heap_nodes"][0]["page_size"]) == \
+        (4096 if d_large["heap_pages"] == "small" else 2 << 20)
+    # The report pairs them when the default run got 2 MiB pages, and says why not otherwise.
+    t = report_tables.pages_table(report_tables.load(db))
+    if d_large["heap_pages"] == "small":
+        assert "ran at yod's default pages and got small" in (t.empty_reason or "")
+    else:
+        triad = [r for r in t.rows if r[0].startswith("stream/triad") and "phase=all" in r[0]]
+        assert triad and triad[0][4] == "1/1" and triad[0][7] == f"{d_large['heap_pages']} ×1"
