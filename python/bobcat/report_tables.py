@@ -561,19 +561,19 @@ def pages_table(ds: Dataset) -> Table:
     per_run: dict[tuple, dict[str, dict[tuple, list[float]]]] = defaultdict(
         lambda: {"small": defaultdict(list), "large": defaultdict(list)})
     got: dict[tuple, dict[int, str]] = defaultdict(dict)   # large runs: run id -> kind got
-    info: dict[tuple, tuple[str, str, str]] = {}
+    info: dict[tuple, tuple[str, str, str, str]] = {}
     for s, kind in paged:
         k = key(s)
         per_run[k][kind][(s.run.campaign_id, s.run.repetition, s.run.id)].append(s.value)
         if kind == "large":
             got[k][s.run.id] = str(_got_pages(s))
-        info[k] = (_metric_label(s, with_pages=False), s.better, s.name if s.benchmark == "hpcc"
-                   else "")
+        info[k] = (_metric_label(s, with_pages=False), s.better, s.unit,
+                   s.name if s.benchmark == "hpcc" else "")
     rows = []
     for k, sides in per_run.items():
         if not sides["small"] or not sides["large"]:
             continue
-        text, better, hpcc_key = info[k]
+        text, better, unit, hpcc_key = info[k]
         small = {r: statistics.median(v) for r, v in sides["small"].items()}
         large = {r: statistics.median(v) for r, v in sides["large"].items()}
 
@@ -588,13 +588,13 @@ def pages_table(ds: Dataset) -> Table:
             [pct(a, b) for a in small.values() for b in large.values()]
         kinds = Counter(got[k].values())
         cnw = CNW_SMALL_OVER_LARGE.get(hpcc_key)
-        rows.append([text, k[1], k[2], k[3], f"{len(small)}/{len(large)}", med_s, med_l,
+        rows.append([text, unit, k[1], k[2], k[3], f"{len(small)}/{len(large)}", med_s, med_l,
                      ", ".join(f"{g} ×{n}" for g, n in sorted(kinds.items())), pct(med_s, med_l),
                      f"{fmt(min(ratios))}–{fmt(max(ratios))}",
                      f"{cnw:g} % (SN)" if cnw is not None else "—", hpcc_key])
     # The paper's HPCC tests first, in its order; then the rest by name.
     order = {name: i for i, name in enumerate(CNW_SMALL_OVER_LARGE)}
-    rows.sort(key=lambda r: (order.get(r[-1], len(order)), r[0], r[1], r[2], r[3]))
+    rows.sort(key=lambda r: (order.get(r[-1], len(order)), r[0], r[2], r[3], r[4]))
     # Runs left out: those that asked for a page size, and default-page yod runs of a measurement
     # that also ran on small pages (the lwk runs the campaign pairs with the small-page ones).
     left_out = Counter(why for rid, why in {
@@ -627,7 +627,8 @@ def pages_table(ds: Dataset) -> Table:
     for r in rows:
         del r[-1]     # the sort key
     return Table("pages", "Small vs large pages (CNW §4.1.2)", caption,
-                 ["measurement", "config", "mpi", "mode", "runs small/large", "small", "large",
+                 ["measurement", "unit", "config", "mpi", "mode", "runs small/large", "small",
+                  "large",
                   "large pages got", "small/large %", "spread %", "CNW small/large"],
                  rows, notes if rows else [], why)
 

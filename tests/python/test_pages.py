@@ -269,4 +269,18 @@ pages = ["large", "small"]
         assert "ran at yod's default pages and got small" in (t.empty_reason or "")
     else:
         triad = [r for r in t.rows if r[0].startswith("stream/triad") and "phase=all" in r[0]]
-        assert triad and triad[0][4] == "1/1" and triad[0][7] == f"{d_large['heap_pages']} ×1"
+        row = dict(zip(t.headers, triad[0])) if triad else {}
+        assert row.get("runs small/large") == "1/1"
+        assert row.get("large pages got") == f"{d_large['heap_pages']} ×1"
+
+
+def test_yod_node_file_option():
+    from bobcat.yod_plan import parse_args
+    assert parse_args(["-np", "1", "--node-file", "/tmp/x", "/bin/true"]).node_file == "/tmp/x"
+    assert parse_args(["-np", "1", "--node-file=/tmp/y", "/bin/true"]).node_file == "/tmp/y"
+    yod = paths.home() / "bin" / "yod"
+    if not yod.exists():
+        pytest.skip(f"{yod} not installed")
+    r = subprocess.run([str(yod), "-np", "1", "--no-preload", "--node-file", "/nonexistent/dir/f",
+                        "/bin/true"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--node-file /nonexistent/dir/f: cannot write it" in r.stderr
