@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
-from .report_tables import Dataset, Sample, medians  # noqa: E402
+from .report_tables import Dataset, Sample, at_default_pages, medians  # noqa: E402
 
 plt.rcParams.update({"font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
                      "svg.fonttype": "none", "figure.dpi": 100})
@@ -139,11 +139,13 @@ def _line_figure(ds: Dataset, out: Path, spec: _LineSpec) -> FigureResult:
                        "series at the same rank count stay visible.",
                        f"Larkin & Kuehn 2008, Figure {spec.number}")
     sources = []
-    hp = ds.select(lambda s: s.benchmark == "hpcc" and s.name == spec.hpcc and s.ranks > 0)
+    # Runs that asked for a page size (lwk on 4 KiB pages) belong to the pages table, not here.
+    hp = ds.select(lambda s: s.benchmark == "hpcc" and s.name == spec.hpcc and s.ranks > 0
+                   and at_default_pages(s))
     if hp:
         sources.append((f"HPCC {spec.hpcc}", hp))
     own = ds.select(lambda s: s.benchmark == spec.bench and s.test is None and s.ranks > 0
-                    and spec.pick(s))
+                    and spec.pick(s) and at_default_pages(s))
     if own and spec.size != "any" and any(s.size is not None for s in own):
         sizes = {s.size for s in own if s.size is not None}
         want = min(sizes) if spec.size == "min" else max(sizes)

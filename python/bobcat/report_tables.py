@@ -430,7 +430,8 @@ def pallas_tables(ds: Dataset) -> list[Table]:
 
 def sn_vs_vn(ds: Dataset) -> Table:
     """CNW §4.1.3 HPCC table: the same HPCC metrics in SN and VN modes, per configuration."""
-    hp = [s for s in ds.samples if s.benchmark == "hpcc" and s.name in HPCC_KEYS]
+    hp = [s for s in ds.samples if s.benchmark == "hpcc" and s.name in HPCC_KEYS
+          and at_default_pages(s)]
     modes = sorted({s.run.mode for s in hp}, key=lambda m: (per_node(m) or 99, m))
     if len(modes) < 2:
         why = "no HPCC runs" if not hp else f"HPCC ran only in mode {modes[0]}"
@@ -537,6 +538,13 @@ def _pages(s: Sample) -> tuple[str | None, str]:
     if kind != asked:
         return None, f"asked for {asked} pages, got {got}"
     return kind, ""
+
+
+def at_default_pages(s: Sample) -> bool:
+    """The run did not ask for a page size: the configuration's own memory behaviour.  Figures
+    and tables that compare configurations use only these, so the small-page runs of the
+    pages table never pool with them."""
+    return _asked_pages(s) == "default"
 
 
 def pages_table(ds: Dataset) -> Table:

@@ -161,11 +161,11 @@ def test_reservation_says_why_it_cannot(fake_pool):
 # --- the report's table, from stored records -----------------------------------------------------
 
 def _record(store: Store, cid: int, rep: int, config: str, pages: str | None, got: str | None,
-            ptrans: float, triad: float) -> None:
+            ptrans: float, triad: float, mode: str = "SN") -> None:
     params = {"N": 1000, "NB": 128, "P": 1, "Q": 2, **({"pages": pages} if pages else {})}
     detail = {"via_yod": config == "lwk", **({"heap_pages": got} if got else {})}
     store.add_run(RunRecord(
-        benchmark="hpcc", config=config, mpi="openmpi", mode="SN", ranks=2, params=params,
+        benchmark="hpcc", config=config, mpi="openmpi", mode=mode, ranks=2, params=params,
         started=0.0, duration=1.0, status="ok", exit_code=0, machine={}, config_detail=detail,
         probe_before=None, probe_after=None, placement="core", git_rev=None, command=[],
         raw_stdout="", raw_stderr="", campaign_id=cid, seq=rep, repetition=rep,
@@ -208,6 +208,19 @@ def test_table_counts_only_verified_page_kinds(tmp_path):
         in notes
     assert "asked for small pages, page kind not recorded" in notes
     assert "not root" in notes
+
+
+def test_small_page_runs_stay_out_of_the_sn_vn_table(tmp_path):
+    db = tmp_path / "r.db"
+    st = Store(db)
+    cid = st.start_campaign("default", {})
+    _record(st, cid, 0, "lwk", None, "huge", 2.0, 20.0)
+    _record(st, cid, 0, "lwk", "small", "small", 0.5, 19.0)
+    _record(st, cid, 0, "lwk", None, "huge", 1.5, 10.0, mode="VN2")
+    st.close()
+    t = report_tables.sn_vs_vn(report_tables.load(db))
+    row = [r for r in t.rows if r[0] == "PTRANS"]
+    assert len(row) == 1 and row[0][-2:] == [2.0, 1.5]
 
 
 def test_empty_table_says_why(tmp_path):
