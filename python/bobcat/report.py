@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from . import plots
-from .report_tables import (NOISE_PARAMS, Dataset, Table, config_ratios, fmt, headline, load,
-                            matrix, pages_table, pallas_tables, placement_tables, selfish_table,
-                            sn_vs_vn, utilization_table, variability)
+from .report_tables import (NOISE_PARAMS, Dataset, Table, at_default_pages, config_ratios, fmt,
+                            headline, load, matrix, pages_table, pallas_tables, placement_tables,
+                            selfish_table, sn_vs_vn, utilization_table, variability)
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 1em 2em;
@@ -126,6 +126,8 @@ def _other_measurements(ds: Dataset, shown: set[str]) -> str:
         def row(s: Any) -> tuple:
             extra = ", ".join(f"{k}={v}" for k, v in sorted(s.params.items())
                               if k not in NOISE_PARAMS and not isinstance(v, (dict, list)))
+            if not at_default_pages(s):   # a page size the run asked for: its own row
+                extra = ", ".join(x for x in (extra, f"pages={s.run.params['pages']}") if x)
             return (s.name, s.unit, s.better, s.size if s.size is not None else "—", s.ranks,
                     extra or "—")
 
