@@ -236,7 +236,7 @@ def test_empty_table_says_why(tmp_path):
     assert "runs no small-page pairs" in t.empty_reason
 
 
-# --- one real campaign -----------------------------------------------------------------------------
+# --- one real campaign ---------------------------------------------------------------------------
 
 @pytest.mark.skipif(not STREAM.exists(), reason=f"{STREAM} not installed (build the tree and set "
                     "BOBCAT_HOME)")
