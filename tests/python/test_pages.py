@@ -223,6 +223,18 @@ def test_small_page_runs_stay_out_of_the_sn_vn_table(tmp_path):
     assert len(row) == 1 and row[0][-2:] == [2.0, 1.5]
 
 
+def test_small_page_runs_get_their_own_row_in_other_measurements(tmp_path):
+    from bobcat.report import _other_measurements
+    db = tmp_path / "r.db"
+    st = Store(db)
+    cid = st.start_campaign("default", {})
+    _record(st, cid, 0, "lwk", None, "huge", 2.0, 20.0)
+    _record(st, cid, 0, "lwk", "small", "small", 0.5, 19.0)
+    st.close()
+    text = _other_measurements(report_tables.load(db), set())
+    assert "Q=2</td>" in text and "Q=2, pages=small</td>" in text
+
+
 def test_empty_table_says_why(tmp_path):
     db = tmp_path / "r.db"
     st = Store(db)
