@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -90,30 +91,39 @@ def _stop(d: Path) -> None:
     subprocess.run([str(SLURM_DIR / "stop.sh"), str(d)], capture_output=True, timeout=120)
 
 
-@pytest.fixture(scope="module")
-def cluster():
+def _start_cluster(top: Path, started: list[Path], nodes: int = 2) -> Path:
+    """Start a cluster under top, with new ports after a bind failure; every attempt's directory
+    goes into `started` before it starts, for the caller to stop whatever happens."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        d = top / f"try{attempt}"
+        started.append(d)
+        r = _start(d, nodes, _free_port_block(nodes))
+        if r.returncode == 0:
+            return d
+        if r.returncode != 3:  # not a bind failure: new ports would not help
+            pytest.fail(f"the private Slurm cluster did not start:\n{r.stderr}")
+        _stop(d)
+    pytest.fail(f"the private Slurm cluster could not bind its ports in {START_ATTEMPTS} "
+                f"attempts:\n{r.stderr}")
+
+
+def _need_slurm() -> None:
     if os.geteuid() != 0:
         pytest.skip("slurmd must run as root")
     missing = [b for b in NEEDED if shutil.which(b) is None]
     if missing:
         pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing)")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    _need_slurm()
     top = Path(tempfile.mkdtemp(prefix="bobcat-slurm-"))
     started: list[Path] = []
     try:
-        # Every attempt gets its own directory and is stopped in the finally below, whatever
-        # happened to it (time-out, bind failure, an exception, Ctrl-C).
-        for attempt in range(1, START_ATTEMPTS + 1):
-            d = top / f"try{attempt}"
-            started.append(d)
-            r = _start(d, 2, _free_port_block(2))
-            if r.returncode == 0:
-                break
-            if r.returncode != 3:  # not a bind failure: new ports would not help
-                pytest.fail(f"the private Slurm cluster did not start:\n{r.stderr}")
-            _stop(d)
-        else:
-            pytest.fail(f"the private Slurm cluster could not bind its ports in {START_ATTEMPTS} "
-                        f"attempts:\n{r.stderr}")
+        # Stopped in the finally, whatever happened to each attempt (time-out, bind failure, an
+        # exception, Ctrl-C).
+        d = _start_cluster(top, started)
         yield {"SLURM_CONF": f"{d}/etc/slurm.conf"}
     finally:
         for d in started:
@@ -195,18 +205,13 @@ def test_ports_are_outside_the_ephemeral_range():
 
 @pytest.fixture
 def slurm_installed():
-    if os.geteuid() != 0:
-        pytest.skip("slurmd must run as root")
-    missing = [b for b in NEEDED if shutil.which(b) is None]
-    if missing:
-        pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing)")
+    _need_slurm()
 
 
 def test_a_taken_port_is_reported_as_such_and_stop_leaves_nothing(slurm_installed, tmp_path):
     port = _free_port_block(2)
     with socket.socket() as held:  # slurmd bc1's port, taken before the daemon starts
         held.bind(("0.0.0.0", port + 1))
-        held.listen()
         try:
             r = _start(tmp_path / "c", 2, port)
         finally:
@@ -214,6 +219,34 @@ def test_a_taken_port_is_reported_as_such_and_stop_leaves_nothing(slurm_installe
     assert r.returncode == 3, r.stderr
     assert f"({port + 1})" in r.stderr or "Address already in use" in r.stderr, r.stderr
     assert _cluster_processes(tmp_path / "c") == []
+
+
+def test_a_taken_port_gets_new_ports(slurm_installed, tmp_path, monkeypatch):
+    # The first ports picked are taken between the check and the daemons' bind (as an outgoing
+    # connection could): the start is retried on new ports and the cluster runs a step.
+    held = socket.socket()
+    picks = iter([None])
+    real = _free_port_block
+
+    def first_taken(n):
+        if next(picks, 1) is None:
+            base = real(n)
+            held.bind(("0.0.0.0", base))  # slurmctld's port, bound as an outgoing socket's
+            return base
+        return real(n)
+    monkeypatch.setattr(sys.modules[__name__], "_free_port_block", first_taken)
+    started: list[Path] = []
+    try:
+        d = _start_cluster(tmp_path, started)
+        r = subprocess.run(["srun", "-N", "2", "-n", "2", "-t", "1", "true"], capture_output=True,
+                           text=True, timeout=60, env={**os.environ, "SLURM_CONF": f"{d}/etc/slurm.conf"})
+    finally:
+        held.close()
+        for s in started:
+            _stop(s)
+    assert len(started) == 2 and d == started[1], started
+    assert r.returncode == 0, r.stderr
+    assert all(_cluster_processes(s) == [] for s in started)
 
 
 def test_stop_ends_a_start_cut_short(slurm_installed, tmp_path, monkeypatch):

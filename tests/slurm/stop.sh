@@ -6,7 +6,6 @@
 # recycled pid: only processes of this cluster, never by name.
 dir=$(cd "${1:?usage: stop.sh DIR}" && pwd) || exit 1
 export SLURM_CONF="$dir/etc/slurm.conf"
-[ -f "$SLURM_CONF" ] && timeout 10 scancel --full -u "$(id -un)" >/dev/null 2>&1
 ours() {
   for c in /proc/[0-9]*/cmdline; do
     { tr '\0' '\n' < "$c"; } 2>/dev/null | grep -qxF "$SLURM_CONF" || continue
@@ -16,9 +15,14 @@ ours() {
     case "$(readlink "/proc/$p/cwd" 2>/dev/null)" in "$dir"*) echo "$p" ;; esac
   done
 }
+ctld=0
+for p in $(ours); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmctld ] && ctld=1; done
+# Jobs first, while the controller is there to end them. Without one (a start that failed), scancel
+# could only wait, and a slurmd busy trying to register would take 10 s to heed TERM: KILL at once.
+[ $ctld = 1 ] && timeout 10 scancel --full -u "$(id -un)" >/dev/null 2>&1
 pids=()
 for p in $(ours | sort -un); do
-  [ "$p" != "$$" ] && kill -TERM "$p" 2>/dev/null && pids+=("$p")
+  [ $ctld = 1 ] && [ "$p" != "$$" ] && kill -TERM "$p" 2>/dev/null && pids+=("$p")
 done
 for _ in $(seq 100); do
   alive=0
