@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -372,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
         err.print("bobcat: interrupted; completed runs are stored (continue with "
                   "`bobcat evaluate --resume`)")
         return 130
+    except BrokenPipeError:  # `bobcat compare | head`: the reader has all it wants
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":
