@@ -163,7 +163,7 @@ def test_doctor_through_a_pipe_wraps_nothing():
     _assert_whole(r.stdout)
     for ln in r.stdout.splitlines():
         # a check, its fix, or the machine line: a wrapped line would be none of them
-        assert re.match(r"(OK  |WARN|FAIL) \S| {21}fix: | {5,9}machine ", ln), ln
+        assert re.match(r"(OK  |WARN|FAIL) \S| {20,24}fix: | {5,9}machine ", ln), ln
 
 
 def test_report_prints_its_whole_path(db, tmp_path):
@@ -224,12 +224,12 @@ def test_campaign_progress_through_a_pipe_is_a_line_per_run_as_it_ends(blocked_c
         # The first run's line must arrive while the second run is still held by its launcher:
         # printed and flushed as the run ends, not at exit.
         while not any(ln.startswith("[1/2]") for ln in seen):
-            line = q.get(timeout=120)
+            line = q.get(timeout=300)  # generous: a loaded 2-core machine
             assert line is not None, "".join(seen)
             seen.append(line)
         assert p.poll() is None
         (d / "go").touch()
-        p.wait(timeout=150)
+        p.wait(timeout=300)
     finally:
         (d / "go").touch()
         if p.poll() is None:
@@ -248,8 +248,19 @@ def test_campaign_progress_on_a_terminal_is_a_bar_with_eta(blocked_campaign):
     d, args = blocked_campaign
     (d / "go").touch()
     # rich's own switch makes it treat the pipe as a terminal this wide.
-    r = bobcat(*args, env={"TTY_COMPATIBLE": "1", "COLUMNS": "250"}, timeout=150)
+    r = bobcat(*args, env={"TTY_COMPATIBLE": "1", "COLUMNS": "250"}, timeout=300)
     assert r.returncode == 1
     assert "ETA" in r.stderr and "2/2" in r.stderr
     assert "imb pingpong --sizes 8 linux-shm mpich VN2 rep 1: failed" in r.stderr
     assert "exit 3: fake-mpiexec: refused to start the job" in r.stderr
+
+
+def test_run_through_a_pipe_prints_its_phases(tmp_path):
+    if not runner.bench_available("probe", "openmpi")[0]:
+        pytest.skip(f"benchmark binaries not installed under {paths.libexec_dir()}")
+    r = bobcat("run", "probe", "--config", "linux-shm", "--mode", "VN2", "--db",
+               str(tmp_path / "r.db"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[:3] == [f"{ph}: probe (linux-shm/openmpi/VN2)"
+                                         for ph in ("probe", "run", "probe")], r.stderr
+    _assert_whole(r.stdout)
