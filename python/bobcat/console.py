@@ -33,16 +33,24 @@ FORMATS = ("table", "csv", "json", "markdown")
 
 class Output(Console):
     """A rich Console whose width, when its stream is not a terminal, is unlimited instead of 80
-    columns or the size of another stream's terminal, and ignores COLUMNS, which would bring the
-    truncation back. Decided at each write, so a redirected sys.stdout is honoured."""
+    columns or the size of another stream's terminal. It ignores COLUMNS there, and FORCE_COLOR
+    or TTY_COMPATIBLE (which make rich draw colours and live displays into a pipe, as CI
+    services ask) do not make a pipe narrow either. Decided at each write, so a redirected
+    sys.stdout is honoured."""
 
     def __init__(self, *args: Any, width: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, width=width, **kwargs)
         self._asked_width = width  # rich has put COLUMNS into _width when width is None
 
+    def _on_a_terminal(self) -> bool:
+        try:
+            return bool(self.file.isatty())
+        except (AttributeError, ValueError):  # no isatty, or a closed file
+            return False
+
     @property
     def size(self) -> ConsoleDimensions:
-        if self._asked_width is None and not self.is_terminal:
+        if self._asked_width is None and not self._on_a_terminal():
             return ConsoleDimensions(PIPE_WIDTH, self._height or 25)
         return Console.size.fget(self)  # type: ignore[attr-defined]
 
