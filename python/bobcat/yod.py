@@ -299,11 +299,16 @@ class Yod:
         if out.abort is not None:
             return self._aborted(out, launcher)
         cause = out.cause()
-        if cause is not None:
+        missing = [r for r in range(self.plan.ranks) if r not in out.ends]
+        # Ranks that only died of a termination signal while others vanished without a report
+        # and the launcher failed: the launcher tore the job down (Open MPI's daemon SIGTERMs
+        # the other ranks when a shim is killed), and the vanished ranks are where it began.
+        victims_only = (cause is not None and cause.terminated and bool(missing)
+                        and out.launcher_status != 0)
+        if cause is not None and not victims_only:
             _err(f"rank {cause.rank} ({self._prog_of(cause.rank)}) {cause.describe()}"
                  + self._others(out, cause.rank, launcher))
             return EXIT_STARTUP if cause.code == EXIT_STARTUP else EXIT_FAILED
-        missing = [r for r in range(self.plan.ranks) if r not in out.ends]
         if out.leftovers and self.opts.verbose:
             _err(f"ended {out.leftovers} process{'es' if out.leftovers > 1 else ''} the job left behind")
         if not missing:
@@ -317,9 +322,11 @@ class Yod:
                 _err(f"{launcher} failed (status {out.launcher_status}) before "
                      f"rank{'s' if len(unstarted) > 1 else ''} {_ranges(unstarted)} started")
                 return EXIT_STARTUP
+            stopped = sum(1 for e in out.ends.values() if not e.ok)
             _err(f"{launcher} ended the job (status {out.launcher_status}) after the ranks "
                  f"started; rank{'s' if len(missing) > 1 else ''} {_ranges(missing)} ended "
-                 "without a report (killed?)")
+                 "without a report (killed?)"
+                 + (f"; {stopped} other rank{'s' if stopped > 1 else ''} stopped" if stopped else ""))
             return EXIT_FAILED
         _err(f"rank{'s' if len(missing) > 1 else ''} {_ranges(missing)} ended without a report")
         return EXIT_FAILED

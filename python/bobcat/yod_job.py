@@ -23,6 +23,7 @@ GRACE_S = 1.5            # SIGTERM -> SIGKILL
 LINGER_S = 2.0           # after every rank reported, how long the launcher may take to exit
 PARTIAL_HOLD_S = 0.05    # how long a partial line that might be a status line is held back
 PR_SET_CHILD_SUBREAPER = 36
+HEAD_MAX = 1024          # how much of a line split across reads is kept to look for abort messages
 
 
 # Signals that end a rank from outside (a launcher's or yod's teardown, a user's kill): a rank that
@@ -236,6 +237,7 @@ class Job:
         self.pid = -1
         self._buf = b""
         self._passing = False               # inside a user line already partly forwarded
+        self._head = b""                    # that line's start (up to HEAD_MAX), for _abort_line
         self._held_since = 0.0
         self._ompi_abort_line: str | None = None   # first line of Open MPI's two-line abort message
 
@@ -264,10 +266,13 @@ class Job:
                 self._status(line.rstrip(b"\r\n"))
             else:
                 out.append(line)
-                if self.out.abort is None and (b"Abort(" in line or b"MPI_ABORT" in line
-                                               or self._ompi_abort_line is not None):
-                    self._abort_line(line.decode("utf-8", "replace"))
+                if self.out.abort is None:
+                    # Pipes split lines anywhere: look at the whole line, not its last piece.
+                    whole = self._head + line if self._head else line
+                    if b"Abort(" in whole or b"MPI_ABORT" in whole or self._ompi_abort_line is not None:
+                        self._abort_line(whole.decode("utf-8", "replace"))
             self._passing = False
+            self._head = b""
         rest = buf[start:]
         # A partial line that cannot become a status line goes out now, so prompts and progress
         # dots show up; one that still could is held briefly (see flush_partial).
@@ -275,6 +280,7 @@ class Job:
                      and not rest.startswith(STATUS_PREFIX)):
             out.append(rest)
             self._passing = True
+            self._head = (self._head + rest)[:HEAD_MAX]
             rest = b""
         if rest and not self._buf:
             self._held_since = now
@@ -286,6 +292,7 @@ class Job:
         if self._buf and (force or now - self._held_since > PARTIAL_HOLD_S):
             self._emit(self._buf)
             self._passing = True
+            self._head = (self._head + self._buf)[:HEAD_MAX]
             self._buf = b""
 
     def _abort_line(self, line: str) -> None:
