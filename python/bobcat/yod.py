@@ -296,9 +296,14 @@ class Yod:
             _err(f"rank {noexec.rank} ({self._prog_of(noexec.rank)}) {noexec.describe()}; "
                  "the job was ended")
             return EXIT_STARTUP
-        if out.abort is not None:
-            return self._aborted(out, launcher)
         cause = out.cause()
+        if out.abort is not None:
+            rank = self._abort_rank(out)
+            # A rank that failed by itself before the abort (SIGSEGV, then a peer's MPI finds the
+            # broken connection fatal) is the cause; the abort is its consequence.
+            before = list(out.ends.values())[:out.ends_before_abort]
+            if cause is None or cause.terminated or cause.rank == rank or cause not in before:
+                return self._aborted(out, rank, launcher)
         missing = [r for r in range(self.plan.ranks) if r not in out.ends]
         # Ranks that only died of a termination signal while others vanished without a report
         # and the launcher failed: the launcher tore the job down (Open MPI's daemon SIGTERMs
@@ -331,14 +336,19 @@ class Yod:
         _err(f"rank{'s' if len(missing) > 1 else ''} {_ranges(missing)} ended without a report")
         return EXIT_FAILED
 
-    def _aborted(self, out, launcher: str) -> int:
-        """The MPI says a rank aborted the job.  Open MPI names the rank only within the aborting
+    @staticmethod
+    def _abort_rank(out) -> int | None:
+        """The world rank that aborted.  Open MPI names the rank only within the aborting
         communicator; the world rank is then the one whose shim reported the abort's code."""
         a = out.abort
-        rank = a.rank
-        if rank is None:
-            same = [e.rank for e in out.ends.values() if e.signal is None and e.code == a.code & 0xff]
-            rank = same[0] if len(same) == 1 else None
+        if a.rank is not None:
+            return a.rank
+        same = [e.rank for e in out.ends.values() if e.signal is None and e.code == a.code & 0xff]
+        return same[0] if len(same) == 1 else None
+
+    def _aborted(self, out, rank: int | None, launcher: str) -> int:
+        """The MPI says a rank aborted the job (MPI_Abort or a fatal MPI error)."""
+        a = out.abort
         who = (f"rank {rank} ({self._prog_of(rank)})" if rank is not None else
                f"rank {a.comm_rank} of communicator {a.comm}")
         _err(f"{who} {a.what}" + self._others(out, rank, launcher))

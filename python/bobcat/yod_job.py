@@ -110,6 +110,7 @@ class Outcome:
         self.ends: dict[int, RankEnd] = {}
         self.first_failure: RankEnd | None = None
         self.abort: MpiAbort | None = None         # the first abort the MPI reported
+        self.ends_before_abort = 0                 # how many ranks had reported their end by then
         self.nodes: list[dict[str, str]] = []
         self.timed_out = False
         self.signalled: int | None = None
@@ -305,6 +306,8 @@ class Job:
             self._ompi_abort_line = line
         else:
             self.out.abort = parse_mpich_abort(line)
+        if self.out.abort is not None:
+            self.out.ends_before_abort = len(self.out.ends)
 
     def _status(self, line: bytes) -> None:
         kind, f = parse_status(line)

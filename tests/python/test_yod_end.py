@@ -195,6 +195,11 @@ def _started(n):
     ("openmpi", 2, _started(2) + f"{S}exit rank=0 signal=15\n{S}exit rank=1 code=5\n"
      + OMPI_ABORT.format(r=0, comm="MPI COMMUNICATOR 3 SPLIT FROM 0", c=5), 5, 1,
      "yod: rank 1 (true) called MPI_Abort with code 5; 1 other rank stopped"),
+    ("openmpi", 2, _started(2) + f"{S}exit rank=1 code=7\n" + OMPI_ABORT.format(r=1, comm="MPI_COMM_WORLD", c=7)
+     + f"{S}exit rank=0 signal=15\n", 7, 1, "yod: rank 1 (true) called MPI_Abort with code 7; 1 other rank stopped"),
+    # a rank died first and a peer's MPI then found the broken connection fatal: the first is the cause
+    ("mpich", 2, _started(2) + f"{S}exit rank=0 signal=11\n" + MPICH_FATAL, 11, 1,
+     "yod: rank 0 (true) was killed by signal 11 (SIGSEGV); mpiexec.mpich ended the other rank"),
     # Open MPI lost its message and the SIGTERMed rank reported first: the cause is still rank 1
     ("openmpi", 2, _started(2) + f"{S}exit rank=0 signal=15\n{S}exit rank=1 code=7\n", 7, 1,
      "yod: rank 1 (true) exited with code 7; 1 other rank stopped"),
