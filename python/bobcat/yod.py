@@ -305,11 +305,13 @@ class Yod:
             if cause is None or cause.terminated or cause.rank == rank or cause not in before:
                 return self._aborted(out, rank, launcher)
         missing = [r for r in range(self.plan.ranks) if r not in out.ends]
-        # Ranks that only died of a termination signal while others vanished without a report
-        # and the launcher failed: the launcher tore the job down (Open MPI's daemon SIGTERMs
-        # the other ranks when a shim is killed), and the vanished ranks are where it began.
-        victims_only = (cause is not None and cause.terminated and bool(missing)
-                        and out.launcher_status != 0)
+        # Open MPI tears a job down with SIGTERM, which the shims forward and report; Hydra
+        # SIGKILLs the shims, which then report nothing.  So under Open MPI, ranks that reported
+        # only SIGTERM while others vanished without a report (their shim was killed) are the
+        # launcher's victims, and the vanished ranks are where the end began.  Under Hydra a
+        # reported SIGTERM came from elsewhere (a user's kill) and is the cause.
+        victims_only = (self.kind == "openmpi" and cause is not None and cause.signal == 15
+                        and bool(missing) and out.launcher_status != 0)
         if cause is not None and not victims_only:
             _err(f"rank {cause.rank} ({self._prog_of(cause.rank)}) {cause.describe()}"
                  + self._others(out, cause.rank, launcher))

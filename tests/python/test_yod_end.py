@@ -207,6 +207,11 @@ def _started(n):
     ("openmpi", 2, _started(2) + f"{S}exit rank=0 signal=15\n", 137, 1,
      "yod: mpirun.openmpi ended the job (status 137) after the ranks started; rank 1 ended without "
      "a report (killed?); 1 other rank stopped"),
+    # under Hydra a reported SIGKILL or SIGTERM came from outside (a user's kill): that rank is the cause
+    ("mpich", 2, _started(2) + f"{S}exit rank=1 signal=9\n", 137, 1,
+     "yod: rank 1 (true) was killed by signal 9 (SIGKILL); mpiexec.mpich ended the other rank"),
+    ("mpich", 2, _started(2) + f"{S}exit rank=1 signal=15\n", 143, 1,
+     "yod: rank 1 (true) was killed by signal 15 (SIGTERM); mpiexec.mpich ended the other rank"),
     # never started, or only partly
     ("mpich", 2, "[mpiexec@vm] match_arg (utils/args/args.c:163): unrecognized argument bogus\n", 255, 3,
      "yod: mpiexec.mpich failed (status 255) before any rank ran"),
