@@ -67,7 +67,7 @@ def _yod_line(err: str) -> str:
 def _assert_aborted(r, mpi: str, rank: int, code: int) -> None:
     """Exit 1 and a line naming the aborting rank and its code.  Both MPIs sometimes lose their own
     abort message (Hydra's proxy exits before relaying the rank's last stderr; Open MPI's show_help
-    fails to unpack it: 2-5 of 20 bare runs here), so each MPI has a second form: Open MPI's
+    fails to unpack it: 2 of 30 and 5 of 20 bare runs here), so each MPI has a second form: Open MPI's
     aborting rank still exits with the code and its shim says so; under Hydra no shim reports and
     yod says the launcher ended the job, with Hydra's status, which is the abort's code."""
     assert r.rc == 1, r.err
