@@ -10,9 +10,15 @@ recognised by its command name (/proc/PID/comm: for a script, the script's name)
 that were running before the suite started are never reported: other workloads on the machine may
 legitimately run mpirun or a Slurm daemon. The grace period lets daemons that were asked to stop
 (slurmd's KillWait, an orted finishing) do so; it ends as soon as none is left. Stdlib only.
+
+A process that carries the suite's mark in its environment (LEFTOVERS_MARK=<value>, exported by
+run_all.sh and inherited by everything the tests start) is named as the suite's; one without it
+is still reported -- a test may have cleared the environment -- but flagged as possibly another
+workload's, which matters on a machine shared with other jobs.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -61,8 +67,21 @@ def processes() -> dict[str, str]:
         if fields[0] in ("Z", "X"):  # ended, not yet reaped by its parent: nothing runs
             continue
         start = fields[19]
-        found[f"{d.name}:{start}"] = f"{d.name} {comm}: {' '.join(argv)}"
+        found[f"{d.name}:{start}"] = f"{d.name} {comm}: {' '.join(argv)}{_origin(d)}"
     return found
+
+
+def _origin(d: Path) -> str:
+    mark = os.environ.get("LEFTOVERS_MARK")
+    if not mark:
+        return ""
+    try:
+        env = (d / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    if f"LEFTOVERS_MARK={mark}".encode() in env:
+        return "  [started by this suite]"
+    return "  [no mark of this suite: another workload's, or a test cleared the environment]"
 
 
 def left_after(before: set[str], grace: float,

@@ -11,6 +11,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 shm_before=$(ls -1 /dev/shm 2>/dev/null | sort)
 procs_before=$(mktemp)
 trap 'rm -f "$procs_before"' EXIT
+# Inherited by everything the tests start: tells this suite's leftovers from other workloads'.
+export LEFTOVERS_MARK="$$-$(date +%s%N)"
 .venv/bin/python tests/leftovers.py snapshot "$procs_before"
 rc=0
 echo "== C tests (ctest) =="

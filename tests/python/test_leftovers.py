@@ -1,5 +1,6 @@
 """tests/leftovers.py, the suite's check for daemons and launchers left running."""
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -56,14 +57,20 @@ def test_reports_new_daemons_only_and_waits_for_them(named, tmp_path):
     assert leftovers.left_after(before, 30, mine) == {}
 
 
-def test_check_fails_the_suite_and_names_the_process(named, tmp_path):
+def test_check_fails_the_suite_and_names_the_process(named, tmp_path, monkeypatch):
     snap = tmp_path / "before"
     snap.write_text("")
+    monkeypatch.setenv("LEFTOVERS_MARK", "test-mark-1")
     p = named("hydra_pmi_proxy")
     r = subprocess.run([sys.executable, str(SCRIPT), "check", str(snap), "0.3"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
-    assert f"{p.pid} hydra_pmi_proxy:" in r.stdout, r.stdout
+    line = next(ln for ln in r.stdout.splitlines() if f" {p.pid} hydra_pmi_proxy:" in ln)
+    assert line.endswith("[started by this suite]"), line
+    r = subprocess.run([sys.executable, str(SCRIPT), "check", str(snap), "0.3"], capture_output=True,
+                       text=True, timeout=60, env={**os.environ, "LEFTOVERS_MARK": "another-suite"})
+    line = next(ln for ln in r.stdout.splitlines() if f" {p.pid} hydra_pmi_proxy:" in ln)
+    assert "no mark of this suite" in line and r.returncode == 1
 
 
 @pytest.mark.parametrize("comm, argv, seen", [
