@@ -178,12 +178,15 @@ def test_report_prints_its_whole_path(db, tmp_path):
 
 @pytest.fixture
 def blocked_campaign(tmp_path):
-    """A campaign of two runs: the probe (ok), then IMB under MPICH whose launcher is a stand-in
-    that waits for the file `go` (at most 120 s) and fails with a message."""
+    """A campaign of three runs: the probe (ok), then IMB under MPICH whose launcher is a
+    stand-in that waits for the file `go` (at most 120 s) and fails with a message, then one it
+    never lets finish (a 2 s time-out)."""
     if not runner.bench_available("probe", "openmpi")[0]:
         pytest.skip(f"benchmark binaries not installed under {paths.libexec_dir()}")
     fake = tmp_path / "fake-mpiexec"
-    fake.write_text(f"#!/bin/sh\nfor i in $(seq 1200); do [ -e {tmp_path}/go ] && break; sleep 0.1; done\n"
+    fake.write_text("#!/bin/sh\n"
+                    'case "$*" in *"--sizes 16"*) exec sleep 120 ;; esac\n'
+                    f"for i in $(seq 1200); do [ -e {tmp_path}/go ] && break; sleep 0.1; done\n"
                     "echo 'fake-mpiexec: refused to start the job' >&2\nexit 3\n")
     fake.chmod(0o755)
     cfg = tmp_path / "c.toml"
@@ -202,6 +205,11 @@ name = "probe"
 name = "imb"
 args = ["--test", "pingpong", "--sizes", "8", "--time", "0.02"]
 mpis = ["mpich"]
+[[bench]]
+name = "imb"
+args = ["--test", "pingpong", "--sizes", "16"]
+mpis = ["mpich"]
+timeout_s = 2
 """)
     return tmp_path, ["evaluate", "--campaign", str(camp), "--configs", str(cfg), "--db",
                       str(tmp_path / "r.db"), "--no-report"]
@@ -224,7 +232,7 @@ def test_campaign_progress_through_a_pipe_is_a_line_per_run_as_it_ends(blocked_c
     try:
         # The first run's line must arrive while the second run is still held by its launcher:
         # printed and flushed as the run ends, not at exit.
-        while not any(ln.startswith("[1/2]") for ln in seen):
+        while not any(ln.startswith("[1/3]") for ln in seen):
             line = q.get(timeout=300)  # generous: a loaded 2-core machine
             assert line is not None, "".join(seen)
             seen.append(line)
@@ -239,9 +247,11 @@ def test_campaign_progress_through_a_pipe_is_a_line_per_run_as_it_ends(blocked_c
     while (line := q.get(timeout=30)) is not None:
         seen.append(line)
     text = "".join(seen)
-    assert re.search(r"^\[1/2\] probe linux-shm openmpi VN2 rep 1: ok \d+\.\d s$", text, re.M), text
-    assert re.search(r"^\[2/2\] imb pingpong --sizes 8 linux-shm mpich VN2 rep 1: failed \d+\.\d s "
+    assert re.search(r"^\[1/3\] probe linux-shm openmpi VN2 rep 1: ok \d+\.\d s$", text, re.M), text
+    assert re.search(r"^\[2/3\] imb pingpong --sizes 8 linux-shm mpich VN2 rep 1: failed \d+\.\d s "
                      r"\(exit 3: fake-mpiexec: refused to start the job\)$", text, re.M), text
+    assert re.search(r"^\[3/3\] imb pingpong --sizes 16 linux-shm mpich VN2 rep 1: timeout \d+\.\d s "
+                     r"\(killed at its 2 s limit\)$", text, re.M), text
     assert p.returncode == 1
 
 
@@ -251,7 +261,7 @@ def test_campaign_progress_on_a_terminal_is_a_bar_with_eta(blocked_campaign):
     # rich's own switch makes it draw its live display into the pipe (still at full width).
     r = bobcat(*args, env={"TTY_COMPATIBLE": "1"}, timeout=300)
     assert r.returncode == 1
-    assert "ETA" in r.stderr and "2/2" in r.stderr
+    assert "ETA" in r.stderr and "3/3" in r.stderr
     assert "imb pingpong --sizes 8 linux-shm mpich VN2 rep 1: failed" in r.stderr
     assert "exit 3: fake-mpiexec: refused to start the job" in r.stderr
 
