@@ -132,7 +132,8 @@ def run_label(p: Point) -> str:
 def failure_reason(rec: RunRecord) -> str:
     if rec.status == "timeout":
         limit = rec.config_detail.get("timeout_s")
-        return f"killed at its {limit:g} s limit" if isinstance(limit, (int, float)) else "killed at its limit"
+        return f"killed at its {limit:g} s limit" if isinstance(limit, (int, float)) else \
+            "killed at its time limit"
     lines = [ln.strip() for ln in rec.raw_stderr.splitlines()
              if ln.strip() and not ln.startswith("--- bobcat")]
     last = lines[-1] if lines else "no message on stderr"
