@@ -372,7 +372,12 @@ static bobcat_status_t join(const struct sockaddr_un *sa, socklen_t salen, const
     boot_hello_t h = {.magic = BOOT_MAGIC, .local_rank = pl->local_rank, .heap_size = own->heap_size,
                       .page_size = own->page_size, .pages = own->pages, .slot_shift = slot_shift};
     memcpy(h.token, token, BOOT_TOKEN_LEN);
-    if (send_with_fds(s, &h, sizeof h, &own_fd, 1) != (ssize_t)sizeof h) {
+    /* Descriptors in flight count against the sender's open-file limit (unprivileged users): on a
+     * node of more ranks than that limit the hellos can hit it until rank 0 takes some. */
+    ssize_t sent;
+    while ((sent = send_with_fds(s, &h, sizeof h, &own_fd, 1)) < 0 && errno == ETOOMANYREFS && remaining_ms(deadline))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    if (sent != (ssize_t)sizeof h) {
         util_error("sending the heap to local rank 0: %m");
         st = BOBCAT_ERR_SYS;
         goto out;
