@@ -245,9 +245,10 @@ class Yod:
                             oversubscribe=o.oversubscribe and self.kind == "openmpi",
                             extra=o.launcher_args, launcher_binds=self.launcher_binds, mpi=self.mpi)
 
-    def _page_tables(self) -> tuple[int, float, str] | None:
-        """The worst node's page tables at start (bytes, share of the node's memory, page kind),
-        estimated for the smallest page kind the policy may end on."""
+    def _page_tables(self) -> tuple[int, float, str, int] | None:
+        """The worst node's page tables at start (bytes, share of the node's memory, page kind, and
+        bytes once every rank has touched all of every peer's heap), estimated for the smallest
+        page kind the policy may end on."""
         if not self.opts.preload:
             return None
         kind = {"huge": "huge", "thp": "thp"}.get(self.opts.pages, "small")
@@ -256,7 +257,7 @@ class Yod:
         for (np, rpn, _, _), h in zip(self.plan.groups, self.heaps):
             b = page_table_bytes(h, min(np, rpn), kind, self.windows)
             if worst is None or b > worst[0]:
-                worst = (b, b / total, kind)
+                worst = (b, b / total, kind, page_table_bytes(h, min(np, rpn), kind, "eager"))
         return worst
 
     def warnings(self) -> list[str]:
@@ -290,9 +291,11 @@ class Yod:
         lines.append(f"  binding: {'none (oversubscribed: ' + str(self.cores) + ' cores)' if self.oversubscribed else 'one rank per core'}"
                      f"; pages: {o.pages}; windows: {self.windows}; BOBCAT_PLAN={p.env}")
         if self.page_tables:
-            b, share, kind = self.page_tables
+            b, share, kind, full = self.page_tables
             lines.append(f"  page tables at start (estimate, {kind} pages): {format_size(b)} per node, "
-                         f"{share * 100:.2f} % of its memory")
+                         f"{share * 100:.2f} % of its memory"
+                         + (f"; up to {format_size(full)} ({full / b * share * 100:.2f} %) once every rank has "
+                            "touched all of every peer's heap (lazy windows)" if full > b else ""))
         if o.tlimit:
             lines.append(f"  time limit: {o.tlimit:g} s")
         return lines
