@@ -147,7 +147,10 @@ def run_point(kind: str, n: int, heap: int, sync_dir: str, nodes: int = 1, timeo
         if p.poll() is None:
             p.kill()
             p.wait()
-        os.unlink(sync)
+        try:
+            os.unlink(sync)
+        except FileNotFoundError:
+            pass
     row["rc"] = p.returncode
     if arrived < n or p.returncode != 0:
         row["error"] = (err.strip().splitlines() or ["?"])[-1]
@@ -317,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     ranks = [int(x) for x in args.ranks.split(",") if x]
     kinds = [k for k in args.kinds.split(",") if k]
     os.environ.setdefault("BOBCAT_HOME", str(paths.home()))
-    sync_dir = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    sync_dir = tempfile.mkdtemp(prefix="bobcat-scaling-")   # private: /dev/shm gets swept by cleaners
     result: dict = {"probe_before": probe(), "rows": []}
     pool = HugePool()
     try:
@@ -337,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(row), flush=True)
     finally:
         pool.restore()
+        os.rmdir(sync_dir)
     result["probe_after"] = probe()
     result["fits"] = analyse(result["rows"], heap)
     text = report(result["rows"], result["fits"], heap)
