@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -128,7 +129,9 @@ def run_point(kind: str, n: int, heap: int, sync_dir: str, nodes: int = 1, timeo
     row: dict = {"kind": kind, "n": n, "nodes": nodes, "heap": heap}
     pt0 = meminfo("PageTables")
     t0 = time.time()
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # BOBCAT_VERBOSE: every rank says what its bootstrap cost (wall and CPU) on stderr.
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, BOBCAT_VERBOSE="1", BOBCAT_BOOT_TIMEOUT="600"))
     try:
         fd = os.open(sync, os.O_RDWR)
         arrived = 0
@@ -173,6 +176,12 @@ def run_point(kind: str, n: int, heap: int, sync_dir: str, nodes: int = 1, timeo
         again_copy_us=max(r["again_copy_us"] for r in ranks),
         slot_shift=ranks[0]["slot_shift"],
         sampled=len(rank_procs))
+    boots = [(float(m.group(1)), float(m.group(2))) for m in
+             re.finditer(r"windows mapped \(.*?\) in ([0-9.]+) s, ([0-9.]+) s CPU", err)]
+    if boots:
+        row["boot_cpu_ms_mean"] = sum(c for _, c in boots) / len(boots) * 1e3
+        row["boot_cpu_ms_max"] = max(c for _, c in boots) * 1e3
+        row["boot_wall_s_max"] = max(w for w, _ in boots)
     row["own_per_rank"] = row["rank_anon"] + row["shim_rss"]
     row["pt_share"] = row["pt_node"] / (n * heap)
     return row
@@ -236,6 +245,7 @@ def analyse(rows: list[dict], heap: int) -> dict:
         a = {
             "pt": classify(xs, [r["pt_job"] / r["n"] for r in ok]),
             "startup": classify(xs, [r["startup_s"] / r["n"] for r in ok]),
+            "boot_cpu": classify(xs, [r.get("boot_cpu_ms_mean", 0.0) / 1e3 for r in ok]),
             "own": classify(xs, [r["own_per_rank"] for r in ok]),
             "process_pt_base": base,
             "max_pt_share": max(r["pt_share"] for r in ok),
@@ -262,18 +272,19 @@ def report(rows: list[dict], fits: dict, heap: int) -> str:
     lines = [f"Ranks per node x {format_size(heap)} heaps (one node, oversubscribed on "
              f"{os.cpu_count()} CPUs).", "",
              "| pages | ranks | got | PageTables growth (MiB) | job VmPTE (MiB) | of node heap | start-up (s) "
-             "| start-up / rank (ms) | own / rank (KiB): rank anon + shim | yod RSS (MiB) | launcher RSS (MiB) "
-             "| 1st / 2nd 1 MiB peer copy (us) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| start-up / rank (ms) | bootstrap CPU / rank, mean / max (ms) | own / rank (KiB): rank anon + shim "
+             "| yod RSS (MiB) | launcher RSS (MiB) | 1st / 2nd 1 MiB peer copy (us) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["nodes"] != 1 or r["kind"] == "sim":
             continue
         if "error" in r:
-            lines.append(f"| {r['kind']} | {r['n']} | failed: {r['error']} |||||||||")
+            lines.append(f"| {r['kind']} | {r['n']} | failed: {r['error']} ||||||||||")
             continue
         lines.append(
             f"| {r['kind']} | {r['n']} | {','.join(r['pages'])} | {_mib(r['pt_node'])} | {_mib(r['pt_job'])} "
             f"| {r['pt_share'] * 100:.2f} % | {r['startup_s']:.2f} | {r['startup_s'] / r['n'] * 1000:.0f} "
+            f"| {r.get('boot_cpu_ms_mean', float('nan')):.2f} / {r.get('boot_cpu_ms_max', float('nan')):.2f} "
             f"| {r['own_per_rank'] / 1024:.0f}: {r['rank_anon'] / 1024:.0f} + {r['shim_rss'] / 1024:.0f} "
             f"| {_mib(r['yod_rss'])} | {_mib(r['launcher_rss'])} "
             f"| {r['first_copy_us']:.0f} / {r['again_copy_us']:.0f} |")
@@ -287,13 +298,15 @@ def report(rows: list[dict], fits: dict, heap: int) -> str:
                 lines.append(f"| {r['nodes']} | {-(-r['n'] // r['nodes'])} | {r['own_per_rank'] / 1024:.0f} "
                              f"| {_mib(r['yod_rss'])} | {_mib(r['launcher_rss'])} |")
     lines += ["", "Fits of the per-rank quantity q(n) (coefficients of c0 + c1 n + c2 n^2):", "",
-              "| pages | page tables / rank | start-up / rank | own memory / rank | max share of heap |",
-              "|---|---|---|---|---|"]
+              "| pages | page tables / rank | start-up / rank | bootstrap CPU / rank | own memory / rank "
+              "| max share of heap |",
+              "|---|---|---|---|---|---|"]
     for kind, a in fits.items():
         def f(x, scale, unit):
             c = ", ".join(f"{v / scale:.3g}" for v in x["coef"])
             return f"{x['growth']} ({c} {unit})"
         lines.append(f"| {kind} | {f(a['pt'], 1024, 'KiB')} | {f(a['startup'], 1e-3, 'ms')} "
+                     f"| {f(a['boot_cpu'], 1e-3, 'ms')} "
                      f"| {f(a['own'], 1024, 'KiB')} | {a['max_pt_share'] * 100:.2f} % (VmPTE sum "
                      f"{a['max_job_pt_share'] * 100:.2f} %) |")
     lines += ["", "Projection (model of yod_plan.page_table_bytes + the fitted per-process constant):", "",
