@@ -230,6 +230,27 @@ def classify(xs: list[float], per_rank: list[float]) -> dict:
             "all": {k: {"coef": v[0], "rms": v[1]} for k, v in fits.items()}}
 
 
+def medians(rows: list[dict]) -> list[dict]:
+    """One row per (kind, ranks, nodes): the median of every number over the repetitions (a
+    point that failed in any repetition keeps its error)."""
+    import statistics
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["kind"], r["n"], r["nodes"]), []).append(r)
+    out = []
+    for reps in groups.values():
+        bad = [r for r in reps if "error" in r]
+        if bad:
+            out.append(dict(bad[0], reps=len(reps)))
+            continue
+        m = dict(reps[0], reps=len(reps))
+        for k, v in reps[0].items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("n", "nodes", "heap"):
+                m[k] = statistics.median(r[k] for r in reps if k in r)
+        out.append(m)
+    return out
+
+
 def analyse(rows: list[dict], heap: int) -> dict:
     out = {}
     for kind in dict.fromkeys(r["kind"] for r in rows):
@@ -237,6 +258,7 @@ def analyse(rows: list[dict], heap: int) -> dict:
         if len(ok) < 3:
             continue
         xs = [float(r["n"]) for r in ok]
+        has_boot = all("boot_cpu_ms_mean" in r for r in ok)
         pages, windows = (kind.split("-") + ["auto"])[:2]
         # The model (yod_plan.page_table_bytes) plus a per-process constant (libraries, stack,
         # shim, launcher) fitted to the measurements.
@@ -245,7 +267,7 @@ def analyse(rows: list[dict], heap: int) -> dict:
         a = {
             "pt": classify(xs, [r["pt_job"] / r["n"] for r in ok]),
             "startup": classify(xs, [r["startup_s"] / r["n"] for r in ok]),
-            "boot_cpu": classify(xs, [r.get("boot_cpu_ms_mean", 0.0) / 1e3 for r in ok]),
+            "boot_cpu": classify(xs, [r["boot_cpu_ms_mean"] / 1e3 for r in ok]) if has_boot else None,
             "own": classify(xs, [r["own_per_rank"] for r in ok]),
             "process_pt_base": base,
             "max_pt_share": max(r["pt_share"] for r in ok),
@@ -269,8 +291,9 @@ def _mib(b: float) -> str:
 
 
 def report(rows: list[dict], fits: dict, heap: int) -> str:
+    reps = max((r.get("reps", 1) for r in rows), default=1)
     lines = [f"Ranks per node x {format_size(heap)} heaps (one node, oversubscribed on "
-             f"{os.cpu_count()} CPUs).", "",
+             f"{os.cpu_count()} CPUs); medians of {reps} repetitions.", "",
              "| pages | ranks | got | PageTables growth (MiB) | job VmPTE (MiB) | of node heap | start-up (s) "
              "| start-up / rank (ms) | bootstrap CPU / rank, mean / max (ms) | own / rank (KiB): rank anon + shim "
              "| yod RSS (MiB) | launcher RSS (MiB) | 1st / 2nd 1 MiB peer copy (us) |",
@@ -306,7 +329,7 @@ def report(rows: list[dict], fits: dict, heap: int) -> str:
             c = ", ".join(f"{v / scale:.3g}" for v in x["coef"])
             return f"{x['growth']} ({c} {unit})"
         lines.append(f"| {kind} | {f(a['pt'], 1024, 'KiB')} | {f(a['startup'], 1e-3, 'ms')} "
-                     f"| {f(a['boot_cpu'], 1e-3, 'ms')} "
+                     f"| {f(a['boot_cpu'], 1e-3, 'ms') if a['boot_cpu'] else '-'} "
                      f"| {f(a['own'], 1024, 'KiB')} | {a['max_pt_share'] * 100:.2f} % (VmPTE sum "
                      f"{a['max_job_pt_share'] * 100:.2f} %) |")
     lines += ["", "Projection (model of yod_plan.page_table_bytes + the fitted per-process constant):", "",
@@ -326,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kinds", default=",".join(KINDS), help="page kinds (small, thp, huge, small-eager)")
     ap.add_argument("--heap", default="128M", help="heap per rank (default 128M)")
     ap.add_argument("--nodes-sweep", default="1,2,4,8", help="simulated nodes for 8 ranks (own memory)")
+    ap.add_argument("--reps", type=int, default=3, help="repetitions of the sweep (default 3; medians)")
     ap.add_argument("--json", type=Path, help="write every result to this file")
     args = ap.parse_args(argv)
     from .yod_plan import parse_size
@@ -336,27 +360,28 @@ def main(argv: list[str] | None = None) -> int:
     sync_dir = tempfile.mkdtemp(prefix="bobcat-scaling-")   # private: /dev/shm gets swept by cleaners
     result: dict = {"probe_before": probe(), "rows": []}
     pool = HugePool()
+    def record(row: dict) -> None:
+        result["rows"].append(row)
+        print(json.dumps(row), flush=True)
+
     try:
-        for n in ranks:
-            for kind in kinds:
-                if kind.startswith("huge") and not pool.ensure(n * (heap >> 21)):
-                    row = {"kind": kind, "n": n, "nodes": 1, "heap": heap,
-                           "error": f"not {n * (heap >> 21)} free hugetlb pages (run as root to raise the pool)"}
-                else:
-                    row = run_point(kind, n, heap, sync_dir)
-                result["rows"].append(row)
-                print(json.dumps(row), flush=True)
-        for nodes in [int(x) for x in args.nodes_sweep.split(",") if x]:
-            row = run_point("small", 8, heap, sync_dir, nodes=nodes)
-            row["kind"] = "sim"
-            result["rows"].append(row)
-            print(json.dumps(row), flush=True)
+        for _ in range(args.reps):
+            for n in ranks:
+                for kind in kinds:
+                    if kind.startswith("huge") and not pool.ensure(n * (heap >> 21)):
+                        record({"kind": kind, "n": n, "nodes": 1, "heap": heap,
+                                "error": f"not {n * (heap >> 21)} free hugetlb pages (run as root to raise the pool)"})
+                    else:
+                        record(run_point(kind, n, heap, sync_dir))
+            for nodes in [int(x) for x in args.nodes_sweep.split(",") if x]:
+                record(dict(run_point("small", 8, heap, sync_dir, nodes=nodes), kind="sim"))
     finally:
         pool.restore()
         os.rmdir(sync_dir)
     result["probe_after"] = probe()
-    result["fits"] = analyse(result["rows"], heap)
-    text = report(result["rows"], result["fits"], heap)
+    result["medians"] = medians(result["rows"])
+    result["fits"] = analyse(result["medians"], heap)
+    text = report(result["medians"], result["fits"], heap)
     print(text)
     print(f"probe before/after: {result['probe_before']} / {result['probe_after']}")
     if args.json:

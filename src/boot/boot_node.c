@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -265,6 +266,10 @@ static bobcat_status_t serve(int lsock, const char *token, const boot_place_t *p
             }
             acked++;
         }
+        /* A client that stopped reading must not hold rank 0 past the boot deadline. */
+        int ms = remaining_ms(deadline);
+        struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 + 1};
+        setsockopt(conns[r], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         if (!send_all(conns[r], slot_shift, n, fds, descs)) {
             util_error("sending the node's segments to local rank %d: %m", r);
             st = BOBCAT_ERR_SYS;
