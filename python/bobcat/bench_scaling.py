@@ -182,6 +182,9 @@ def run_point(kind: str, n: int, heap: int, sync_dir: str, nodes: int = 1, timeo
         row["boot_cpu_ms_mean"] = sum(c for _, c in boots) / len(boots) * 1e3
         row["boot_cpu_ms_max"] = max(c for _, c in boots) * 1e3
         row["boot_wall_s_max"] = max(w for w, _ in boots)
+    heaps = [float(m.group(1)) for m in re.finditer(r"populated in [0-9.]+ s, made in ([0-9.]+) s CPU", err)]
+    if heaps:
+        row["heap_cpu_ms_mean"] = sum(heaps) / len(heaps) * 1e3
     row["own_per_rank"] = row["rank_anon"] + row["shim_rss"]
     row["pt_share"] = row["pt_node"] / (n * heap)
     return row
@@ -225,28 +228,34 @@ def classify(xs: list[float], per_rank: list[float]) -> dict:
     for d in (0, 1, 2):
         if fits[d][1] <= max(best * 1.5, 0.1 * abs(mean)):
             break
-    name = {0: "constant per rank", 1: "linear per rank", 2: "quadratic per rank"}[d]
+    # A fit that does not rise from the smallest to the largest node (by more than 10 %) is not
+    # growth, whatever its curvature (per-rank costs that fall as fixed costs are shared).
+    at = lambda n: sum(c * n ** i for i, c in enumerate(fits[d][0]))
+    if d and at(max(xs)) <= 1.1 * at(min(xs)):
+        name = "not growing per rank"
+    else:
+        name = {0: "constant per rank", 1: "linear per rank", 2: "quadratic per rank"}[d]
     return {"growth": name, "degree": d, "coef": fits[d][0], "rms": fits[d][1],
             "all": {k: {"coef": v[0], "rms": v[1]} for k, v in fits.items()}}
 
 
 def medians(rows: list[dict]) -> list[dict]:
-    """One row per (kind, ranks, nodes): the median of every number over the repetitions (a
-    point that failed in any repetition keeps its error)."""
+    """One row per (kind, ranks, nodes): the median of every number over the repetitions that
+    succeeded (failed_reps counts the others; a point that never succeeded keeps its error)."""
     import statistics
     groups: dict = {}
     for r in rows:
         groups.setdefault((r["kind"], r["n"], r["nodes"]), []).append(r)
     out = []
     for reps in groups.values():
-        bad = [r for r in reps if "error" in r]
-        if bad:
-            out.append(dict(bad[0], reps=len(reps)))
+        good = [r for r in reps if "error" not in r]
+        if not good:
+            out.append(dict(reps[0], reps=len(reps)))
             continue
-        m = dict(reps[0], reps=len(reps))
-        for k, v in reps[0].items():
+        m = dict(good[0], reps=len(good), failed_reps=len(reps) - len(good))
+        for k, v in good[0].items():
             if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("n", "nodes", "heap"):
-                m[k] = statistics.median(r[k] for r in reps if k in r)
+                m[k] = statistics.median(r[k] for r in good if k in r)
         out.append(m)
     return out
 
@@ -268,6 +277,8 @@ def analyse(rows: list[dict], heap: int) -> dict:
             "pt": classify(xs, [r["pt_job"] / r["n"] for r in ok]),
             "startup": classify(xs, [r["startup_s"] / r["n"] for r in ok]),
             "boot_cpu": classify(xs, [r["boot_cpu_ms_mean"] / 1e3 for r in ok]) if has_boot else None,
+            "heap_cpu": classify(xs, [r["heap_cpu_ms_mean"] / 1e3 for r in ok])
+            if all("heap_cpu_ms_mean" in r for r in ok) else None,
             "own": classify(xs, [r["own_per_rank"] for r in ok]),
             "process_pt_base": base,
             "max_pt_share": max(r["pt_share"] for r in ok),
@@ -293,20 +304,22 @@ def _mib(b: float) -> str:
 def report(rows: list[dict], fits: dict, heap: int) -> str:
     reps = max((r.get("reps", 1) for r in rows), default=1)
     lines = [f"Ranks per node x {format_size(heap)} heaps (one node, oversubscribed on "
-             f"{os.cpu_count()} CPUs); medians of {reps} repetitions.", "",
+             f"{os.cpu_count()} CPUs); medians of {reps} repetitions (* some failed: medians of the rest).", "",
              "| pages | ranks | got | PageTables growth (MiB) | job VmPTE (MiB) | of node heap | start-up (s) "
-             "| start-up / rank (ms) | bootstrap CPU / rank, mean / max (ms) | own / rank (KiB): rank anon + shim "
+             "| start-up / rank (ms) | heap CPU / rank (ms) | bootstrap CPU / rank, mean / max (ms) "
+             "| own / rank (KiB): rank anon + shim "
              "| yod RSS (MiB) | launcher RSS (MiB) | 1st / 2nd 1 MiB peer copy (us) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["nodes"] != 1 or r["kind"] == "sim":
             continue
         if "error" in r:
-            lines.append(f"| {r['kind']} | {r['n']} | failed: {r['error']} ||||||||||")
+            lines.append(f"| {r['kind']} | {r['n']} | failed: {r['error']} |||||||||||")
             continue
         lines.append(
-            f"| {r['kind']} | {r['n']} | {','.join(r['pages'])} | {_mib(r['pt_node'])} | {_mib(r['pt_job'])} "
+            f"| {r['kind']} | {r['n']}{'*' if r.get('failed_reps') else ''} | {','.join(r['pages'])} | {_mib(r['pt_node'])} | {_mib(r['pt_job'])} "
             f"| {r['pt_share'] * 100:.2f} % | {r['startup_s']:.2f} | {r['startup_s'] / r['n'] * 1000:.0f} "
+            f"| {r.get('heap_cpu_ms_mean', float('nan')):.0f} "
             f"| {r.get('boot_cpu_ms_mean', float('nan')):.2f} / {r.get('boot_cpu_ms_max', float('nan')):.2f} "
             f"| {r['own_per_rank'] / 1024:.0f}: {r['rank_anon'] / 1024:.0f} + {r['shim_rss'] / 1024:.0f} "
             f"| {_mib(r['yod_rss'])} | {_mib(r['launcher_rss'])} "
@@ -321,14 +334,15 @@ def report(rows: list[dict], fits: dict, heap: int) -> str:
                 lines.append(f"| {r['nodes']} | {-(-r['n'] // r['nodes'])} | {r['own_per_rank'] / 1024:.0f} "
                              f"| {_mib(r['yod_rss'])} | {_mib(r['launcher_rss'])} |")
     lines += ["", "Fits of the per-rank quantity q(n) (coefficients of c0 + c1 n + c2 n^2):", "",
-              "| pages | page tables / rank | start-up / rank | bootstrap CPU / rank | own memory / rank "
-              "| max share of heap |",
-              "|---|---|---|---|---|---|"]
+              "| pages | page tables / rank | start-up / rank | heap CPU / rank | bootstrap CPU / rank "
+              "| own memory / rank | max share of heap |",
+              "|---|---|---|---|---|---|---|"]
     for kind, a in fits.items():
         def f(x, scale, unit):
             c = ", ".join(f"{v / scale:.3g}" for v in x["coef"])
             return f"{x['growth']} ({c} {unit})"
         lines.append(f"| {kind} | {f(a['pt'], 1024, 'KiB')} | {f(a['startup'], 1e-3, 'ms')} "
+                     f"| {f(a['heap_cpu'], 1e-3, 'ms') if a.get('heap_cpu') else '-'} "
                      f"| {f(a['boot_cpu'], 1e-3, 'ms') if a['boot_cpu'] else '-'} "
                      f"| {f(a['own'], 1024, 'KiB')} | {a['max_pt_share'] * 100:.2f} % (VmPTE sum "
                      f"{a['max_job_pt_share'] * 100:.2f} %) |")
@@ -351,7 +365,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes-sweep", default="1,2,4,8", help="simulated nodes for 8 ranks (own memory)")
     ap.add_argument("--reps", type=int, default=3, help="repetitions of the sweep (default 3; medians)")
     ap.add_argument("--json", type=Path, help="write every result to this file")
+    ap.add_argument("--from-json", type=Path, help="analyse and report a saved run instead of running")
     args = ap.parse_args(argv)
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        heap = saved["rows"][0]["heap"]
+        med = medians(saved["rows"])
+        print(report(med, analyse(med, heap), heap))
+        print(f"probe before/after: {saved['probe_before']} / {saved['probe_after']}")
+        return 0
     from .yod_plan import parse_size
     heap = parse_size(args.heap, "--heap")
     ranks = [int(x) for x in args.ranks.split(",") if x]
@@ -372,7 +394,10 @@ def main(argv: list[str] | None = None) -> int:
                         record({"kind": kind, "n": n, "nodes": 1, "heap": heap,
                                 "error": f"not {n * (heap >> 21)} free hugetlb pages (run as root to raise the pool)"})
                     else:
-                        record(run_point(kind, n, heap, sync_dir))
+                        row = run_point(kind, n, heap, sync_dir)
+                        if "error" in row and kind.startswith("huge") and pool.ensure(n * (heap >> 21)):
+                            row = run_point(kind, n, heap, sync_dir)  # other jobs took pool pages meanwhile
+                        record(row)
             for nodes in [int(x) for x in args.nodes_sweep.split(",") if x]:
                 record(dict(run_point("small", 8, heap, sync_dir, nodes=nodes), kind="sim"))
     finally:

@@ -256,7 +256,9 @@ __attribute__((constructor(101))) static void smartmap_start(void)
     }
     sys_segment_t seg;
     const char *why = "";
+    double cpu_seg = cpu_seconds();
     st = sys_segment_create((void *)SMAP_HEAP_BASE, o.HEAP, o.PAGES, &seg, &why);
+    cpu_seg = cpu_seconds() - cpu_seg;
     if (st != BOBCAT_OK)
         fail_start(st);
     s->base = SMAP_HEAP_BASE;
@@ -264,8 +266,9 @@ __attribute__((constructor(101))) static void smartmap_start(void)
     s->pages = seg.pages;
     s->page_size = seg.page_size;
     s->worst_pages = seg.pages;
-    util_info("heap %zu MiB at %p on %s pages, populated in %.3f s%s%s", seg.size >> 20, (void *)s->base,
-              smap_pages_name(seg.pages), seg.populate_s, *why ? "; best pages not used: " : "", why);
+    util_info("heap %zu MiB at %p on %s pages, populated in %.6f s, made in %.6f s CPU%s%s", seg.size >> 20,
+              (void *)s->base, smap_pages_name(seg.pages), seg.populate_s, cpu_seg,
+              *why ? "; best pages not used: " : "", why);
 
     s->slot_shift = smap_layout_shift(seg.size);
     s->windows_eager = !strcmp(o.WINDOWS, "eager") ? 1 : !strcmp(o.WINDOWS, "lazy") ? 0 : -1;
