@@ -156,8 +156,9 @@ class Yod:
             here, scope = self.plan.max_rpn(), "per node"
         # Heap: per group (groups differ in ranks per node); the node total must fit in memory.
         avail_mem = mem_available()
-        self.heaps = [heap_per_rank(o, g.rpn, here if o.simulate_nodes or self.plan.nodes == 1
-                                    else min(g.np, g.rpn), avail_mem) for g in o.groups]
+        self.sharing = [here if o.simulate_nodes or self.plan.nodes == 1 else min(g.np, g.rpn) for g in o.groups]
+        self.heaps = [heap_per_rank(o, g.rpn, n, avail_mem) for g, n in zip(o.groups, self.sharing)]
+        self.avail_mem = avail_mem
         # SMARTMAP's address layout bounds the ranks of a node (include/bobcat/smartmap.h): checked
         # here, before launch, so that no rank has to refuse to start.
         for (np, rpn, _, _), g, h in zip(self.plan.groups, o.groups, self.heaps):
@@ -277,12 +278,17 @@ class Yod:
         lines = [f"job {self.job_id}: {p.ranks} ranks on {p.nodes} node{'s' if p.nodes > 1 else ''}"
                  f"{' (simulated on this host)' if o.simulate_nodes else ''}, "
                  f"mpi {self.mpi or 'none'}, launcher {self.launch.argv[0]}"]
-        for (np, rpn, nodes, base), g, h in zip(p.groups, o.groups, self.heaps):
+        for (np, rpn, nodes, base), g, h, sharing in zip(p.groups, o.groups, self.heaps, self.sharing):
             last = np - (nodes - 1) * rpn
             lines.append(f"  {os.path.basename(g.program)}: {np} ranks, {rpn} per node "
                          f"(-{'SN' if rpn == 1 else f'VN{rpn}'}) on nodes {base}-{base + nodes - 1}"
                          f"{f', last node holds {last}' if last != rpn else ''}; "
                          f"heap {format_size(h)} per rank")
+            if o.heap is None and o.heap_node is None:
+                lines.append(f"    heap: default, half of MemAvailable "
+                             f"({format_size(self.avail_mem) if self.avail_mem else 'unknown'}) divided among "
+                             f"{sharing} ranks sharing the node, within [128 MiB, 1 GiB] per rank "
+                             "(--heap / --heap-node to choose)")
             if o.preload:
                 sh = slot_shift(h)
                 lines.append(f"    layout: slot {format_size(1 << sh)} (2^{sh}): own heap at 64 GiB, local rank "

@@ -343,3 +343,15 @@ def test_dry_run_shows_layout_and_warns_on_page_tables(fake_env):
               "--mpi", "mpich", "--dry-run", fake_env["prog"]], fake_env["env"])
     assert r.returncode == 0 and "windows: auto" in r.stdout and "warning" not in r.stderr, r.stderr
     assert not fake_env["mark"].exists()
+
+
+def test_dry_run_says_how_the_default_heap_was_chosen(fake_env):
+    r = _yod(["-VN2", "-np", "2", "--mpi", "mpich", "--dry-run", fake_env["prog"]], fake_env["env"])
+    assert r.returncode == 0, r.stderr
+    assert "heap: default, half of MemAvailable" in r.stdout and "divided among 2 ranks" in r.stdout
+    heap = int(r.stdout.split("BOBCAT_HEAP=")[1].split()[0]) if "BOBCAT_HEAP=" in r.stdout else None
+    r = _yod(["-VN2", "-np", "2", "--heap", "200M", "--mpi", "mpich", "--dry-run", fake_env["prog"]],
+             fake_env["env"])
+    assert r.returncode == 0 and "heap: default" not in r.stdout and "heap 200 MiB per rank" in r.stdout
+    assert heap is None or (128 << 20) <= heap <= (1 << 30)
+    assert not fake_env["mark"].exists()
