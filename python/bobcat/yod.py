@@ -342,6 +342,10 @@ class Yod:
         return "?"
 
     def verdict(self, out) -> int:
+        """The exit status and the one line that says why, from everything the job told yod: the
+        shims' start and exit lines, the MPI's abort message, and the launcher's status.  A job
+        that started and was then ended is a failure (1), never a start-up failure (3), even when
+        the launcher killed the shims before they could report (Hydra on MPI_Abort)."""
         if out.signalled is not None:
             import signal as sig
             _err(f"stopped by {sig.Signals(out.signalled).name}; the job was ended")
@@ -349,28 +353,82 @@ class Yod:
         if out.timed_out:
             _err(f"time limit of {self.opts.tlimit:g} s reached; the job was ended")
             return EXIT_TIMEOUT
-        if out.first_failure is not None:
-            f = out.first_failure
-            stopped = sum(1 for e in out.ends.values() if e.rank != f.rank and not e.ok)
-            _err(f"rank {f.rank} ({self._prog_of(f.rank)}) {f.describe()}"
-                 + (f"; {stopped} other rank{'s' if stopped > 1 else ''} stopped" if stopped else ""))
-            return EXIT_STARTUP if f.code == EXIT_STARTUP else EXIT_FAILED
-        missing = [r for r in range(self.plan.ranks) if r not in out.ends]
         launcher = os.path.basename(self.launch.argv[0])
+        noexec = next((e for e in out.ends.values() if e.exec_errno is not None), None)
+        if noexec is not None:
+            _err(f"rank {noexec.rank} ({self._prog_of(noexec.rank)}) {noexec.describe()}; "
+                 "the job was ended")
+            return EXIT_STARTUP
+        cause = out.cause()
+        if out.abort is not None:
+            rank = self._abort_rank(out)
+            # A rank that failed by itself before the abort (SIGSEGV, then a peer's MPI finds the
+            # broken connection fatal) is the cause; the abort is its consequence.
+            before = list(out.ends.values())[:out.ends_before_abort]
+            if cause is None or cause.terminated or cause.rank == rank or cause not in before:
+                return self._aborted(out, rank, launcher)
+        missing = [r for r in range(self.plan.ranks) if r not in out.ends]
+        # Open MPI tears a job down with SIGTERM, which the shims forward and report; Hydra
+        # SIGKILLs the shims, which then report nothing.  So under Open MPI, ranks that reported
+        # only SIGTERM while others vanished without a report (their shim was killed) are the
+        # launcher's victims, and the vanished ranks are where the end began.  Under Hydra a
+        # reported SIGTERM came from elsewhere (a user's kill) and is the cause.
+        victims_only = (self.kind == "openmpi" and cause is not None and cause.signal == 15
+                        and bool(missing) and out.launcher_status != 0)
+        if cause is not None and not victims_only:
+            _err(f"rank {cause.rank} ({self._prog_of(cause.rank)}) {cause.describe()}"
+                 + self._others(out, cause.rank, launcher))
+            return EXIT_STARTUP if cause.code == EXIT_STARTUP else EXIT_FAILED
         if out.leftovers and self.opts.verbose:
             _err(f"ended {out.leftovers} process{'es' if out.leftovers > 1 else ''} the job left behind")
         if not missing:
             return EXIT_OK          # every rank exited 0, whatever the launcher made of its end
         if out.launcher_status != 0:
-            if len(missing) == self.plan.ranks:
+            unstarted = [r for r in range(self.plan.ranks) if r not in out.started]
+            if len(unstarted) == self.plan.ranks:
                 _err(f"{launcher} failed (status {out.launcher_status}) before any rank ran")
                 return EXIT_STARTUP
-            _err(f"{launcher} ended with status {out.launcher_status}; "
-                 f"rank{'s' if len(missing) > 1 else ''} {_ranges(missing)} ended without a report "
-                 "(killed?)")
+            if unstarted:
+                _err(f"{launcher} failed (status {out.launcher_status}) before "
+                     f"rank{'s' if len(unstarted) > 1 else ''} {_ranges(unstarted)} started")
+                return EXIT_STARTUP
+            stopped = sum(1 for e in out.ends.values() if not e.ok)
+            _err(f"{launcher} ended the job (status {out.launcher_status}) after the ranks "
+                 f"started; rank{'s' if len(missing) > 1 else ''} {_ranges(missing)} ended "
+                 "without a report (killed?)"
+                 + (f"; {stopped} other rank{'s' if stopped > 1 else ''} stopped" if stopped else ""))
             return EXIT_FAILED
         _err(f"rank{'s' if len(missing) > 1 else ''} {_ranges(missing)} ended without a report")
         return EXIT_FAILED
+
+    @staticmethod
+    def _abort_rank(out) -> int | None:
+        """The world rank that aborted.  Open MPI names the rank only within the aborting
+        communicator; the world rank is then the one whose shim reported the abort's code."""
+        a = out.abort
+        if a.rank is not None:
+            return a.rank
+        same = [e.rank for e in out.ends.values() if e.signal is None and e.code == a.code & 0xff]
+        return same[0] if len(same) == 1 else None
+
+    def _aborted(self, out, rank: int | None, launcher: str) -> int:
+        """The MPI says a rank aborted the job (MPI_Abort or a fatal MPI error)."""
+        a = out.abort
+        who = (f"rank {rank} ({self._prog_of(rank)})" if rank is not None else
+               f"rank {a.comm_rank} of communicator {a.comm}")
+        _err(f"{who} {a.what}" + self._others(out, rank, launcher))
+        return EXIT_FAILED
+
+    def _others(self, out, rank: int | None, launcher: str) -> str:
+        """'; 2 other ranks stopped' from the shims' reports, or, when the launcher killed the
+        shims before they could report, that the launcher ended the job."""
+        stopped = sum(1 for e in out.ends.values() if e.rank != rank and not e.ok)
+        if stopped:
+            return f"; {stopped} other rank{'s' if stopped > 1 else ''} stopped"
+        n = sum(1 for r in range(self.plan.ranks) if r != rank and r not in out.ends)
+        if n:
+            return f"; {launcher} ended {'the other rank' if n == 1 else f'the {n} other ranks'}"
+        return ""
 
 
 def _ranges(ranks: list[int]) -> str:
