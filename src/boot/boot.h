@@ -61,7 +61,7 @@ unsigned boot_socket_name(struct sockaddr_un *sa_p, const char *job_id, int node
 /* Called once for every local rank r of the node (this rank included), as its segment arrives:
  * `fd` is r's memfd, valid during the call only (the exchange closes it afterwards, so a node of
  * n ranks never holds n descriptors per rank). A non-OK return ends the exchange with it. */
-typedef bobcat_status_t (*boot_seg_fn)(void *ctx, int local_rank, int fd, const boot_seg_desc_t *desc);
+typedef bobcat_status_t (*boot_seg_fn_t)(void *ctx, int local_rank, int fd, const boot_seg_desc_t *desc);
 
 /* Exchange segment fds among the ranks of one node over an abstract unix socket named after the
  * job id and node. Local rank 0 serves; the others connect. Both sides check the peer's uid
@@ -69,7 +69,7 @@ typedef bobcat_status_t (*boot_seg_fn)(void *ctx, int local_rank, int fd, const 
  * the caller's. Cost: rank 0 passes n descriptors to each client, n^2 in all, in
  * ceil(n / BOOT_BATCH) messages per client; every other rank receives n. */
 bobcat_status_t boot_node_exchange(const char *job_id, const char *token, const boot_place_t *place, int slot_shift,
-                                   int own_fd, const boot_seg_desc_t *own, double timeout_s, boot_seg_fn fn,
+                                   int own_fd, const boot_seg_desc_t *own, double timeout_s, boot_seg_fn_t fn,
                                    void *ctx);
 
 #endif

@@ -184,7 +184,7 @@ static int wait_ack(int c, double deadline)
 }
 
 static bobcat_status_t serve(int lsock, const char *token, const boot_place_t *pl, int slot_shift, int own_fd,
-                             const boot_seg_desc_t *own, double deadline, boot_seg_fn fn, void *ctx)
+                             const boot_seg_desc_t *own, double deadline, boot_seg_fn_t fn, void *ctx)
 {
     const int n = pl->local_size;
     struct rlimit saved, now;
@@ -297,7 +297,7 @@ out:
 }
 
 /* Receive the node's segments from local rank 0, batch by batch, handing each to fn. */
-static bobcat_status_t receive_all(int s, const boot_place_t *pl, int slot_shift, double deadline, boot_seg_fn fn,
+static bobcat_status_t receive_all(int s, const boot_place_t *pl, int slot_shift, double deadline, boot_seg_fn_t fn,
                                    void *ctx)
 {
     boot_batch_t *b = &(boot_batch_t){0};
@@ -340,7 +340,7 @@ static bobcat_status_t receive_all(int s, const boot_place_t *pl, int slot_shift
 }
 
 static bobcat_status_t join(const struct sockaddr_un *sa, socklen_t salen, const char *token, const boot_place_t *pl,
-                            int slot_shift, int own_fd, const boot_seg_desc_t *own, double deadline, boot_seg_fn fn,
+                            int slot_shift, int own_fd, const boot_seg_desc_t *own, double deadline, boot_seg_fn_t fn,
                             void *ctx)
 {
     int s = -1;
@@ -394,7 +394,7 @@ out:
 }
 
 bobcat_status_t boot_node_exchange(const char *job_id, const char *token, const boot_place_t *pl, int slot_shift,
-                                   int own_fd, const boot_seg_desc_t *own, double timeout_s, boot_seg_fn fn,
+                                   int own_fd, const boot_seg_desc_t *own, double timeout_s, boot_seg_fn_t fn,
                                    void *ctx)
 {
     if (strlen(token) != BOOT_TOKEN_LEN || !*job_id) {
