@@ -65,11 +65,19 @@ typedef bobcat_status_t (*boot_seg_fn_t)(void *ctx, int local_rank, int fd, cons
 
 /* Exchange segment fds among the ranks of one node over an abstract unix socket named after the
  * job id and node. Local rank 0 serves; the others connect. Both sides check the peer's uid
- * (SO_PEERCRED) and the job token, and that every rank uses the same slot shift. `own_fd` stays
- * the caller's. Cost: rank 0 passes n descriptors to each client, n^2 in all, in
- * ceil(n / BOOT_BATCH) messages per client; every other rank receives n. */
-bobcat_status_t boot_node_exchange(const char *job_id, const char *token, const boot_place_t *place, int slot_shift,
-                                   int own_fd, const boot_seg_desc_t *own, double timeout_s, boot_seg_fn_t fn,
-                                   void *ctx);
+ * (SO_PEERCRED) and the job token, and that every rank uses the same slot shift (0 for an
+ * exchange that is not of heaps). `own_fd` stays the caller's; fn gets every rank's segment, this
+ * rank's too. Cost: rank 0 passes n descriptors to each client, in ceil(n / BOOT_BATCH)
+ * messages; every other rank receives n: linear per rank. */
+bobcat_status_t boot_node_exchange_each(const char *job_id, const char *token, const boot_place_t *place,
+                                        int slot_shift, int own_fd, const boot_seg_desc_t *own, double timeout_s,
+                                        boot_seg_fn_t fn, void *ctx);
+
+/* The collecting form (the original interface): on success fds_p[r] and descs_p[r] hold local
+ * rank r's segment for every r < local_size (fds_p[own rank] is a dup of own_fd); the caller closes
+ * the descriptors. It holds n descriptors at once, so nodes of more ranks than the open-file limit
+ * need boot_node_exchange_each. */
+bobcat_status_t boot_node_exchange(const char *job_id, const char *token, const boot_place_t *place, int own_fd,
+                                   const boot_seg_desc_t *own, double timeout_s, int *fds_p, boot_seg_desc_t *descs_p);
 
 #endif

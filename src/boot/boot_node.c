@@ -10,6 +10,7 @@
 #include "boot.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -393,9 +394,9 @@ out:
     return st;
 }
 
-bobcat_status_t boot_node_exchange(const char *job_id, const char *token, const boot_place_t *pl, int slot_shift,
-                                   int own_fd, const boot_seg_desc_t *own, double timeout_s, boot_seg_fn_t fn,
-                                   void *ctx)
+bobcat_status_t boot_node_exchange_each(const char *job_id, const char *token, const boot_place_t *pl,
+                                        int slot_shift, int own_fd, const boot_seg_desc_t *own, double timeout_s,
+                                        boot_seg_fn_t fn, void *ctx)
 {
     if (strlen(token) != BOOT_TOKEN_LEN || !*job_id) {
         util_error("missing or malformed job id/token (BOBCAT_JOB_ID, BOBCAT_JOB_TOKEN): start the program with yod");
@@ -421,5 +422,36 @@ bobcat_status_t boot_node_exchange(const char *job_id, const char *token, const 
         st = serve(ls, token, pl, slot_shift, own_fd, own, deadline, fn, ctx);
     }
     close(ls); /* the abstract name disappears here: nothing is left behind */
+    return st;
+}
+
+typedef struct {
+    int *fds;
+    boot_seg_desc_t *descs;
+    int n;
+} collect_t;
+
+static bobcat_status_t collect_one(void *ctx, int r, int fd, const boot_seg_desc_t *d)
+{
+    collect_t *c = ctx;
+    int mine = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (mine < 0) {
+        util_error("keeping local rank %d's segment: %m (raise the open-file limit, ulimit -n)", r);
+        return BOBCAT_ERR_SYS;
+    }
+    c->fds[r] = mine;
+    c->descs[r] = *d;
+    c->n = r + 1;
+    return BOBCAT_OK;
+}
+
+bobcat_status_t boot_node_exchange(const char *job_id, const char *token, const boot_place_t *pl, int own_fd,
+                                   const boot_seg_desc_t *own, double timeout_s, int *fds_p, boot_seg_desc_t *descs_p)
+{
+    collect_t c = {fds_p, descs_p, 0};
+    bobcat_status_t st = boot_node_exchange_each(job_id, token, pl, 0, own_fd, own, timeout_s, collect_one, &c);
+    if (st != BOBCAT_OK)
+        for (int r = 0; r < c.n; r++)
+            close(fds_p[r]); /* segments arrive in rank order: the first c.n are ours */
     return st;
 }

@@ -277,7 +277,8 @@ __attribute__((constructor(101))) static void smartmap_start(void)
      * own cost of the bootstrap and the window mapping (what must stay linear in the ranks). */
     double t_boot = util_now(), cpu_boot = cpu_seconds();
     if (pl->local_size > 1)
-        st = boot_node_exchange(o.JOB_ID, o.JOB_TOKEN, pl, s->slot_shift, seg.fd, &own, o.BOOT_TIMEOUT, map_window, s);
+        st = boot_node_exchange_each(o.JOB_ID, o.JOB_TOKEN, pl, s->slot_shift, seg.fd, &own, o.BOOT_TIMEOUT, map_window,
+                                     s);
     else
         st = map_window(s, 0, seg.fd, &own);
     close(seg.fd); /* the mappings keep the memory; no descriptor of the heap stays open */

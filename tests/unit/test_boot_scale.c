@@ -49,8 +49,8 @@ static int rank(int r, const char *job)
     boot_place_t pl = {.world_rank = r, .world_size = N, .node = 0, .local_rank = r, .local_size = N};
     boot_seg_desc_t own = {4096, SMAP_PAGES_SMALL, 4096};
     tally_t t = {0, 0};
-    bobcat_status_t st = boot_node_exchange(job, "00112233445566778899aabbccddeeff", &pl, 21, fd, &own, 60.0,
-                                            check_seg, &t);
+    bobcat_status_t st = boot_node_exchange_each(job, "00112233445566778899aabbccddeeff", &pl, 21, fd, &own, 60.0,
+                                                 check_seg, &t);
     if (st != BOBCAT_OK)
         return 12;
     struct rlimit after;

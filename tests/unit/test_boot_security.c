@@ -30,25 +30,17 @@ static int make_segment(const char *text)
 static const boot_place_t place0 = {.world_rank = 0, .world_size = 2, .node = 0, .local_rank = 0, .local_size = 2};
 static const boot_place_t place1 = {.world_rank = 1, .world_size = 2, .node = 0, .local_rank = 1, .local_size = 2};
 
-/* The exchange's callback: keep what each rank's segment says. */
-static bobcat_status_t read_seg(void *ctx, int r, int fd, const boot_seg_desc_t *d)
-{
-    (void)d;
-    char(*texts)[16] = ctx;
-    return pread(fd, texts[r], sizeof texts[r], 0) > 0 ? BOBCAT_OK : BOBCAT_ERR_SYS;
-}
-
 /* Run as local rank 0; exit 0 if the node formed and local rank 1's heap says "client". */
 static void server(int as_uid, double timeout)
 {
     if (as_uid >= 0 && setresuid((uid_t)as_uid, (uid_t)as_uid, (uid_t)as_uid))
         _exit(10);
-    int fd = make_segment("server");
-    boot_seg_desc_t own = {4096, SMAP_PAGES_SMALL, 4096};
-    char texts[2][16] = {"", ""};
-    if (boot_node_exchange(job, token, &place0, 21, fd, &own, timeout, read_seg, texts) != BOBCAT_OK)
+    int fd = make_segment("server"), fds[2];
+    boot_seg_desc_t own = {4096, SMAP_PAGES_SMALL, 4096}, descs[2];
+    if (boot_node_exchange(job, token, &place0, fd, &own, timeout, fds, descs) != BOBCAT_OK)
         _exit(1);
-    _exit(!strcmp(texts[1], "client") ? 0 : 2);
+    char got[16] = "";
+    _exit(pread(fds[1], got, sizeof got, 0) > 0 && !strcmp(got, "client") ? 0 : 2);
 }
 
 /* Speak the wire protocol by hand, as an intruder would: returns 1 if refused with no fd. */
@@ -84,7 +76,7 @@ static int intrude(int as_uid, const char *tok)
         memcpy(CMSG_DATA(c), &fd, sizeof fd);
         if (sendmsg(s, &m, MSG_NOSIGNAL) < 0)
             _exit(0); /* refused before it could even speak */
-        boot_batch_t rep;
+        boot_batch_t rep; /* a refusal is one batch with status != 0 and no descriptor */
         char rctrl[CMSG_SPACE(sizeof(int) * 8)];
         struct iovec riov = {&rep, sizeof rep};
         struct msghdr rm = {.msg_iov = &riov, .msg_iovlen = 1, .msg_control = rctrl, .msg_controllen = sizeof rctrl};
@@ -118,12 +110,12 @@ int main(void)
         server(-1, 10.0);
     CHECK(intrude(NOBODY, token), "a process of another user (with the right token!) was not refused");
     CHECK(intrude(-1, "ffffffffffffffffffffffffffffffff"), "a same-user process with a wrong token was not refused");
-    int fd = make_segment("client");
-    boot_seg_desc_t own = {4096, SMAP_PAGES_SMALL, 4096};
-    char texts[2][16] = {"", ""};
-    CHECK(boot_node_exchange(job, token, &place1, 21, fd, &own, 10.0, read_seg, texts) == BOBCAT_OK,
+    int fd = make_segment("client"), fds[2];
+    boot_seg_desc_t own = {4096, SMAP_PAGES_SMALL, 4096}, descs[2];
+    CHECK(boot_node_exchange(job, token, &place1, fd, &own, 10.0, fds, descs) == BOBCAT_OK,
           "the real rank could not join after the intruders");
-    CHECK(!strcmp(texts[0], "server") && !strcmp(texts[1], "client"), "rank 1 did not get the node's heaps");
+    char got[16] = "";
+    CHECK(pread(fds[0], got, sizeof got, 0) > 0 && !strcmp(got, "server"), "rank 1 did not get rank 0's heap");
     CHECK(wait_exit(srv) == 0, "local rank 0 did not form the node");
 
     /* 2. A bootstrap socket owned by another user gets nothing. */
@@ -131,7 +123,7 @@ int main(void)
     if (srv == 0)
         server(NOBODY, 3.0);
     usleep(100000);
-    CHECK(boot_node_exchange(job, token, &place1, 21, fd, &own, 3.0, read_seg, texts) == BOBCAT_ERR_PEER,
+    CHECK(boot_node_exchange(job, token, &place1, fd, &own, 3.0, fds, descs) == BOBCAT_ERR_PEER,
           "handed the heap to another user's socket");
     kill(srv, SIGKILL);
     wait_exit(srv);
