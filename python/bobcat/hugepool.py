@@ -10,13 +10,14 @@ campaign summary and from there into the report.
 """
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
 
 from . import configs
 from .runner import RunSpec
-from .yod_plan import UsageError, heap_per_rank, host_cores, parse_args
+from .yod_plan import UsageError, host_cores, parse_args
 
 HUGE_PAGE = 2 << 20
 NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
@@ -25,22 +26,27 @@ MEMINFO = Path("/proc/meminfo")
 
 def job_pages(spec: RunSpec, cs: configs.ConfigSet) -> int:
     """2 MiB pages the heaps of one yod job need (0 for a run that does not go through yod or
-    asks for small pages).  Follows yod's own plan: heap per rank from --heap/--heap-node (the
-    configuration's yod_args) divided by the ranks per node; every rank on this host."""
+    asks for small pages), from yod's own plan of the job: its heap per rank (--heap,
+    --heap-node, or the default share of this node's memory) times the ranks on this host."""
     config = cs.get(spec.config)
     if not config.via_yod or spec.pages == "small":
         return 0
-    mode = ["-SN", "--simulate-nodes"] if spec.mode == "SN" else ["-VN2"]
+    return _yod_job_pages(spec.mode, spec.ranks, spec.mpi, config.vendor[spec.mpi].yod_args)
+
+
+@functools.lru_cache(maxsize=None)
+def _yod_job_pages(mode: str, ranks: int, mpi: str, yod_args: tuple[str, ...]) -> int:
+    from .yod import Yod
+    argv = ["-SN", "--simulate-nodes"] if mode == "SN" else ["-VN2"]
+    argv += ["-np", str(ranks), "--mpi", mpi, *yod_args]
+    if ranks > host_cores():
+        argv.append("--oversubscribe")
     try:
-        opts = parse_args([*mode, "-np", str(spec.ranks),
-                           *config.vendor[spec.mpi].yod_args, "/bin/true"])
+        y = Yod(parse_args([*argv, "/bin/true"]))
+        y.prepare()
     except UsageError:
         return 0   # yod will refuse the run itself, with its own message
-    total = 0
-    for g in opts.groups:
-        heap = heap_per_rank(opts, g.rpn or host_cores())
-        total += g.np * (-(-heap // HUGE_PAGE))
-    return total
+    return sum(g.np * -(-heap // HUGE_PAGE) for g, heap in zip(y.opts.groups, y.heaps))
 
 
 def pool() -> tuple[int, int]:

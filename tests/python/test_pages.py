@@ -97,7 +97,11 @@ def test_default_campaign_pairs_hpcc_stream_gups_and_quick_says_it_skips(cs):
 
 # --- the hugetlb pool ----------------------------------------------------------------------------
 
-def test_job_pages_follow_yods_heap_plan(cs):
+def test_job_pages_follow_yods_heap_plan(tmp_path):
+    # A fixed heap per node (yod's default depends on this node's free memory).
+    user = tmp_path / "configs.toml"
+    user.write_text('[configs.lwk]\nvia_yod = true\nyod_args = ["--heap-node", "1G"]\n')
+    cs = configs.load(user)
     spec = runner.RunSpec("stream", "lwk", "openmpi", "SN", ranks=2)
     assert hugepool.job_pages(spec, cs) == 2 * 512        # 1 GiB per rank, one rank per node
     spec.mode = "VN2"
@@ -105,6 +109,13 @@ def test_job_pages_follow_yods_heap_plan(cs):
     spec.pages = "small"
     assert hugepool.job_pages(spec, cs) == 0
     assert hugepool.job_pages(runner.RunSpec("stream", "linux-shm", "openmpi", "SN"), cs) == 0
+    # The default heap: what yod itself plans for the job, whole 2 MiB pages per rank.
+    from bobcat.yod import Yod
+    from bobcat.yod_plan import parse_args
+    y = Yod(parse_args(["-VN2", "-np", "2", "--mpi", "openmpi", "/bin/true"]))
+    y.prepare()
+    spec = runner.RunSpec("gups", "lwk", "openmpi", "VN2", ranks=2)
+    assert hugepool.job_pages(spec, configs.load()) == 2 * -(-y.heaps[0] // (2 << 20)) > 0
 
 
 @pytest.fixture
