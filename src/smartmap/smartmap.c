@@ -35,7 +35,8 @@ BOBCAT_EXPORT int smap_pe_is_local(int pe)
 BOBCAT_EXPORT int smap_is_shared(const void *vaddr)
 {
     uintptr_t a = (uintptr_t)vaddr;
-    return smartmap_state.active && a >= smartmap_state.base && a < smartmap_state.base + smartmap_state.heap_size;
+    return (smartmap_state.active && a >= smartmap_state.base && a < smartmap_state.base + smartmap_state.heap_size) ||
+           smartmap_static_contains(a);
 }
 
 BOBCAT_EXPORT void *smap_remote_address(int core, const void *vaddr)
@@ -44,6 +45,8 @@ BOBCAT_EXPORT void *smap_remote_address(int core, const void *vaddr)
     if (!s->windows_mapped || core < 0 || core >= s->place.local_size)
         return NULL;
     uintptr_t a = (uintptr_t)vaddr, slot = slot_of(a), off = strip_slot(a);
+    if (smartmap_static_contains(a))
+        return smartmap_static_remote(core, a);
     /* vaddr is either in our own heap (slot 0) or already in some rank's window (slot r + 1). */
     if (slot > (uintptr_t)s->place.local_size || off < s->base)
         return NULL;
@@ -194,9 +197,13 @@ __attribute__((constructor(101))) static void smartmap_start(void)
             fail_start(BOBCAT_ERR_SYS);
         util_info("bound to CPU %d", core);
     }
+    /* An OpenSHMEM program's symmetric heap comes first in the segment, outside malloc's arena. */
+    size_t symm = smartmap_shmem_reserve();
+    if (symm == (size_t)-1)
+        fail_start(BOBCAT_ERR_INVAL);
     sys_segment_t seg;
     const char *why = "";
-    st = sys_segment_create((void *)SMAP_HEAP_BASE, o.HEAP, o.PAGES, &seg, &why);
+    st = sys_segment_create((void *)SMAP_HEAP_BASE, o.HEAP + symm, o.PAGES, &seg, &why);
     if (st != BOBCAT_OK)
         fail_start(st);
     s->base = SMAP_HEAP_BASE;
@@ -229,7 +236,12 @@ __attribute__((constructor(101))) static void smartmap_start(void)
         fail_start(st);
     s->windows_mapped = 1;
     s->active = 1;
-    if ((st = smartmap_alloc_init((void *)s->base, s->heap_size, o.HEAP)) != BOBCAT_OK)
+    if (symm) {
+        smartmap_shmem_set_heap(s->base, symm);
+        if ((st = smartmap_shmem_share_static(o.JOB_ID, o.JOB_TOKEN, pl, o.BOOT_TIMEOUT)) != BOBCAT_OK)
+            fail_start(st);
+    }
+    if ((st = smartmap_alloc_init((void *)(s->base + symm), s->heap_size - symm, o.HEAP)) != BOBCAT_OK)
         fail_start(st);
     pthread_atfork(NULL, NULL, atfork_child);
     if (pl->local_rank == 0) {
