@@ -6,6 +6,7 @@
  * Not part of libbobcat-<mpi>.so: yod preloads that into every MPI program, and shmem_* symbols
  * there would capture the calls of programs built against another OpenSHMEM (Open MPI's oshmem). */
 #include <limits.h>
+#include <stdlib.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -35,6 +36,12 @@ int shi_mpi_init(int requested, int *provided_p, int *me_p, int *npes_p)
     int inited = 0, prov = MPI_THREAD_SINGLE;
     MPI_Initialized(&inited);
     if (!inited) {
+#ifdef OPEN_MPI
+        /* Open MPI 4.1's default one-sided component over vader (osc/rdma) crashes in its emulated
+         * compare-and-swap (mca_btl_vader_emu_acswap); osc/ucx is correct. Only when the user has
+         * not chosen. */
+        setenv("OMPI_MCA_osc", "ucx,pt2pt", 0);
+#endif
         if (MPI_Init_thread(NULL, NULL, to_mpi[requested], &prov) != MPI_SUCCESS)
             shi_fatal("shmem_init", "MPI_Init_thread failed: start the program with oshrun (or yod)");
         we_started_mpi = 1;

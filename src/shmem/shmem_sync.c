@@ -220,21 +220,14 @@ SHI_EXPORT void shmem_barrier_all(void)
     if (!shi.initialized)
         shi_not_initialized("shmem_barrier_all");
     shi_quiet();
-    if (shi.all_local) {
-        shmem_team_sync(SHMEM_TEAM_WORLD);
-    } else {
-        shi_mpi_barrier();
-    }
+    shmem_team_sync(SHMEM_TEAM_WORLD);
 }
 
 SHI_EXPORT void shmem_sync_all(void)
 {
     if (!shi.initialized)
         shi_not_initialized("shmem_sync_all");
-    if (shi.all_local)
-        shmem_team_sync(SHMEM_TEAM_WORLD);
-    else
-        shi_mpi_barrier();
+    shmem_team_sync(SHMEM_TEAM_WORLD);
 }
 
 SHI_EXPORT void shmem_barrier(int start, int log_stride, int size, long *psync)
