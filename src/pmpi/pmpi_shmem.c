@@ -81,6 +81,22 @@ void shi_mpi_put(int region, size_t disp, const void *src, size_t n, int pe)
     }
 }
 
+/* Wait for a request, yielding the core between polls. */
+static void wait_request(MPI_Request *req)
+{
+    int done = 0;
+    unsigned spins = 0;
+    for (;;) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        if (++spins >= shi.spin_before_yield) {
+            spins = 0;
+            sched_yield();
+        }
+    }
+}
+
 void shi_mpi_get(int region, size_t disp, void *dst, size_t n, int pe)
 {
     for (size_t done = 0; done < n; done += CHUNK) {
@@ -123,6 +139,17 @@ void shi_mpi_iget(int region, size_t disp, void *dst, ptrdiff_t dst_stride, ptrd
     MPI_Type_free(&t);
 }
 
+void shi_mpi_get_wait(int region, size_t disp, void *dst, size_t n, int pe)
+{
+    for (size_t done = 0; done < n; done += CHUNK) {
+        size_t k = n - done < CHUNK ? n - done : CHUNK;
+        MPI_Request req;
+        check(MPI_Rget((char *)dst + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE, win[region],
+                       &req), "shmem get");
+        wait_request(&req);
+    }
+}
+
 void shi_mpi_flush(int pe)
 {
     MPI_Win_flush(pe, win[SHI_HEAP]);
@@ -161,14 +188,18 @@ uint64_t shi_mpi_amo(shi_amo_op_t op, int size, int region, size_t disp, uint64_
     case SHI_AMO_XOR: mop = MPI_BXOR; break;
     case SHI_AMO_CSWAP: break;
     }
-    if ((op & ~SHI_AMO_F) == SHI_AMO_CSWAP)
+    if ((op & ~SHI_AMO_F) == SHI_AMO_CSWAP) {
         check(MPI_Compare_and_swap(v, c, r, dt, pe, (MPI_Aint)disp, w), "shmem atomic compare-swap");
-    else if (op == SHI_AMO_SET || op == SHI_AMO_ADD || op == SHI_AMO_AND || op == SHI_AMO_OR || op == SHI_AMO_XOR)
-        check(MPI_Accumulate(v, 1, dt, pe, (MPI_Aint)disp, 1, dt, mop, w), "shmem atomic");
-    else
-        check(MPI_Fetch_and_op(v, r, dt, pe, (MPI_Aint)disp, mop, w), "shmem atomic");
-    /* Remote completion even for the non-fetching ones: a waiting PE sees them without a quiet. */
-    MPI_Win_flush(pe, w);
+        MPI_Win_flush(pe, w);
+    } else {
+        /* Every other atomic is a request-based fetching accumulate: its completion means the
+         * remote update is done (so a waiting PE sees it without a quiet), and we wait for it
+         * with yields instead of in MPI_Win_flush, which busy-polls (an MPI that applies atomics
+         * in the target's progress needs the target to get the core). */
+        MPI_Request req;
+        check(MPI_Rget_accumulate(v, 1, dt, r, 1, dt, pe, (MPI_Aint)disp, 1, dt, mop, w, &req), "shmem atomic");
+        wait_request(&req);
+    }
     return size == 8 ? r8 : r4;
 }
 

@@ -170,7 +170,8 @@ void shi_heap_init(void *base, size_t size);
 int shi_mpi_init(int requested, int *provided_p, int *me_p, int *npes_p);
 void shi_mpi_windows(void *heap, size_t heap_size, void *data, size_t data_size);
 void shi_mpi_put(int region, size_t disp, const void *src, size_t n, int pe);
-void shi_mpi_get(int region, size_t disp, void *dst, size_t n, int pe);
+void shi_mpi_get(int region, size_t disp, void *dst, size_t n, int pe);      /* complete at quiet */
+void shi_mpi_get_wait(int region, size_t disp, void *dst, size_t n, int pe); /* complete on return */
 void shi_mpi_iput(int region, size_t disp, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t size,
                   int pe);
 void shi_mpi_iget(int region, size_t disp, void *dst, ptrdiff_t dst_stride, ptrdiff_t sst, size_t nelems, size_t size,

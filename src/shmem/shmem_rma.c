@@ -30,11 +30,12 @@ void shi_get(void *dest, const void *src, size_t n, int pe, const char *routine,
         memcpy(dest, p, n);
         return;
     }
-    shi_mpi_get(region, disp, dest, n, pe);
-    if (nbi)
+    if (nbi) {
+        shi_mpi_get(region, disp, dest, n, pe);
         atomic_store_explicit(&shi.mpi_pending, 1, memory_order_relaxed);
-    else
-        shi_mpi_flush(pe);
+    } else {
+        shi_mpi_get_wait(region, disp, dest, n, pe);
+    }
 }
 
 void shi_iput(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t size, int pe,

@@ -177,8 +177,8 @@ void shi_set_sync(shi_set_t *s)
             if (p) {
                 __atomic_store_n(p, e, __ATOMIC_RELEASE);
             } else {
-                shi_mpi_put(region, disp, &e, sizeof e, to);
-                shi_mpi_flush(to);
+                /* an atomic set: it completes remotely, and we wait for it with yields */
+                shi_mpi_amo(SHI_AMO_SWAP, 8, region, disp, e, 0, to);
             }
             while (__atomic_load_n(&s->flags[k], __ATOMIC_ACQUIRE) < e)
                 shi_relax(&spins);
