@@ -40,7 +40,7 @@ int shi_mpi_init(int requested, int *provided_p, int *me_p, int *npes_p)
         /* Open MPI 4.1's default one-sided component over vader (osc/rdma) crashes in its emulated
          * compare-and-swap (mca_btl_vader_emu_acswap); osc/ucx is correct. Only when the user has
          * not chosen. */
-        setenv("OMPI_MCA_osc", "ucx,pt2pt", 0);
+        setenv("OMPI_MCA_osc", "^rdma", 0);
 #endif
         if (MPI_Init_thread(NULL, NULL, to_mpi[requested], &prov) != MPI_SUCCESS)
             shi_fatal("shmem_init", "MPI_Init_thread failed: start the program with oshrun (or yod)");
