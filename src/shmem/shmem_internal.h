@@ -6,6 +6,7 @@
 
 #define SHMEMI_NO_GENERIC 1
 #include <bobcat/shmem.h>
+#include <bobcat/shmemx.h>
 #include <bobcat/smartmap.h>
 #include <sched.h>
 #include <stdatomic.h>
