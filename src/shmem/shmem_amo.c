@@ -43,7 +43,7 @@ uint64_t shi_amo(shi_amo_op_t op, int size, void *target, uint64_t value, uint64
 {
     int region = SHI_HEAP;
     size_t disp = 0;
-    void *p = shi_xlate(target, pe, routine, &region, &disp);
+    void *p = shi_xlate(target, (size_t)size, pe, routine, &region, &disp);
     if (SHI_UNLIKELY((uintptr_t)target & (uintptr_t)(size - 1)))
         shi_fatal(routine, "target %p is not aligned to its %d-byte type", target, size);
     if (SHI_LIKELY(shi.all_local))

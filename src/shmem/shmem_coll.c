@@ -88,7 +88,7 @@ static void reduce(shi_set_t *s, void *dest, const void *src, size_t count, size
     for (int j = 0; j < s->size; j++) {
         int pe = shi_set_pe(s, j), region = 0;
         size_t disp = 0;
-        const void *p = count ? shi_xlate(src, pe, R, &region, &disp) : NULL;
+        const void *p = count ? shi_xlate(src, nbytes, pe, R, &region, &disp) : NULL;
         if (!p && count) { /* another node: fetch its contribution first */
             if (!buf && !(buf = malloc(nbytes)))
                 shi_fatal(R, "out of memory for a %zu-byte reduction", nbytes);

@@ -291,7 +291,7 @@ SHI_EXPORT void *shmem_ptr(const void *dest, int pe)
         return NULL;
     int region = 0;
     size_t disp = 0;
-    return shi_xlate(dest, pe, "shmem_ptr", &region, &disp);
+    return shi_xlate(dest, 1, pe, "shmem_ptr", &region, &disp);
 }
 
 SHI_EXPORT void shmem_info_get_version(int *major, int *minor)

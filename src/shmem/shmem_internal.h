@@ -61,19 +61,25 @@ void shi_not_symmetric(const char *routine, const void *addr, int pe) __attribut
 void shi_bad_pe(const char *routine, int pe) __attribute__((noreturn));
 void shi_not_initialized(const char *routine) __attribute__((noreturn));
 
-/* Where `addr` (symmetric) lives on `pe`: a pointer when pe's memory is mapped here, else NULL with
- * region_p and disp_p set for MPI. Names `routine` in the error for a bad address or pe. */
-static inline void *shi_xlate(const void *addr, int pe, const char *routine, int *region_p, size_t *disp_p)
+/* Where the n bytes at `addr` (symmetric) live on `pe`: a pointer when pe's memory is mapped here,
+ * else NULL with region_p and disp_p set for MPI. Names `routine` in the error for a bad address
+ * (outside both regions, or running past the end of one) or a bad pe. */
+static inline void *shi_xlate(const void *addr, size_t n, int pe, const char *routine, int *region_p,
+                              size_t *disp_p)
 {
     if (SHI_UNLIKELY((unsigned)pe >= (unsigned)shi.npes))
         shi_bad_pe(routine, pe);
     uintptr_t a = (uintptr_t)addr, off;
     const shi_peer_t *p = &shi.peer[pe];
     if (SHI_LIKELY((off = a - shi.heap) < shi.heap_size)) {
+        if (SHI_UNLIKELY(n > shi.heap_size - off))
+            shi_not_symmetric(routine, (const char *)addr + n - 1, pe);
         if (SHI_LIKELY(p->heap))
             return (void *)(p->heap + off);
         *region_p = SHI_HEAP;
     } else if ((off = a - shi.data) < shi.data_size) {
+        if (SHI_UNLIKELY(n > shi.data_size - off))
+            shi_not_symmetric(routine, (const char *)addr + n - 1, pe);
         if (p->data)
             return (void *)(p->data + off);
         *region_p = SHI_DATA;

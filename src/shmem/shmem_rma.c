@@ -10,7 +10,7 @@ void shi_put(void *dest, const void *src, size_t n, int pe, const char *routine,
 {
     int region = 0;
     size_t disp = 0;
-    void *p = shi_xlate(dest, pe, routine, &region, &disp);
+    void *p = shi_xlate(dest, n, pe, routine, &region, &disp);
     if (SHI_LIKELY(p != NULL)) {
         memcpy(p, src, n);
         return;
@@ -25,7 +25,7 @@ void shi_get(void *dest, const void *src, size_t n, int pe, const char *routine,
 {
     int region = 0;
     size_t disp = 0;
-    const void *p = shi_xlate(src, pe, routine, &region, &disp);
+    const void *p = shi_xlate(src, n, pe, routine, &region, &disp);
     if (SHI_LIKELY(p != NULL)) {
         memcpy(dest, p, n);
         return;
@@ -45,15 +45,15 @@ void shi_iput(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t 
         return;
     int region = 0;
     size_t disp = 0;
-    char *p = shi_xlate(dest, pe, routine, &region, &disp);
+    /* The last element must be symmetric too. */
+    shi_xlate((char *)dest + (ptrdiff_t)(nelems - 1) * dst * (ptrdiff_t)size, size, pe, routine, &region, &disp);
+    char *p = shi_xlate(dest, size, pe, routine, &region, &disp);
     const char *s = src;
     if (p) {
         for (size_t i = 0; i < nelems; i++)
             memcpy(p + (ptrdiff_t)i * dst * (ptrdiff_t)size, s + (ptrdiff_t)i * sst * (ptrdiff_t)size, size);
         return;
     }
-    /* The last element must be symmetric too. */
-    shi_xlate((char *)dest + (ptrdiff_t)(nelems - 1) * dst * (ptrdiff_t)size, pe, routine, &region, &(size_t){0});
     shi_mpi_iput(region, disp, src, dst, sst, nelems, size, pe);
     atomic_store_explicit(&shi.mpi_pending, 1, memory_order_relaxed);
     shi_mpi_flush_local(pe);
@@ -66,15 +66,14 @@ void shi_iget(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t 
         return;
     int region = 0;
     size_t disp = 0;
-    const char *p = shi_xlate(src, pe, routine, &region, &disp);
+    shi_xlate((const char *)src + (ptrdiff_t)(nelems - 1) * sst * (ptrdiff_t)size, size, pe, routine, &region, &disp);
+    const char *p = shi_xlate(src, size, pe, routine, &region, &disp);
     char *d = dest;
     if (p) {
         for (size_t i = 0; i < nelems; i++)
             memcpy(d + (ptrdiff_t)i * dst * (ptrdiff_t)size, p + (ptrdiff_t)i * sst * (ptrdiff_t)size, size);
         return;
     }
-    shi_xlate((const char *)src + (ptrdiff_t)(nelems - 1) * sst * (ptrdiff_t)size, pe, routine, &region,
-              &(size_t){0});
     shi_mpi_iget(region, disp, dest, dst, sst, nelems, size, pe);
     shi_mpi_flush(pe);
 }
@@ -86,7 +85,7 @@ void shi_put_signal(void *dest, const void *src, size_t n, uint64_t *sig, uint64
         shi_fatal(routine, "sig_op %d is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD", sig_op);
     int region = 0;
     size_t disp = 0;
-    void *p = shi_xlate(dest, pe, routine, &region, &disp);
+    void *p = shi_xlate(dest, n, pe, routine, &region, &disp);
     if (p) {
         memcpy(p, src, n);
         shi_store_fence(); /* the data before the signal, even after non-temporal stores */

@@ -173,7 +173,7 @@ void shi_set_sync(shi_set_t *s)
         for (int k = 0, d = 1; d < n; k++, d <<= 1) {
             int to = shi_set_pe(s, (me + d) % n), region = 0;
             size_t disp = 0;
-            uint64_t *p = shi_xlate(&s->flags[k], to, "shmem_team_sync", &region, &disp);
+            uint64_t *p = shi_xlate(&s->flags[k], 8, to, "shmem_team_sync", &region, &disp);
             if (p) {
                 __atomic_store_n(p, e, __ATOMIC_RELEASE);
             } else {
