@@ -3,7 +3,7 @@
  *   pingpong8   one-way latency of an 8-byte put seen by the other PE (p + wait_until, RTT / 2)
  *   putmem8     issue time of shmem_putmem of 8 B in a loop, quiet at the end (OSU style)
  *   getmem8     time of a blocking shmem_getmem of 8 B from a line the other PE rewrote
- *   fadd        shmem_long_atomic_fetch_add on the other PE, which keeps touching the line
+ *   fadd        shmem_long_atomic_fetch_add on the other PE's counter (the peer idle, OSU style)
  *   barrier     shmem_barrier_all
  *   put_bw      shmem_putmem bandwidth, 64 KiB .. 4 MiB, and memcpy of the same size on PE 0
  * Output: one JSON line per metric (median of `reps` repetitions) on PE 0's stdout. */
@@ -90,42 +90,37 @@ int main(int argc, char **argv)
     if (me == 0)
         printf("{\"impl\":\"%s\",\"metric\":\"putmem8_ns\",\"value\":%.1f}\n", impl, median(t, REPS));
 
-    /* getmem of a line the peer keeps rewriting: every get is a cache-line transfer */
-    for (int r = 0; r < REPS; r++) {
+    /* getmem of a line the peer has just rewritten: each iteration is a get plus a ping-pong that
+     * tells the peer to rewrite; the same loop without the get, interleaved, is subtracted. */
+    double tg[REPS], tp[REPS];
+    long tag = 0;
+    for (int r = 0; r < 2 * REPS; r++) {
+        int with_get = r % 2 == 0;
         shmem_barrier_all();
         double t0 = now();
         long x = 0;
-        if (me == 0) {
-            for (int i = 0; i < iters / 4; i++) {
-                shmem_getmem(&x, &line[0], 8, peer);
-                shmem_long_p(&ping, -i - 1, peer); /* tells the peer to rewrite */
-                shmem_long_wait_until(&pong, SHMEM_CMP_EQ, -i - 1);
-            }
-        } else {
-            for (int i = 0; i < iters / 4; i++) {
-                shmem_long_wait_until(&ping, SHMEM_CMP_EQ, -i - 1);
+        for (int i = 0; i < iters / 4; i++) {
+            tag--;
+            if (me == 0) {
+                if (with_get)
+                    shmem_getmem(&x, &line[0], 8, peer);
+                shmem_long_p(&ping, tag, peer);
+                shmem_long_wait_until(&pong, SHMEM_CMP_EQ, tag);
+            } else if (me == 1) {
+                shmem_long_wait_until(&ping, SHMEM_CMP_EQ, tag);
                 line[0] = i;
-                shmem_long_p(&pong, -i - 1, peer);
+                shmem_long_p(&pong, tag, peer);
             }
         }
-        t[r] = (now() - t0) / (iters / 4) * 1e9;
+        (with_get ? tg : tp)[r / 2] = (now() - t0) / (iters / 4) * 1e9;
         (void)x;
     }
-    /* the loop also holds one ping-pong: subtract its measured round trip */
-    double rtt = 0;
-    {
-        double u[REPS];
-        for (int r = 0; r < REPS; r++)
-            u[r] = t[r];
-        rtt = median(u, REPS);
-    }
-    shmem_barrier_all();
-    ping = pong = 0;
     shmem_barrier_all();
     if (me == 0)
         printf("{\"impl\":\"%s\",\"metric\":\"getmem8_ns\",\"value\":%.1f,\"loop_ns\":%.1f}\n", impl,
-               rtt - 2 * one_way, rtt);
+               median(tg, REPS) - median(tp, REPS), median(tg, REPS));
 
+    /* fetch_add on the peer's counter while the peer waits in the barrier (OSU style) */
     for (int r = 0; r < REPS; r++) {
         shmem_barrier_all();
         double t0 = now();
