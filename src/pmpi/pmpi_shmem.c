@@ -211,6 +211,11 @@ void shi_mpi_progress(void)
 
 void shi_mpi_barrier(void) { check(MPI_Barrier(comm), "shmem barrier"); }
 
+void shi_mpi_allgather_int(int mine, int *all_p)
+{
+    check(MPI_Allgather(&mine, 1, MPI_INT, all_p, 1, MPI_INT, comm), "shmem_init");
+}
+
 void shi_mpi_abort(int status)
 {
     MPI_Abort(comm != MPI_COMM_NULL ? comm : MPI_COMM_WORLD, status);

@@ -11,10 +11,55 @@
 #include <complex.h>
 #include <stdlib.h>
 
+/* Hierarchy of a team spanning nodes (0 for legacy sets, one-node teams, one PE per node).
+ * leaders must hold s->size ints. */
+static int hier(shi_set_t *s, shi_hier_t *h, int **leaders_p, const char *R)
+{
+    *leaders_p = NULL;
+    if (shi.all_local || !s->slot)
+        return 0;
+    int *leaders = malloc(sizeof(int) * (size_t)s->size);
+    if (!leaders)
+        shi_fatal(R, "out of memory");
+    if (!shi_set_hier(s, h, leaders)) {
+        free(leaders);
+        return 0;
+    }
+    *leaders_p = leaders;
+    return 1;
+}
+
+/* Broadcast across nodes: each other node's leader fetches the root's data (the one transfer per
+ * node between nodes) into its dest, then its node's members copy it from there in place. */
+static void bcast_hier(shi_set_t *s, void *dest, const void *src, size_t nbytes, int root, int root_too,
+                       const shi_hier_t *h, const char *R)
+{
+    int root_pe = shi_set_pe(s, root), me_pe = shi_set_pe(s, s->me);
+    int root_node = shi.node[root_pe] == shi.node[me_pe];
+    shi_set_sync(s);
+    if (s->me == root) {
+        if (root_too && dest != src)
+            memmove(dest, src, nbytes);
+    } else if (root_node || h->leader_idx >= 0) {
+        shi_get(dest, src, nbytes, root_pe, R, 0);
+    }
+    shi_set_sync(s);
+    if (!root_node && h->leader_idx < 0)
+        shi_get(dest, dest, nbytes, shi_set_pe(s, h->leader), R, 0);
+    shi_set_sync(s);
+}
+
 static void bcast(shi_set_t *s, void *dest, const void *src, size_t nbytes, int root, int root_too, const char *R)
 {
     if (root < 0 || root >= s->size)
         shi_fatal(R, "PE_root %d is outside the team/active set of %d PEs", root, s->size);
+    shi_hier_t h;
+    int *leaders;
+    if (hier(s, &h, &leaders, R)) {
+        free(leaders);
+        bcast_hier(s, dest, src, nbytes, root, root_too, &h, R);
+        return;
+    }
     shi_set_sync(s);
     if (s->me != root)
         shi_get(dest, src, nbytes, shi_set_pe(s, root), R, 0);
@@ -78,8 +123,73 @@ static void alltoalls(shi_set_t *s, void *dest, const void *src, ptrdiff_t dst, 
 
 typedef void (*kernel_t)(void *acc, const void *in, size_t n);
 
+/* Combine the members [first, first + n) of the set into acc, reading each in place (or fetching
+ * it when on another node), in member order. */
+static void combine(shi_set_t *s, const int *idx, int n, const void *src, char *acc, char **buf_p, size_t count,
+                    size_t es, kernel_t k, const char *R)
+{
+    size_t nbytes = count * es;
+    for (int j = 0; j < n; j++) {
+        int pe = shi_set_pe(s, idx[j]), region = 0;
+        size_t disp = 0;
+        const void *p = count ? shi_xlate(src, nbytes, pe, R, &region, &disp) : NULL;
+        if (!p && count) {
+            if (!*buf_p && !(*buf_p = malloc(nbytes)))
+                shi_fatal(R, "out of memory for a %zu-byte reduction", nbytes);
+            shi_get(*buf_p, src, nbytes, pe, R, 0);
+            p = *buf_p;
+        }
+        if (j == 0)
+            memcpy(acc, p, nbytes);
+        else if (count)
+            k(acc, p, count);
+    }
+}
+
+/* Reduction across nodes: each leader combines its node's members in place into its dest, the
+ * leaders combine the node results (in node order, the same everywhere), and the members copy the
+ * leader's final result. Only leaders move data between nodes. */
+static void reduce_hier(shi_set_t *s, void *dest, const void *src, size_t count, size_t es, kernel_t k,
+                        const shi_hier_t *h, const int *leaders, const char *R)
+{
+    size_t nbytes = count * es;
+    char *acc = malloc(nbytes ? nbytes : 1), *buf = NULL;
+    int *idx = malloc(sizeof(int) * (size_t)(h->nlocal > h->nleaders ? h->nlocal : h->nleaders));
+    if (!acc || !idx)
+        shi_fatal(R, "out of memory for a %zu-byte reduction", nbytes);
+    shi_set_sync(s);
+    if (h->leader_idx >= 0) {
+        for (int j = 0; j < h->nlocal; j++)
+            idx[j] = h->leader + j;
+        combine(s, idx, h->nlocal, src, acc, &buf, count, es, k, R);
+    }
+    shi_set_sync(s); /* the node's sources are read: a leader's dest may alias its source */
+    if (h->leader_idx >= 0)
+        memcpy(dest, acc, nbytes);
+    shi_set_sync(s); /* every node's partial result is in its leader's dest */
+    if (h->leader_idx >= 0)
+        combine(s, leaders, h->nleaders, dest, acc, &buf, count, es, k, R);
+    shi_set_sync(s); /* the partials are read */
+    if (h->leader_idx >= 0)
+        memcpy(dest, acc, nbytes);
+    shi_set_sync(s); /* the leaders hold the result */
+    if (h->leader_idx < 0)
+        shi_get(dest, dest, nbytes, shi_set_pe(s, h->leader), R, 0);
+    shi_set_sync(s); /* the leader's dest is the caller's again only when its members copied it */
+    free(idx);
+    free(buf);
+    free(acc);
+}
+
 static void reduce(shi_set_t *s, void *dest, const void *src, size_t count, size_t es, kernel_t k, const char *R)
 {
+    shi_hier_t h;
+    int *leaders;
+    if (hier(s, &h, &leaders, R)) {
+        reduce_hier(s, dest, src, count, es, k, &h, leaders, R);
+        free(leaders);
+        return;
+    }
     size_t nbytes = count * es;
     char *acc = malloc(nbytes ? nbytes : 1), *buf = NULL;
     if (!acc)

@@ -208,6 +208,14 @@ static int start(int requested)
             shi.nlocal++;
     }
     shi.all_local = shi.nlocal == shi.npes;
+    /* Node of every PE (its node's first PE): yod numbers a node's PEs contiguously. */
+    shi.node = malloc(sizeof(int) * (size_t)shi.npes);
+    if (!shi.node)
+        shi_fatal("shmem_init", "out of memory for the table of %d PEs", shi.npes);
+    int first = shi.me;
+    while (first > 0 && shi.peer[first - 1].heap)
+        first--;
+    shi_mpi_allgather_int(first, shi.node);
     /* yod leaves ranks unbound exactly when they outnumber the cores. */
     const char *bind = getenv("BOBCAT_BIND");
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

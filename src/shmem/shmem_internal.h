@@ -34,6 +34,8 @@ typedef struct {
     _Alignas(64) uint64_t flags[SHI_ROUNDS]; /* barrier round k: epoch written by the round's partner */
     uint64_t scratch[SHI_ROUNDS];            /* team creation and collectives */
     _Alignas(64) uint64_t chain;             /* collect: running offset handed down the team */
+    _Alignas(64) uint64_t release;           /* hierarchical sync: the node leader's go (epoch) */
+    _Alignas(64) uint64_t arrive[SMAP_MAX_LOCAL_RANKS + 1]; /* ...and each node member's arrival */
 } shi_slot_t;
 #define SHI_RESERVED (((sizeof(shi_slot_t) * SHI_MAX_TEAMS) + 4095) & ~(size_t)4095)
 
@@ -45,6 +47,7 @@ typedef struct {
     uintptr_t data, data_size;  /* own static data */
     shi_peer_t *peer;           /* npes entries */
     int nlocal;                 /* PEs reachable by load/store (this node) */
+    int *node;                  /* per PE: its node's first PE (nodes are contiguous PE ranges) */
     int all_local;              /* every PE is: hardware atomics everywhere */
     atomic_int mpi_pending;     /* MPI RMA issued since the last quiet */
     unsigned spin_before_yield; /* busy polls before sched_yield() in waits */
@@ -138,7 +141,15 @@ typedef struct {
     uint64_t *flags;             /* team slot flags, or pSync[0..63] */
     uint64_t *chain;             /* collect offset word */
     uint64_t *scratch;           /* team only */
+    shi_slot_t *slot;            /* team only: hierarchical sync words */
 } shi_set_t;
+/* A set seen by node: its members on this node and the node leaders (first member per node). */
+typedef struct {
+    int nleaders, leader_idx; /* number of nodes in the set; our index among leaders, -1 if not one */
+    int leader;               /* set index of our node's leader */
+    int nlocal, my_local;     /* members on our node, our index among them */
+} shi_hier_t;
+int shi_set_hier(const shi_set_t *s, shi_hier_t *h_p, int *leaders_p); /* 1: spans nodes, not one per node */
 static inline int shi_set_pe(const shi_set_t *s, int i) { return s->start + i * s->stride; }
 void shi_set_sync(shi_set_t *s);
 void shi_set_legacy(shi_set_t *s, int start, int log_stride, int size, long *psync, const char *routine);
@@ -188,6 +199,7 @@ void shi_mpi_flush_local(int pe);
 void shi_mpi_flush_all(void);
 uint64_t shi_mpi_amo(shi_amo_op_t op, int size, int region, size_t disp, uint64_t value, uint64_t cond, int pe);
 void shi_mpi_barrier(void);
+void shi_mpi_allgather_int(int mine, int *all_p);
 void shi_mpi_abort(int status) __attribute__((noreturn));
 void shi_mpi_finalize(void);
 

@@ -162,24 +162,95 @@ SHI_EXPORT uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_
  * 2^k after it and waits for the one 2^k before. Teams signal with their epoch (a store of a
  * growing number: one writer per flag, nothing to reset); legacy pSync sets count with atomics and
  * consume their count, which leaves pSync as they found it (all SHMEM_SYNC_VALUE). */
+int shi_set_hier(const shi_set_t *s, shi_hier_t *h, int *leaders)
+{
+    /* A node's PEs are contiguous and a set is strided, so its members of one node are contiguous
+     * in set order: a member leads its node when the member before it is on another node. */
+    int mynode = shi.node[shi_set_pe(s, s->me)];
+    *h = (shi_hier_t){.leader_idx = -1, .leader = -1};
+    for (int i = 0; i < s->size; i++) {
+        int nd = shi.node[shi_set_pe(s, i)];
+        if (i == 0 || shi.node[shi_set_pe(s, i - 1)] != nd) {
+            if (leaders)
+                leaders[h->nleaders] = i;
+            if (i == s->me)
+                h->leader_idx = h->nleaders;
+            h->nleaders++;
+        }
+        if (nd == mynode) {
+            if (h->leader < 0)
+                h->leader = i;
+            if (i == s->me)
+                h->my_local = h->nlocal;
+            h->nlocal++;
+        }
+    }
+    return s->slot && h->nleaders > 1 && h->nleaders < s->size;
+}
+
+static void signal_epoch(uint64_t *flag, uint64_t e, int pe)
+{
+    int region = 0;
+    size_t disp = 0;
+    uint64_t *p = shi_xlate(flag, 8, pe, "shmem_team_sync", &region, &disp);
+    if (p)
+        __atomic_store_n(p, e, __ATOMIC_RELEASE);
+    else /* an atomic set: it completes remotely, and we wait for it with yields */
+        shi_mpi_amo(SHI_AMO_SWAP, 8, region, disp, e, 0, pe);
+}
+
+/* Across nodes, a team syncs in three steps: the members of a node report to its leader (a store
+ * each, into the leader's slot), the leaders run the dissemination among themselves (MPI), and
+ * each leader releases its node (one store the members poll through the window). Only leaders
+ * talk between nodes. */
+static void hier_sync(shi_set_t *s, uint64_t e, const shi_hier_t *h, const int *leaders)
+{
+    unsigned spins = 0;
+    int lpe = shi_set_pe(s, h->leader);
+    if (h->leader_idx < 0) {
+        signal_epoch(&s->slot->arrive[h->my_local], e, lpe);
+        int region = 0;
+        size_t disp = 0;
+        uint64_t *rel = shi_xlate(&s->slot->release, 8, lpe, "shmem_team_sync", &region, &disp);
+        while (__atomic_load_n(rel, __ATOMIC_ACQUIRE) < e)
+            shi_relax(&spins);
+        return;
+    }
+    for (int j = 1; j < h->nlocal; j++)
+        while (__atomic_load_n(&s->slot->arrive[j], __ATOMIC_ACQUIRE) < e)
+            shi_relax(&spins);
+    int n = h->nleaders, me = h->leader_idx;
+    for (int k = 0, d = 1; d < n; k++, d <<= 1) {
+        signal_epoch(&s->flags[k], e, shi_set_pe(s, leaders[(me + d) % n]));
+        while (__atomic_load_n(&s->flags[k], __ATOMIC_ACQUIRE) < e)
+            shi_relax(&spins);
+    }
+    __atomic_store_n(&s->slot->release, e, __ATOMIC_RELEASE);
+}
+
 void shi_set_sync(shi_set_t *s)
 {
     int n = s->size, me = s->me;
     if (n <= 1)
         return;
     unsigned spins = 0;
+    if (s->epoch_p && !shi.all_local) {
+        shi_hier_t h;
+        int leaders_small[64], *leaders = n <= 64 ? leaders_small : malloc(sizeof(int) * (size_t)n);
+        if (!leaders)
+            shi_fatal("shmem_team_sync", "out of memory");
+        int hier = shi_set_hier(s, &h, leaders);
+        if (hier)
+            hier_sync(s, ++*s->epoch_p, &h, leaders);
+        if (leaders != leaders_small)
+            free(leaders);
+        if (hier)
+            return;
+    }
     if (s->epoch_p) {
         uint64_t e = ++*s->epoch_p;
         for (int k = 0, d = 1; d < n; k++, d <<= 1) {
-            int to = shi_set_pe(s, (me + d) % n), region = 0;
-            size_t disp = 0;
-            uint64_t *p = shi_xlate(&s->flags[k], 8, to, "shmem_team_sync", &region, &disp);
-            if (p) {
-                __atomic_store_n(p, e, __ATOMIC_RELEASE);
-            } else {
-                /* an atomic set: it completes remotely, and we wait for it with yields */
-                shi_mpi_amo(SHI_AMO_SWAP, 8, region, disp, e, 0, to);
-            }
+            signal_epoch(&s->flags[k], e, shi_set_pe(s, (me + d) % n));
             while (__atomic_load_n(&s->flags[k], __ATOMIC_ACQUIRE) < e)
                 shi_relax(&spins);
         }
