@@ -68,8 +68,41 @@ static void bcast(shi_set_t *s, void *dest, const void *src, size_t nbytes, int 
     shi_set_sync(s);
 }
 
+/* fcollect across nodes: a node's members are contiguous in the set, so its blocks form one range
+ * of dest. The leader gathers its node's blocks in place, fetches every other node's range from
+ * that node's leader (one transfer per node between nodes), and its members copy the whole
+ * result from it. */
+static void fcollect_hier(shi_set_t *s, void *dest, const void *src, size_t nbytes, const shi_hier_t *h,
+                          const int *leaders, const char *R)
+{
+    char *d = dest;
+    shi_set_sync(s);
+    if (h->leader_idx >= 0)
+        for (int j = 0; j < h->nlocal; j++)
+            shi_get(d + (size_t)(h->leader + j) * nbytes, src, nbytes, shi_set_pe(s, h->leader + j), R, 0);
+    shi_set_sync(s);
+    if (h->leader_idx >= 0)
+        for (int l = 0; l < h->nleaders; l++) {
+            int first = leaders[l], end = l + 1 < h->nleaders ? leaders[l + 1] : s->size;
+            if (l != h->leader_idx)
+                shi_get(d + (size_t)first * nbytes, d + (size_t)first * nbytes, (size_t)(end - first) * nbytes,
+                        shi_set_pe(s, first), R, 0);
+        }
+    shi_set_sync(s);
+    if (h->leader_idx < 0)
+        shi_get(dest, dest, (size_t)s->size * nbytes, shi_set_pe(s, h->leader), R, 0);
+    shi_set_sync(s);
+}
+
 static void fcollect(shi_set_t *s, void *dest, const void *src, size_t nbytes, const char *R)
 {
+    shi_hier_t h;
+    int *leaders;
+    if (hier(s, &h, &leaders, R)) {
+        fcollect_hier(s, dest, src, nbytes, &h, leaders, R);
+        free(leaders);
+        return;
+    }
     shi_set_sync(s);
     for (int j = 0; j < s->size; j++)
         shi_get((char *)dest + (size_t)j * nbytes, src, nbytes, shi_set_pe(s, j), R, 0);
