@@ -135,7 +135,7 @@ static void test_rma(void)
         shmem_##N##_atomic_add(&c[0], (T)2, 0);                                                    \
         shmem_##N##_atomic_inc(&c[0], 0);                                                          \
         T f = shmem_##N##_atomic_fetch_inc(&c[1], 0);                                              \
-        CHECK(f >= 0 && f < (T)npes, #N " fetch_inc got %lld", (long long)f);                      \
+        CHECK((long long)f >= 0 && (long long)f < npes, #N " fetch_inc got %lld", (long long)f);                      \
         T fn;                                                                                      \
         shmem_##N##_atomic_fetch_add_nbi(&fn, &c[2], (T)1, 0);                                     \
         shmem_##N##_atomic_fetch_inc_nbi(&fn, &c[2], 0);                                           \
@@ -526,6 +526,39 @@ static void test_teams(void)
     shmem_barrier_all();
 }
 
+/* A 3-D layout the standard's way: split the world into x and yz, then yz into y and z (a split of a
+ * strided non-world team), and reduce over each axis. */
+static void test_team_3d(void)
+{
+    const int xd = 2, yd = 2;
+    shmem_team_t xt, yzt, yt, zt;
+    CHECK(shmem_team_split_2d(SHMEM_TEAM_WORLD, xd, NULL, 0, &xt, NULL, 0, &yzt) == 0, "3d: split x/yz");
+    CHECK(shmem_team_split_2d(yzt, yd, NULL, 0, &yt, NULL, 0, &zt) == 0, "3d: split yz into y/z");
+    shmem_team_destroy(yzt);
+    CHECK(shmem_team_my_pe(xt) == me % xd, "3d: x rank");
+    CHECK(shmem_team_my_pe(yt) == (me / xd) % yd, "3d: y rank");
+    CHECK(shmem_team_my_pe(zt) == me / (xd * yd), "3d: z rank");
+    static long s, r;
+    s = me;
+    shmem_long_sum_reduce(zt, &r, &s, 1);
+    long want = 0;
+    for (int p = 0; p < npes; p++)
+        if (p % (xd * yd) == me % (xd * yd))
+            want += p;
+    CHECK(r == want, "3d: z sum %ld want %ld", r, want);
+    shmem_long_sum_reduce(yt, &r, &s, 1);
+    want = 0;
+    for (int p = 0; p < npes; p++)
+        if (p / (xd * yd) == me / (xd * yd) && p % xd == me % xd)
+            want += p;
+    CHECK(r == want, "3d: y sum %ld want %ld", r, want);
+    shmem_team_sync(xt);
+    shmem_team_destroy(xt);
+    shmem_team_destroy(yt);
+    shmem_team_destroy(zt);
+    shmem_barrier_all();
+}
+
 /* --- contexts, locks, heap ------------------------------------------------------------------- */
 static void test_misc(void)
 {
@@ -619,6 +652,7 @@ int main(int argc, char **argv)
     test_wait();
     test_legacy_coll();
     test_teams();
+    test_team_3d();
     test_misc();
     int fails = mp_failures, total = 0;
     static int sfails;
