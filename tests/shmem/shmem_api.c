@@ -126,6 +126,8 @@ static void test_rma(void)
     shmem_barrier_all();
 }
 
+static int in_range(long long v, int n) { return v >= 0 && v < n; }
+
 /* --- atomics of every type --------------------------------------------------------------------- */
 #define TEST_AMO_STD(T, N)                                                                         \
     {                                                                                              \
@@ -135,7 +137,7 @@ static void test_rma(void)
         shmem_##N##_atomic_add(&c[0], (T)2, 0);                                                    \
         shmem_##N##_atomic_inc(&c[0], 0);                                                          \
         T f = shmem_##N##_atomic_fetch_inc(&c[1], 0);                                              \
-        CHECK((long long)f >= 0 && (long long)f < npes, #N " fetch_inc got %lld", (long long)f);                      \
+        CHECK(in_range((long long)f, npes), #N " fetch_inc got %lld", (long long)f);                      \
         T fn;                                                                                      \
         shmem_##N##_atomic_fetch_add_nbi(&fn, &c[2], (T)1, 0);                                     \
         shmem_##N##_atomic_fetch_inc_nbi(&fn, &c[2], 0);                                           \
