@@ -11,7 +11,7 @@ JOBS        ?= $(shell nproc)
 EVALUATE_ARGS ?=
 export BOBCAT_HOME := $(STAGE)
 
-.PHONY: all deps build test test-c test-python evaluate install clean check-leftovers bench-smartmap
+.PHONY: all deps build test test-c test-python evaluate install clean check-leftovers bench-smartmap bench-mpi bench-scaling
 
 all: build
 
@@ -35,6 +35,13 @@ evaluate: build
 
 bench-smartmap: build
 	$(PY) -m bobcat.bench_smartmap
+
+bench-mpi: build
+	$(PY) -m bobcat.bench_mpi $(BENCH_ARGS)
+
+# Issue 8: ranks per node 2..64 x page kinds; BENCH_SCALING_ARGS e.g. --json scaling.json
+bench-scaling: build
+	$(PY) -m bobcat.bench_scaling $(BENCH_SCALING_ARGS)
 
 install: build
 	bash scripts/install.sh "$(PREFIX)" "$(BUILD)"

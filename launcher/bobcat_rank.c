@@ -5,16 +5,22 @@
  *
  * It forks the program with BOBCAT_PRELOAD prepended to LD_PRELOAD (so libbobcat is preloaded into
  * the program only, never into the launcher or its daemons), stays behind as the program's parent,
- * and reports how the program ended to yod on stderr (contracts.md section 2):
+ * and reports to yod on stderr (contracts.md section 2) that the rank is starting and how it ended:
  *
+ *   @@bobcat@@ start rank=<w>                       (the child, just before it execs the program)
  *   @@bobcat@@ exit rank=<w> code=<n>      or      @@bobcat@@ exit rank=<w> signal=<n>
+ *   @@bobcat@@ exit rank=<w> code=127 exec_errno=<e>  (the program could not be executed)
  *
  * then exits with the same code (128 + signal for a signal).  The launcher only sees the shim, so
- * yod learns every rank's real fate even when the launcher summarises or swallows it.
+ * yod learns every rank's real fate even when the launcher summarises or swallows it.  When the
+ * launcher kills the shims themselves (Hydra does on MPI_Abort) no exit line comes, and the start
+ * lines are what tells yod that the job did start: the child writes its line before exec, so it is
+ * in the pipe before the program can run a single instruction, let alone abort the job.
  * --setenv exists for heterogeneous (-F) jobs, whose groups need different per-rank values
  * (BOBCAT_HEAP) that one job-wide environment cannot carry.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +116,14 @@ int main(int argc, char **argv)
     long rank = world_rank();
     pid_t parent = getpid();
 
+    /* The child writes exec's errno here when exec fails; a successful exec closes the pipe
+     * (O_CLOEXEC) without a word.  That tells an exec failure from a program exiting 127. */
+    int exec_pipe[2];
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+        fprintf(stderr, "bobcat-rank: rank %ld: pipe: %s\n", rank, strerror(errno));
+        return 3;
+    }
+
     /* Block the forwarded signals across fork so none slips in before the handlers can relay it;
      * the child restores the mask before exec. */
     sigset_t fwd, old;
@@ -134,10 +148,24 @@ int main(int argc, char **argv)
             fprintf(stderr, "bobcat-rank: rank %ld: cannot set LD_PRELOAD: %s\n", rank, strerror(errno));
             _exit(127);
         }
+        char line[64];
+        int n = snprintf(line, sizeof line, "@@bobcat@@ start rank=%ld\n", rank);
+        if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+            /* yod is gone; the program still runs and the launcher still sees its end. */
+        }
         execvp(argv[first], &argv[first]);
-        fprintf(stderr, "bobcat-rank: rank %ld: cannot run %s: %s\n", rank, argv[first], strerror(errno));
+        int e = errno;
+        /* ENOENT for a file that exists means exec could not find what the file names: a #!
+         * interpreter or an ELF program loader. */
+        fprintf(stderr, "bobcat-rank: rank %ld: cannot run %s: %s%s\n", rank, argv[first], strerror(e),
+                e == ENOENT && strchr(argv[first], '/') != NULL && access(argv[first], F_OK) == 0
+                    ? " (its #! interpreter or ELF loader is missing)" : "");
+        if (write(exec_pipe[1], &e, sizeof e) < 0) {
+            /* The parent then reports a plain exit 127. */
+        }
         _exit(127);
     }
+    close(exec_pipe[1]);
 
     child_pid = pid;
     struct sigaction sa;
@@ -149,6 +177,14 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     sigprocmask(SIG_SETMASK, &old, NULL);
+
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = read(exec_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
+        ;
+    if (got != (ssize_t)sizeof exec_errno)
+        exec_errno = 0;
+    close(exec_pipe[0]);
 
     int status;
     while (waitpid(pid, &status, 0) < 0) {
@@ -163,6 +199,10 @@ int main(int argc, char **argv)
     if (WIFSIGNALED(status)) {
         n = snprintf(line, sizeof line, "@@bobcat@@ exit rank=%ld signal=%d\n", rank, WTERMSIG(status));
         code = 128 + WTERMSIG(status);
+    } else if (exec_errno != 0) {
+        code = WEXITSTATUS(status);
+        n = snprintf(line, sizeof line, "@@bobcat@@ exit rank=%ld code=%d exec_errno=%d\n", rank, code,
+                     exec_errno);
     } else {
         code = WEXITSTATUS(status);
         n = snprintf(line, sizeof line, "@@bobcat@@ exit rank=%ld code=%d\n", rank, code);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite (make test): C tests through CTest, then pytest, then a check that nothing
-# of any job is left behind (processes, /dev/shm entries, bootstrap sockets).
+# of any job is left behind (processes, /dev/shm entries, bootstrap sockets), nor any daemon or
+# launcher the tests start (Slurm, mpirun/orted, mpiexec/hydra, yod) that was not running before.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -8,6 +9,11 @@ export BOBCAT_HOME=${BOBCAT_HOME:-$PWD/$BUILD/stage}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 shm_before=$(ls -1 /dev/shm 2>/dev/null | sort)
+procs_before=$(mktemp)
+trap 'rm -f "$procs_before"' EXIT
+# Inherited by everything the tests start: tells this suite's leftovers from other workloads'.
+export LEFTOVERS_MARK="$$-$(date +%s%N)"
+.venv/bin/python tests/leftovers.py snapshot "$procs_before"
 rc=0
 echo "== C tests (ctest) =="
 (cd "$BUILD" && ctest --output-on-failure --timeout 300) || rc=1
@@ -16,6 +22,8 @@ echo "== Python tests (pytest) =="
 
 echo "== leftovers =="
 left=0
+# First, with a grace period: a job process below may be the child of a launcher still ending.
+.venv/bin/python tests/leftovers.py check "$procs_before" 15 || left=1
 for e in /proc/[0-9]*/environ; do
   if { tr '\0' '\n' < "$e"; } 2>/dev/null | grep -q '^BOBCAT_JOB_ID='; then
     pid=${e#/proc/}; pid=${pid%/environ}
@@ -28,6 +36,6 @@ fi
 shm_after=$(ls -1 /dev/shm 2>/dev/null | sort)
 new_shm=$(comm -13 <(echo "$shm_before") <(echo "$shm_after"))
 if [ -n "$new_shm" ]; then echo "new /dev/shm entries: $new_shm"; left=1; fi
-[ $left = 0 ] && echo "no leftover processes, sockets or /dev/shm entries"
+[ $left = 0 ] && echo "no leftover processes, daemons, launchers, sockets or /dev/shm entries"
 [ $left = 0 ] || rc=1
 exit $rc

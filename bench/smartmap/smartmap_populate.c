@@ -40,7 +40,7 @@ int main(int argc, char **argv)
     int nk = 0;
     for (char *tok = strtok(kinds_arg, ","); tok && nk < 3; tok = strtok(NULL, ","))
         kinds[nk++] = tok;
-    void *at = (void *)(SMAP_HEAP_BASE + ((uintptr_t)8 << SMAP_SLOT_SHIFT)); /* clear of any rank's layout */
+    void *at = (void *)(SMAP_LAYOUT_TOP / 2); /* 32 TiB: clear of the heap a preloaded libbobcat may have */
     long page = sysconf(_SC_PAGESIZE);
     for (int rep = 0; rep < reps; rep++) {
         for (int k = 0; k < nk; k++) {

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import configs, runner
-from .store import Store
+from .store import RunRecord, Store
 
 BUILTIN = ("default", "quick")
 
@@ -281,10 +281,10 @@ def summary_of(counts: dict[str, int], skipped: list[Skip], resumed_past: int) -
 def execute(store: Store, c: Campaign, cs: configs.ConfigSet, resume_id: int | None = None,
             on_start: Callable[[int, int], None] | None = None,
             on_run: Callable[[Point, str], None] | None = None,
-            on_done: Callable[[Point, str], None] | None = None) -> Outcome:
+            on_done: Callable[[Point, RunRecord], None] | None = None) -> Outcome:
     """Run the campaign (or continue campaign `resume_id`), storing each run as it completes.
     Callbacks let the CLI draw progress: on_start(total, already_done), on_run(point, phase),
-    on_done(point, status)."""
+    on_done(point, record) once the run is stored."""
     runnable, skipped = plan(c, cs)
     if resume_id is None:
         cid = store.start_campaign(c.name, c.to_spec())
@@ -304,7 +304,7 @@ def execute(store: Store, c: Campaign, cs: configs.ConfigSet, resume_id: int | N
             store.add_run(rec)
             counts[rec.status] = counts.get(rec.status, 0) + 1
             if on_done:
-                on_done(p, rec.status)
+                on_done(p, rec)
     except BaseException:
         store.set_campaign_status(cid, "interrupted", summary_of(counts, skipped, len(done)))
         raise

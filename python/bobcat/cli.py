@@ -8,23 +8,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
 from rich.table import Table
 
 from . import __version__, campaign, configs, doctor, export, machine, paths, runner
 from .compare import compare
+from .console import FORMATS, CampaignProgress, Column, Output, emit, plain_line
+from .headline import is_headline
 from .store import DEFAULT_DB, Store, StoreError
 
 DEFAULT_OUT = Path("results") / "report"
-out = Console()
-err = Console(stderr=True)
+# Full width, never truncated, when not writing to a terminal (console.py).
+out = Output()
+err = Output(stderr=True)
 
 
 class UsageError(Exception):
@@ -57,9 +58,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                           params=dict(args.param or {}), timeout=args.timeout)
     runner.validate(spec, cs)
     store = Store(Path(args.db))
-    with err.status(f"running {args.benchmark} ({args.config}/{args.mpi}/{args.mode})") as st:
-        rec = runner.run(spec, cs, lambda ph: st.update(f"{ph}: {args.benchmark} "
-                                                         f"({args.config}/{args.mpi}/{args.mode})"))
+    what = f"{args.benchmark} ({args.config}/{args.mpi}/{args.mode})"
+    if err.is_terminal:
+        with err.status(f"running {what}") as st:
+            rec = runner.run(spec, cs, lambda ph: st.update(f"{ph}: {what}"))
+    else:
+        rec = runner.run(spec, cs, lambda ph: plain_line(err, f"{ph}: {what}"))
     run_id = store.add_run(rec)
     store.close()
     t = Table(title=f"run {run_id}: {args.benchmark} {args.config}/{args.mpi}/{args.mode} "
@@ -113,24 +117,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         err.print(f"  skipped {s.benchmark} {s.config}/{s.mpi}/{s.mode} ({s.runs} runs): {s.reason}",
                   highlight=False, markup=False)
     store = Store(Path(args.db))
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=err,
-                  transient=False) as prog:
-        task = prog.add_task(c.name, total=len(runnable))
-
-        def on_start(total: int, done: int) -> None:
-            # ETA from this session's runs only: restart the clock past what resume skipped.
-            prog.reset(task, total=total, completed=done)
-
-        def on_run(p: campaign.Point, phase: str) -> None:
-            prog.update(task, description=f"{phase:5} {p.label()}")
-
-        def on_done(p: campaign.Point, status: str) -> None:
-            prog.advance(task)
-            if status != "ok":
-                prog.console.print(f"  {status}: {p.label()}", highlight=False, markup=False)
-
-        outcome = campaign.execute(store, c, cs, resume_id, on_start, on_run, on_done)
+    with CampaignProgress(err, c.name) as prog:
+        outcome = campaign.execute(store, c, cs, resume_id, prog.on_start, prog.on_run, prog.on_done)
     store.close()
     counts = ", ".join(f"{v} {k}" for k, v in outcome.counts.items() if v)
     err.print(f"campaign #{outcome.campaign_id} done: {counts or 'nothing to run'}"
@@ -207,24 +195,38 @@ def cmd_compare(args: argparse.Namespace) -> int:
                    args.placement)
     present = sorted({r["config"] for r in store.db.execute("SELECT DISTINCT config FROM runs")})
     store.close()
+    measured = len(rows)
+    if not (args.all or args.metric):  # an explicit --metric asks for it at every size
+        rows = [r for r in rows if is_headline(r.benchmark, r.bench, r.metric, r.size,
+                                               json.loads(r.point))]
     if not rows:
-        err.print(f"no metric measured by both {args.a} and {args.b} with these filters "
-                  f"(configurations in {args.db}: {', '.join(present) or 'none'})")
+        why = (f" ({measured} non-headline metrics: see them with --all)" if measured else
+               f" (configurations in {args.db}: {', '.join(present) or 'none'})")
+        err.print(f"no {'' if args.all or args.metric else 'headline '}metric measured by both "
+                  f"{args.a} and {args.b} with these filters{why}", highlight=False, markup=False)
         return 1
-    t = Table(title=f"{args.b} / {args.a} (ratio of medians; spread = min–max of per-repetition "
-                    "ratios)")
-    for col in ("bench", "metric", "bytes", "mpi", "mode", f"A {args.a}", f"B {args.b}", "unit",
-                "B/A", "spread", "n", "better"):
-        t.add_column(col, justify="right" if col in ("bytes", "B/A", "spread", "n") or
-                     col.startswith(("A ", "B ")) else "left")
+    columns = [Column("bench"), Column("metric"), Column("bytes", True), Column("mpi"),
+               Column("mode"), Column(f"A {args.a}", True), Column(f"B {args.b}", True),
+               Column("unit"), Column("B/A", True), Column("spread", True), Column("n", True),
+               Column("better")]
+    shown, records = [], []
     for r in rows:
         name = r.bench if r.bench == r.benchmark else f"{r.benchmark}/{r.bench}"
         spread = f"{_fmt(r.ratio_min)}–{_fmt(r.ratio_max)}" if r.ratio_min is not None else "-"
         better = {"A": args.a, "B": args.b, "=": "same", "?": "?"}[r.verdict]
-        t.add_row(name, r.metric, "" if r.size is None else str(r.size), r.mpi, r.mode,
-                  _fmt(r.median_a), _fmt(r.median_b), r.unit, _fmt(r.ratio), spread,
-                  f"{r.n_a}/{r.n_b}", better)
-    out.print(t)
+        shown.append([name, r.metric, "" if r.size is None else str(r.size), r.mpi, r.mode,
+                      _fmt(r.median_a), _fmt(r.median_b), r.unit, _fmt(r.ratio), spread,
+                      f"{r.n_a}/{r.n_b}", better])
+        # The raw numbers, with what the table packs into one cell (name, spread, n) apart.
+        records.append({"a": args.a, "b": args.b, "benchmark": r.benchmark, "bench": r.bench,
+                        "metric": r.metric, "bytes": r.size, "mpi": r.mpi, "mode": r.mode,
+                        "params": json.loads(r.point), "unit": r.unit, "median_a": r.median_a,
+                        "median_b": r.median_b, "ratio": r.ratio, "ratio_min": r.ratio_min,
+                        "ratio_max": r.ratio_max, "n_a": r.n_a, "n_b": r.n_b,
+                        "direction": r.better, "better": better})
+    what = "all metrics" if args.all or args.metric else "headline metrics (--all: every metric)"
+    emit(out, args.format, f"{args.b} / {args.a}, {what} (ratio of medians; spread = min–max of "
+         "per-repetition ratios)", columns, shown, records)
     return 0
 
 
@@ -319,6 +321,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--mode")
     c.add_argument("--metric", help="one metric name (t_avg, bandwidth, HPL_Tflops, ...)")
     c.add_argument("--placement", help="only runs whose probes saw this placement (core, smt, chip)")
+    c.add_argument("--all", action="store_true",
+                   help="every metric, not only the headline ones (docs/evaluation.md)")
+    c.add_argument("--format", choices=FORMATS, default="table",
+                   help="table (default), csv, json or markdown")
     c.set_defaults(fn=cmd_compare)
 
     rp = sub.add_parser("report", parents=[common], help="write the HTML report")
@@ -367,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
         err.print("bobcat: interrupted; completed runs are stored (continue with "
                   "`bobcat evaluate --resume`)")
         return 130
+    except BrokenPipeError:  # `bobcat compare | head`: the reader has all it wants
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

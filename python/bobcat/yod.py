@@ -14,11 +14,9 @@ from __future__ import annotations
 import os
 import sys
 
-# libbobcat refuses smaller heaps (SMAP_MIN_HEAP, include/bobcat/smartmap.h).
-MIN_HEAP = 128 << 20
-
-from .yod_plan import (Options, Plan, UsageError, format_size, heap_per_rank, host_cores,
-                       hostfile_hosts, make_plan, mem_available, parse_args)
+from .yod_plan import (MAX_HEAP, MIN_HEAP, PT_BUDGET, Options, Plan, UsageError, format_size, heap_per_rank,
+                       host_cores, hostfile_hosts, hugetlb_free, make_plan, max_local_ranks, mem_available,
+                       mem_total, page_table_bytes, parse_args, slot_shift)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STARTUP, EXIT_TIMEOUT = 0, 1, 2, 3, 124
 
@@ -34,8 +32,11 @@ modes (ranks per node; default -VN <cores of this node>):
   -F <loadfile>       heterogeneous job: up to 32 lines `-np <n> [-SN|-VN<k>] program [args]`
 options:
   --heap SIZE         heap per rank (4k, 2M, 1G ...)
-  --heap-node SIZE    heap per node, divided evenly among its ranks (default 1G)
+  --heap-node SIZE    heap per node, divided evenly among its ranks (default: half the node's
+                      available memory, at most 1G and at least 128M per rank)
   --pages POLICY      auto (default), huge, thp or small;  -small_pages = --pages small
+  --windows POLICY    page tables of the windows onto other ranks' heaps: auto (default: eager
+                      on 2 MiB pages, lazy on 4 KiB), eager or lazy (BOBCAT_WINDOWS)
   -tlimit SECONDS     time limit for the whole job (also env YOD_TIME_LIMIT)
   --mpi openmpi|mpich override the MPI detected from the program
   --hostfile FILE     hosts to run on (passed to the MPI launcher)
@@ -153,12 +154,28 @@ class Yod:
             scope = "on this host" if o.simulate_nodes else "per node"
         else:
             here, scope = self.plan.max_rpn(), "per node"
+        # Heap: per group (groups differ in ranks per node); the node total must fit in memory.
+        avail_mem = mem_available()
+        self.sharing = [here if o.simulate_nodes or self.plan.nodes == 1 else min(g.np, g.rpn) for g in o.groups]
+        self.heaps = [heap_per_rank(o, g.rpn, n, avail_mem) for g, n in zip(o.groups, self.sharing)]
+        self.avail_mem = avail_mem
+        # SMARTMAP's address layout bounds the ranks of a node (include/bobcat/smartmap.h): checked
+        # here, before launch, so that no rank has to refuse to start.
+        for (np, rpn, _, _), g, h in zip(self.plan.groups, o.groups, self.heaps):
+            n, top = min(np, rpn), max_local_ranks(h)
+            if o.preload and top == 0:
+                raise UsageError(f"a heap of {format_size(h)} per rank for {os.path.basename(g.program)} exceeds "
+                                 f"SMARTMAP's largest, {format_size(MAX_HEAP)} (SMAP_MAX_HEAP); lower --heap / --heap-node")
+            if o.preload and n > top:
+                raise UsageError(
+                    f"{n} ranks per node for {os.path.basename(g.program)}, but SMARTMAP's address layout "
+                    f"holds at most {top} per node with a heap of {format_size(h)} per rank (slots of "
+                    f"{format_size(1 << slot_shift(h))} below 64 TiB, and SMAP_MAX_LOCAL_RANKS = 1024); "
+                    "use fewer ranks per node (-VN <n>) or a smaller heap (--heap / --heap-node)")
         self.oversubscribed = here > self.cores
         if self.oversubscribed and not o.oversubscribe:
             raise UsageError(f"{here} ranks {scope} but this host has {self.cores} cores; use fewer "
                              "ranks per node, more nodes, or --oversubscribe")
-        # Heap: per group (groups differ in ranks per node); the node total must fit in memory.
-        self.heaps = [heap_per_rank(o, g.rpn) for g in o.groups]
         # libbobcat's floor (SMAP_MIN_HEAP in smartmap.h): the allocator hands the heap out in
         # 32 MiB blocks and every allocating thread (the MPI's helpers too) owns one.
         for g, h in zip(o.groups, self.heaps):
@@ -169,12 +186,14 @@ class Yod:
             need = sum(g.np * h for g, h in zip(o.groups, self.heaps))
         else:
             need = max(min(g.np, g.rpn) * h for g, h in zip(o.groups, self.heaps))
-        avail_mem = mem_available()
-        if avail_mem is not None and need > avail_mem:
+        # The hugetlb pool is outside MemAvailable, and heaps on auto or huge pages come from it first.
+        room = None if avail_mem is None else avail_mem + (hugetlb_free() if o.pages in ("auto", "huge") else 0)
+        if room is not None and need > room:
             knob = ("--heap" if o.heap is not None else
-                    "--heap-node" if o.heap_node is not None else "--heap-node (default 1G)")
+                    "--heap-node" if o.heap_node is not None else "--heap-node (default: half of MemAvailable)")
             raise UsageError(f"the heaps need {format_size(need)} on one node but only "
-                             f"{format_size(avail_mem)} is available (MemAvailable); lower {knob}")
+                             f"{format_size(room)} is available (MemAvailable"
+                             f"{' + free hugetlb pages' if room != avail_mem else ''}); lower {knob}")
         # The rank shim and the libbobcat flavour of each group.
         lib_dir = os.path.join(paths.home_dir(), paths.LIB)
         shim = os.path.join(paths.home_dir(), paths.LIBEXEC, "bobcat-rank")
@@ -214,6 +233,10 @@ class Yod:
                 for g, v in enumerate(values):
                     if v is not None:
                         per_group[g] += ["--setenv", f"{name}={v}"]
+        if o.windows:
+            env["BOBCAT_WINDOWS"] = o.windows
+        self.windows = env.get("BOBCAT_WINDOWS") or "auto"
+        self.page_tables = self._page_tables()
         self.env = env
         # Open MPI binds exactly as libbobcat would on a single real node (yod_launch.py).
         self.launcher_binds = (o.preload and env["BOBCAT_BIND"] == "core" and self.kind == "openmpi"
@@ -223,6 +246,30 @@ class Yod:
                             oversubscribe=o.oversubscribe and self.kind == "openmpi",
                             extra=o.launcher_args, launcher_binds=self.launcher_binds, mpi=self.mpi)
 
+    def _page_tables(self) -> tuple[int, float, str, int] | None:
+        """The worst node's page tables at start (bytes, share of the node's memory, page kind, and
+        bytes once every rank has touched all of every peer's heap), estimated for the smallest
+        page kind the policy may end on."""
+        if not self.opts.preload:
+            return None
+        kind = {"huge": "huge", "thp": "thp"}.get(self.opts.pages, "small")
+        total = mem_total() or 1
+        worst = None
+        for (np, rpn, _, _), h in zip(self.plan.groups, self.heaps):
+            b = page_table_bytes(h, min(np, rpn), kind, self.windows)
+            if worst is None or b > worst[0]:
+                worst = (b, b / total, kind, page_table_bytes(h, min(np, rpn), kind, "eager"))
+        return worst
+
+    def warnings(self) -> list[str]:
+        pt = self.page_tables
+        if pt and pt[1] > PT_BUDGET:
+            return [f"the windows' page tables would take {format_size(pt[0])} per node at start, "
+                    f"{pt[1] * 100:.1f} % of its memory, on {pt[2]} pages with --windows {self.windows}: "
+                    "use --windows lazy (BOBCAT_WINDOWS=lazy), 2 MiB pages (--pages huge or thp), or fewer "
+                    "ranks per node"]
+        return []
+
     def _plan_words(self) -> str:
         return ", ".join(f"{np} ranks at {rpn} per node" for np, rpn, _, _ in self.plan.groups)
 
@@ -231,14 +278,30 @@ class Yod:
         lines = [f"job {self.job_id}: {p.ranks} ranks on {p.nodes} node{'s' if p.nodes > 1 else ''}"
                  f"{' (simulated on this host)' if o.simulate_nodes else ''}, "
                  f"mpi {self.mpi or 'none'}, launcher {self.launch.argv[0]}"]
-        for (np, rpn, nodes, base), g, h in zip(p.groups, o.groups, self.heaps):
+        for (np, rpn, nodes, base), g, h, sharing in zip(p.groups, o.groups, self.heaps, self.sharing):
             last = np - (nodes - 1) * rpn
             lines.append(f"  {os.path.basename(g.program)}: {np} ranks, {rpn} per node "
                          f"(-{'SN' if rpn == 1 else f'VN{rpn}'}) on nodes {base}-{base + nodes - 1}"
                          f"{f', last node holds {last}' if last != rpn else ''}; "
                          f"heap {format_size(h)} per rank")
+            if o.heap is None and o.heap_node is None:
+                lines.append(f"    heap: default, half of MemAvailable "
+                             f"({format_size(self.avail_mem) if self.avail_mem else 'unknown'}) divided among "
+                             f"{sharing} ranks sharing the node, within [128 MiB, 1 GiB] per rank "
+                             "(--heap / --heap-node to choose)")
+            if o.preload:
+                sh = slot_shift(h)
+                lines.append(f"    layout: slot {format_size(1 << sh)} (2^{sh}): own heap at 64 GiB, local rank "
+                             f"r's window at 64 GiB + (r + 1) * {format_size(1 << sh)}; at most "
+                             f"{max_local_ranks(h)} ranks per node at this heap")
         lines.append(f"  binding: {'none (oversubscribed: ' + str(self.cores) + ' cores)' if self.oversubscribed else 'one rank per core'}"
-                     f"; pages: {o.pages}; BOBCAT_PLAN={p.env}")
+                     f"; pages: {o.pages}; windows: {self.windows}; BOBCAT_PLAN={p.env}")
+        if self.page_tables:
+            b, share, kind, full = self.page_tables
+            lines.append(f"  page tables at start (estimate, {kind} pages): {format_size(b)} per node, "
+                         f"{share * 100:.2f} % of its memory"
+                         + (f"; up to {format_size(full)} ({full / b * share * 100:.2f} %) once every rank has "
+                            "touched all of every peer's heap (lazy windows)" if full > b else ""))
         if o.tlimit:
             lines.append(f"  time limit: {o.tlimit:g} s")
         return lines
@@ -279,6 +342,10 @@ class Yod:
         return "?"
 
     def verdict(self, out) -> int:
+        """The exit status and the one line that says why, from everything the job told yod: the
+        shims' start and exit lines, the MPI's abort message, and the launcher's status.  A job
+        that started and was then ended is a failure (1), never a start-up failure (3), even when
+        the launcher killed the shims before they could report (Hydra on MPI_Abort)."""
         if out.signalled is not None:
             import signal as sig
             _err(f"stopped by {sig.Signals(out.signalled).name}; the job was ended")
@@ -286,28 +353,82 @@ class Yod:
         if out.timed_out:
             _err(f"time limit of {self.opts.tlimit:g} s reached; the job was ended")
             return EXIT_TIMEOUT
-        if out.first_failure is not None:
-            f = out.first_failure
-            stopped = sum(1 for e in out.ends.values() if e.rank != f.rank and not e.ok)
-            _err(f"rank {f.rank} ({self._prog_of(f.rank)}) {f.describe()}"
-                 + (f"; {stopped} other rank{'s' if stopped > 1 else ''} stopped" if stopped else ""))
-            return EXIT_STARTUP if f.code == EXIT_STARTUP else EXIT_FAILED
-        missing = [r for r in range(self.plan.ranks) if r not in out.ends]
         launcher = os.path.basename(self.launch.argv[0])
+        noexec = next((e for e in out.ends.values() if e.exec_errno is not None), None)
+        if noexec is not None:
+            _err(f"rank {noexec.rank} ({self._prog_of(noexec.rank)}) {noexec.describe()}; "
+                 "the job was ended")
+            return EXIT_STARTUP
+        cause = out.cause()
+        if out.abort is not None:
+            rank = self._abort_rank(out)
+            # A rank that failed by itself before the abort (SIGSEGV, then a peer's MPI finds the
+            # broken connection fatal) is the cause; the abort is its consequence.
+            before = list(out.ends.values())[:out.ends_before_abort]
+            if cause is None or cause.terminated or cause.rank == rank or cause not in before:
+                return self._aborted(out, rank, launcher)
+        missing = [r for r in range(self.plan.ranks) if r not in out.ends]
+        # Open MPI tears a job down with SIGTERM, which the shims forward and report; Hydra
+        # SIGKILLs the shims, which then report nothing.  So under Open MPI, ranks that reported
+        # only SIGTERM while others vanished without a report (their shim was killed) are the
+        # launcher's victims, and the vanished ranks are where the end began.  Under Hydra a
+        # reported SIGTERM came from elsewhere (a user's kill) and is the cause.
+        victims_only = (self.kind == "openmpi" and cause is not None and cause.signal == 15
+                        and bool(missing) and out.launcher_status != 0)
+        if cause is not None and not victims_only:
+            _err(f"rank {cause.rank} ({self._prog_of(cause.rank)}) {cause.describe()}"
+                 + self._others(out, cause.rank, launcher))
+            return EXIT_STARTUP if cause.code == EXIT_STARTUP else EXIT_FAILED
         if out.leftovers and self.opts.verbose:
             _err(f"ended {out.leftovers} process{'es' if out.leftovers > 1 else ''} the job left behind")
         if not missing:
             return EXIT_OK          # every rank exited 0, whatever the launcher made of its end
         if out.launcher_status != 0:
-            if len(missing) == self.plan.ranks:
+            unstarted = [r for r in range(self.plan.ranks) if r not in out.started]
+            if len(unstarted) == self.plan.ranks:
                 _err(f"{launcher} failed (status {out.launcher_status}) before any rank ran")
                 return EXIT_STARTUP
-            _err(f"{launcher} ended with status {out.launcher_status}; "
-                 f"rank{'s' if len(missing) > 1 else ''} {_ranges(missing)} ended without a report "
-                 "(killed?)")
+            if unstarted:
+                _err(f"{launcher} failed (status {out.launcher_status}) before "
+                     f"rank{'s' if len(unstarted) > 1 else ''} {_ranges(unstarted)} started")
+                return EXIT_STARTUP
+            stopped = sum(1 for e in out.ends.values() if not e.ok)
+            _err(f"{launcher} ended the job (status {out.launcher_status}) after the ranks "
+                 f"started; rank{'s' if len(missing) > 1 else ''} {_ranges(missing)} ended "
+                 "without a report (killed?)"
+                 + (f"; {stopped} other rank{'s' if stopped > 1 else ''} stopped" if stopped else ""))
             return EXIT_FAILED
         _err(f"rank{'s' if len(missing) > 1 else ''} {_ranges(missing)} ended without a report")
         return EXIT_FAILED
+
+    @staticmethod
+    def _abort_rank(out) -> int | None:
+        """The world rank that aborted.  Open MPI names the rank only within the aborting
+        communicator; the world rank is then the one whose shim reported the abort's code."""
+        a = out.abort
+        if a.rank is not None:
+            return a.rank
+        same = [e.rank for e in out.ends.values() if e.signal is None and e.code == a.code & 0xff]
+        return same[0] if len(same) == 1 else None
+
+    def _aborted(self, out, rank: int | None, launcher: str) -> int:
+        """The MPI says a rank aborted the job (MPI_Abort or a fatal MPI error)."""
+        a = out.abort
+        who = (f"rank {rank} ({self._prog_of(rank)})" if rank is not None else
+               f"rank {a.comm_rank} of communicator {a.comm}")
+        _err(f"{who} {a.what}" + self._others(out, rank, launcher))
+        return EXIT_FAILED
+
+    def _others(self, out, rank: int | None, launcher: str) -> str:
+        """'; 2 other ranks stopped' from the shims' reports, or, when the launcher killed the
+        shims before they could report, that the launcher ended the job."""
+        stopped = sum(1 for e in out.ends.values() if e.rank != rank and not e.ok)
+        if stopped:
+            return f"; {stopped} other rank{'s' if stopped > 1 else ''} stopped"
+        n = sum(1 for r in range(self.plan.ranks) if r != rank and r not in out.ends)
+        if n:
+            return f"; {launcher} ended {'the other rank' if n == 1 else f'the {n} other ranks'}"
+        return ""
 
 
 def _ranges(ranks: list[int]) -> str:
@@ -337,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         _err(str(e))
         return EXIT_USAGE
+    for w in y.warnings():
+        _err(f"warning: {w}")
     if opts.dry_run:
         import shlex
         for line in y.summary():

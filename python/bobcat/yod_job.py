@@ -23,20 +23,32 @@ GRACE_S = 1.5            # SIGTERM -> SIGKILL
 LINGER_S = 2.0           # after every rank reported, how long the launcher may take to exit
 PARTIAL_HOLD_S = 0.05    # how long a partial line that might be a status line is held back
 PR_SET_CHILD_SUBREAPER = 36
+HEAD_MAX = 1024          # how much of a line split across reads is kept to look for abort messages
+
+
+# Signals that end a rank from outside (a launcher's or yod's teardown, a user's kill): a rank that
+# died of one is more likely a victim of another rank's failure than its cause.
+TERMINATION_SIGNALS = (1, 2, 9, 15)     # SIGHUP, SIGINT, SIGKILL, SIGTERM
 
 
 class RankEnd:
     """How one rank ended, from its shim's exit line."""
-    __slots__ = ("rank", "code", "signal")
+    __slots__ = ("rank", "code", "signal", "exec_errno")
 
-    def __init__(self, rank: int, code: int | None, sig: int | None):
-        self.rank, self.code, self.signal = rank, code, sig
+    def __init__(self, rank: int, code: int | None, sig: int | None, exec_errno: int | None = None):
+        self.rank, self.code, self.signal, self.exec_errno = rank, code, sig, exec_errno
 
     @property
     def ok(self) -> bool:
         return self.code == 0
 
+    @property
+    def terminated(self) -> bool:
+        return self.signal in TERMINATION_SIGNALS
+
     def describe(self) -> str:
+        if self.exec_errno is not None:
+            return f"could not be started ({os.strerror(self.exec_errno)})"
         if self.signal is not None:
             try:
                 import signal as signals
@@ -47,17 +59,73 @@ class RankEnd:
         return f"exited with code {self.code}"
 
 
+class MpiAbort:
+    """The MPI library's own word that a rank ended the whole job: MPI_Abort, or an error the MPI
+    treats as fatal.  rank is the world rank when the message says it, else None (Open MPI names
+    the rank in the aborting communicator only)."""
+    __slots__ = ("rank", "code", "what", "comm", "comm_rank")
+
+    def __init__(self, rank: int | None, code: int, what: str, comm: str, comm_rank: int):
+        self.rank, self.code, self.what, self.comm, self.comm_rank = rank, code, what, comm, comm_rank
+
+
+def _abort_what(reason: str, code: int) -> str:
+    if reason.startswith("application called MPI_Abort"):
+        return f"called MPI_Abort with code {code}"
+    reason = reason.strip().removesuffix(", error stack:").removesuffix(":")
+    return f"hit a fatal MPI error ({reason})" if reason else f"was aborted by MPI (code {code})"
+
+
+def parse_mpich_abort(line: str) -> MpiAbort | None:
+    """MPICH (MPID_Abort), from the aborting rank itself:
+    'Abort(7) on node 1 (rank 1 in comm 0): application called MPI_Abort(MPI_COMM_WORLD, 7) - process 1'
+    ('on node' is MPICH's name for the world rank; 'rank ... in comm' is the communicator's)."""
+    import re
+    m = re.search(r"\bAbort\((-?\d+)\) on node (\d+) \(rank (\d+) in comm (\d+)\): ?(.*)", line)
+    if m is None:
+        return None
+    code = int(m.group(1))
+    return MpiAbort(int(m.group(2)), code, _abort_what(m.group(5), code), m.group(4), int(m.group(3)))
+
+
+def parse_ompi_abort(first: str, second: str) -> MpiAbort | None:
+    """Open MPI (mpirun's help message), two lines:
+    'MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD' / 'with errorcode 7.'"""
+    import re
+    m = re.search(r"MPI_ABORT was invoked on rank (\d+) in communicator (.+?)\s*$", first)
+    c = re.match(r"\s*with errorcode (-?\d+)", second)
+    if m is None or c is None:
+        return None
+    code, comm, comm_rank = int(c.group(1)), m.group(2), int(m.group(1))
+    return MpiAbort(comm_rank if comm == "MPI_COMM_WORLD" else None, code,
+                    f"called MPI_Abort with code {code}", comm, comm_rank)
+
+
 class Outcome:
     """What yod learnt about the job while it ran."""
 
     def __init__(self) -> None:
         self.launcher_status: int | None = None   # exit code, or -signal
+        self.started: set[int] = set()             # ranks whose shim was about to exec the program
         self.ends: dict[int, RankEnd] = {}
         self.first_failure: RankEnd | None = None
+        self.abort: MpiAbort | None = None         # the first abort the MPI reported
+        self.ends_before_abort = 0                 # how many ranks had reported their end by then
         self.nodes: list[dict[str, str]] = []
         self.timed_out = False
         self.signalled: int | None = None
         self.leftovers = 0                         # processes still alive after the launcher ended
+
+    def cause(self) -> RankEnd | None:
+        """The failed rank most likely to have caused the job's end: the first to fail by itself
+        (a non-zero code, an exec failure, a signal like SIGSEGV) rather than by a termination
+        signal, which is how the ranks that a teardown stopped end.  Reports race (Open MPI's
+        teardown SIGTERMs the other ranks while the aborting one is still exiting), so arrival
+        order alone is not enough."""
+        for e in self.ends.values():       # in arrival order
+            if not e.ok and not e.terminated:
+                return e
+        return self.first_failure
 
 
 def set_subreaper() -> None:
@@ -170,7 +238,9 @@ class Job:
         self.pid = -1
         self._buf = b""
         self._passing = False               # inside a user line already partly forwarded
+        self._head = b""                    # that line's start (up to HEAD_MAX), for _abort_line
         self._held_since = 0.0
+        self._ompi_abort_line: str | None = None   # first line of Open MPI's two-line abort message
 
     # --- stderr relay -------------------------------------------------------------------------
     def _emit(self, data: bytes) -> None:
@@ -197,7 +267,13 @@ class Job:
                 self._status(line.rstrip(b"\r\n"))
             else:
                 out.append(line)
+                if self.out.abort is None:
+                    # Pipes split lines anywhere: look at the whole line, not its last piece.
+                    whole = self._head + line if self._head else line
+                    if b"Abort(" in whole or b"MPI_ABORT" in whole or self._ompi_abort_line is not None:
+                        self._abort_line(whole.decode("utf-8", "replace"))
             self._passing = False
+            self._head = b""
         rest = buf[start:]
         # A partial line that cannot become a status line goes out now, so prompts and progress
         # dots show up; one that still could is held briefly (see flush_partial).
@@ -205,6 +281,7 @@ class Job:
                      and not rest.startswith(STATUS_PREFIX)):
             out.append(rest)
             self._passing = True
+            self._head = (self._head + rest)[:HEAD_MAX]
             rest = b""
         if rest and not self._buf:
             self._held_since = now
@@ -216,19 +293,39 @@ class Job:
         if self._buf and (force or now - self._held_since > PARTIAL_HOLD_S):
             self._emit(self._buf)
             self._passing = True
+            self._head = (self._head + self._buf)[:HEAD_MAX]
             self._buf = b""
+
+    def _abort_line(self, line: str) -> None:
+        """Watch the relayed stderr for the MPI's own abort message (only lines that might be one
+        get here); Hydra kills the rank shims on an abort, so this is the only word of who did it."""
+        if self._ompi_abort_line is not None:
+            self.out.abort = parse_ompi_abort(self._ompi_abort_line, line)
+            self._ompi_abort_line = None
+        elif "MPI_ABORT was invoked" in line:
+            self._ompi_abort_line = line
+        else:
+            self.out.abort = parse_mpich_abort(line)
+        if self.out.abort is not None:
+            self.out.ends_before_abort = len(self.out.ends)
 
     def _status(self, line: bytes) -> None:
         kind, f = parse_status(line)
         if kind == "exit":
             try:
                 end = RankEnd(int(f["rank"]), int(f["code"]) if "code" in f else None,
-                              int(f["signal"]) if "signal" in f else None)
+                              int(f["signal"]) if "signal" in f else None,
+                              int(f["exec_errno"]) if "exec_errno" in f else None)
             except (KeyError, ValueError):
                 return
             self.out.ends[end.rank] = end
             if not end.ok and self.out.first_failure is None:
                 self.out.first_failure = end
+        elif kind == "start":
+            try:
+                self.out.started.add(int(f["rank"]))
+            except (KeyError, ValueError):
+                return
         elif kind == "node":
             self.out.nodes.append(f)
             self.on_status(kind, f)

@@ -10,8 +10,27 @@ from __future__ import annotations
 import os
 
 MAX_LOAD_LINES = 32          # Catamount's yod -F limit
-DEFAULT_HEAP_NODE = 1 << 30  # --heap-node 1G
 PAGE_POLICIES = ("auto", "huge", "thp", "small")
+WINDOW_POLICIES = ("auto", "eager", "lazy")
+
+# The default heap (no --heap, no --heap-node): this share of the node's MemAvailable, divided
+# evenly among the ranks sharing the node, clamped to [MIN_HEAP, DEFAULT_HEAP_CAP] per rank.  The
+# cap bounds the start-up cost (the heap is populated in full: 1 GiB takes ~0.05 s on hugetlb
+# pages, ~0.2 s on shmem THP, ~0.55 s on 4 KiB pages here) and leaves memory to the rest of the
+# node; docs/yod.md.
+DEFAULT_HEAP_SHARE = 0.5
+DEFAULT_HEAP_CAP = 1 << 30
+MIN_HEAP = 128 << 20         # SMAP_MIN_HEAP (include/bobcat/smartmap.h)
+
+# SMARTMAP's address layout, as include/bobcat/smartmap.h defines it (smap_layout_shift,
+# smap_layout_max_ranks): own heap at LAYOUT_BASE, local rank r's window at
+# LAYOUT_BASE + (r + 1) * slot, all below LAYOUT_TOP; slot = smallest power of two >= heap.
+LAYOUT_BASE = 64 << 30       # SMAP_HEAP_BASE
+LAYOUT_TOP = 1 << 46         # SMAP_LAYOUT_TOP: 64 TiB
+MIN_SLOT_SHIFT = 21          # SMAP_MIN_SLOT_SHIFT: 2 MiB
+MAX_HEAP = 1 << 44           # SMAP_MAX_HEAP: 16 TiB
+MAX_LOCAL_RANKS = 1024       # SMAP_MAX_LOCAL_RANKS
+PT_BUDGET = 0.01             # warn when page tables would take more than 1 % of a node's memory
 MPIS = ("openmpi", "mpich")
 
 
@@ -41,6 +60,7 @@ class Options:
         self.heap: int | None = None          # --heap: bytes per rank
         self.heap_node: int | None = None     # --heap-node: bytes per node, divided by its ranks
         self.pages = "auto"
+        self.windows: str | None = None       # --windows (else BOBCAT_WINDOWS, else auto)
         self.tlimit: float | None = None
         self.verbose = False
         self.mpi: str | None = None
@@ -96,11 +116,10 @@ def _mode_rpn(flag: str, nxt: str | None) -> tuple[int, int] | None:
 
 
 def format_size(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift} {unit}"
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
+    """Bytes in the largest binary unit they reach: whole when exact, else one decimal."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n >> shift} {unit}" if n % (1 << shift) == 0 else f"{n / (1 << shift):.1f} {unit}"
     return f"{n} B"
 
 
@@ -122,7 +141,7 @@ def resolve_program(prog: str, where: str) -> str:
 
 
 # Long options taking a value; '--opt=value' is accepted for each of them.
-_VALUED = {"-np", "-F", "--heap", "--heap-node", "--pages", "-tlimit", "--tlimit", "--mpi",
+_VALUED = {"-np", "-F", "--heap", "--heap-node", "--pages", "--windows", "-tlimit", "--tlimit", "--mpi",
            "--hostfile", "--launcher-arg", "-n"}
 
 
@@ -169,6 +188,10 @@ def parse_args(argv: list[str]) -> Options:
             if val not in PAGE_POLICIES:
                 raise UsageError(f"--pages {val!r}: choose one of {', '.join(PAGE_POLICIES)}")
             o.pages = val
+        elif name == "--windows":
+            if val not in WINDOW_POLICIES:
+                raise UsageError(f"--windows {val!r}: choose one of {', '.join(WINDOW_POLICIES)}")
+            o.windows = val
         elif name in ("-small_pages", "--small-pages"):
             o.pages = "small"
         elif name in ("-tlimit", "--tlimit"):
@@ -325,17 +348,74 @@ def make_plan(groups: list[tuple[int, int]]) -> Plan:
     return Plan(out, base, sum(g[0] for g in groups))
 
 
-def heap_per_rank(opts: Options, rpn: int) -> int:
-    """--heap as given, else --heap-node (default 1G) divided evenly by the ranks per node,
-    rounded down to whole 4 KiB pages."""
+def heap_per_rank(opts: Options, rpn: int, sharing: int | None = None, avail: int | None = None) -> int:
+    """--heap as given; else --heap-node divided evenly by the ranks per node, rounded down to
+    whole 4 KiB pages; else the default: DEFAULT_HEAP_SHARE of `avail` (the node's MemAvailable)
+    divided by the `sharing` ranks that share the node's memory (rpn if None), rounded down to
+    2 MiB and clamped to [MIN_HEAP, DEFAULT_HEAP_CAP] (MIN_HEAP when avail is unknown)."""
     if opts.heap is not None:
         return opts.heap
-    node = opts.heap_node if opts.heap_node is not None else DEFAULT_HEAP_NODE
-    per = (node // rpn) & ~4095
-    if per <= 0:
-        raise UsageError(f"--heap-node {format_size(node)} divided by {rpn} ranks per node leaves "
-                         "less than a 4 KiB page per rank; give a larger --heap-node")
-    return per
+    if opts.heap_node is not None:
+        per = (opts.heap_node // rpn) & ~4095
+        if per <= 0:
+            raise UsageError(f"--heap-node {format_size(opts.heap_node)} divided by {rpn} ranks per node "
+                             "leaves less than a 4 KiB page per rank; give a larger --heap-node")
+        return per
+    if avail is None:
+        return MIN_HEAP
+    per = int(avail * DEFAULT_HEAP_SHARE) // (sharing or rpn) & ~((2 << 20) - 1)
+    return max(MIN_HEAP, min(DEFAULT_HEAP_CAP, per))
+
+
+# --- SMARTMAP's address layout and its page tables ---------------------------------------------
+
+def slot_shift(heap: int) -> int:
+    """log2 of the slot of a heap: the smallest power of two >= heap, at least 2 MiB."""
+    return max(MIN_SLOT_SHIFT, (heap - 1).bit_length())
+
+
+def max_local_ranks(heap: int) -> int:
+    """Local ranks the layout holds at this heap per rank (0: the heap is too large)."""
+    if heap > MAX_HEAP:
+        return 0
+    return max(0, min(MAX_LOCAL_RANKS, ((LAYOUT_TOP - LAYOUT_BASE) >> slot_shift(heap)) - 1))
+
+
+_GIB = 1 << 30
+_PT_PAGE = 4096
+
+
+def _pmd_pages(span: int) -> int:
+    """4 KiB page-table pages of PMD entries (2 MiB mappings) covering `span` bytes."""
+    return -(-span // _GIB)
+
+
+def page_table_bytes(heap: int, n: int, kind: str, windows: str) -> int:
+    """Estimated page tables at start for one node of n ranks of `heap` bytes on `kind` pages
+    ("small", "thp", "huge") with windows filled `windows` ("eager", "lazy", "auto").  The model
+    the scaling benchmark checks (python/bobcat/bench_scaling.py, docs/yod.md):
+      * 4 KiB pages: 8 bytes per 4 KiB mapped, in every rank that maps it;
+      * 2 MiB pages: one 4 KiB PMD page per GiB of address space mapped; windows are packed in
+        slots, so small windows share one;
+      * hugetlb windows of >= 1 GiB in 1 GiB-aligned slots: Linux shares the PMD pages of the whole
+        GiBs among every rank mapping them (PMD sharing), so they count once per node;
+      * lazy windows cost nothing at start (and at most the eager amount once fully touched)."""
+    slot = 1 << slot_shift(heap)
+    if kind == "small":
+        own = heap // 512
+        win = n * heap // 512
+    else:
+        own = _pmd_pages(heap) * _PT_PAGE
+        win = _pmd_pages(n * slot if slot < _GIB else n * heap) * _PT_PAGE
+    eager = windows == "eager" or (windows == "auto" and kind != "small")
+    if not eager:
+        return n * own
+    if kind == "huge" and heap >= _GIB:
+        whole = heap // _GIB
+        shared = n * whole * _PT_PAGE                      # once per heap, node-wide
+        partial = _pmd_pages(heap - whole * _GIB) * _PT_PAGE if heap % _GIB else 0
+        return shared + n * (n + 1) * partial
+    return n * own + n * win
 
 
 def host_cores() -> int:
@@ -357,6 +437,31 @@ def mem_available() -> int | None:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def hugetlb_free() -> int:
+    """Bytes of free 2 MiB hugetlb pages (HugePages_Free): memory a heap on `auto` or `huge` pages
+    takes from the pool, which MemAvailable does not count."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("HugePages_Free:"):
+                    return int(line.split()[1]) * (2 << 20)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def mem_total() -> int | None:
+    """MemTotal of /proc/meminfo in bytes (None if unreadable)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass

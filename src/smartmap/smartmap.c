@@ -1,7 +1,14 @@
 /* smartmap: the SMARTMAP memory model. At load time (library constructor) a rank started by yod
  * creates its heap segment, meets the other ranks of its node, maps every local rank r's heap at
- * SMAP_HEAP_BASE + (r + 1) << 39, and steers malloc into its own segment. After fork() the child
- * gets a private copy of the heap and no windows: it is not a rank. */
+ * SMAP_HEAP_BASE + (r + 1) << slot_shift, and steers malloc into its own segment. After fork() the
+ * child gets a private copy of the heap and no windows: it is not a rank.
+ *
+ * Layout rule (include/bobcat/smartmap.h): the slot is the smallest power of two >= the heap, at
+ * least 2 MiB. Why not a fixed 1 GiB or 512 GiB slot: the windows' page tables are what limits a
+ * node of many ranks, and packing the windows densely lets one page-table page (covering 1 GiB
+ * with 2 MiB pages, 2 MiB with 4 KiB pages) serve several small windows; heaps of 1 GiB and more
+ * get 1 GiB-aligned slots anyway, which is what Linux needs to share the page tables of hugetlb
+ * windows among all the ranks that map them. */
 #include "smartmap.h"
 
 #include <errno.h>
@@ -10,12 +17,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 smartmap_state_t smartmap_state = {.place = {.local_size = 1}};
 
-static inline uintptr_t slot_of(uintptr_t a) { return a >> SMAP_SLOT_SHIFT; }
-static inline uintptr_t strip_slot(uintptr_t a) { return a & (((uintptr_t)1 << SMAP_SLOT_SHIFT) - 1); }
+BOBCAT_EXPORT int smap_layout_shift(size_t heap_size)
+{
+    int shift = SMAP_MIN_SLOT_SHIFT;
+    while (shift < 63 && ((uintptr_t)1 << shift) < heap_size)
+        shift++;
+    return shift;
+}
+
+BOBCAT_EXPORT int smap_layout_max_ranks(size_t heap_size)
+{
+    if (heap_size > SMAP_MAX_HEAP)
+        return 0;
+    /* SMAP_HEAP_BASE + (n + 1) * slot <= SMAP_LAYOUT_TOP */
+    uintptr_t slots = (SMAP_LAYOUT_TOP - SMAP_HEAP_BASE) >> smap_layout_shift(heap_size);
+    uintptr_t n = slots ? slots - 1 : 0;
+    return n > SMAP_MAX_LOCAL_RANKS ? SMAP_MAX_LOCAL_RANKS : (int)n;
+}
+
+static inline uintptr_t window_address(const smartmap_state_t *s, int r)
+{
+    return s->base + ((uintptr_t)(r + 1) << s->slot_shift);
+}
 
 BOBCAT_EXPORT int smap_local_rank(void) { return smartmap_state.place.local_rank; }
 BOBCAT_EXPORT int smap_local_size(void) { return smartmap_state.place.local_size; }
@@ -39,21 +67,25 @@ BOBCAT_EXPORT int smap_is_shared(const void *vaddr)
            smartmap_static_contains(a);
 }
 
+BOBCAT_EXPORT int smap_slot_shift(void) { return smartmap_state.active ? smartmap_state.slot_shift : 0; }
+
 BOBCAT_EXPORT void *smap_remote_address(int core, const void *vaddr)
 {
     const smartmap_state_t *s = &smartmap_state;
     if (!s->windows_mapped || core < 0 || core >= s->place.local_size)
         return NULL;
-    uintptr_t a = (uintptr_t)vaddr, slot = slot_of(a), off = strip_slot(a);
-    if (smartmap_static_contains(a))
-        return smartmap_static_remote(core, a);
-    /* vaddr is either in our own heap (slot 0) or already in some rank's window (slot r + 1). */
-    if (slot > (uintptr_t)s->place.local_size || off < s->base)
+    if (smartmap_static_contains((uintptr_t)vaddr)) /* the executable's shared static data */
+        return smartmap_static_remote(core, (uintptr_t)vaddr);
+    /* Relative to the base (an address below it wraps to a huge slot number and is refused):
+     * slot 0 is our own heap, slot r + 1 local rank r's window; the offset is the same in all. */
+    uintptr_t rel = (uintptr_t)vaddr - s->base, slot = rel >> s->slot_shift;
+    uintptr_t off = rel & (((uintptr_t)1 << s->slot_shift) - 1);
+    if (slot > (uintptr_t)s->place.local_size)
         return NULL;
     size_t limit = slot == 0 ? s->heap_size : s->window_size[slot - 1];
-    if (off - s->base >= limit || off - s->base >= s->window_size[core])
+    if (off >= limit || off >= s->window_size[core])
         return NULL;
-    return (void *)(off | ((uintptr_t)(core + 1) << SMAP_SLOT_SHIFT));
+    return (void *)(s->base + ((uintptr_t)(core + 1) << s->slot_shift) + off);
 }
 
 BOBCAT_EXPORT smap_pages_t smap_segment_info(size_t *page_size_p, size_t *heap_size_p)
@@ -106,12 +138,19 @@ static void atfork_child(void)
     }
     if (s->windows_mapped)
         for (int r = 0; r < s->place.local_size; r++)
-            munmap((void *)(s->base | ((uintptr_t)(r + 1) << SMAP_SLOT_SHIFT)), s->window_size[r]);
+            munmap((void *)window_address(s, r), s->window_size[r]);
     s->windows_mapped = 0;
     s->active = 0; /* the copy is private: nothing of it is shared any more */
     s->place.local_rank = 0;
     s->place.local_size = 1;
     s->place.node_first_rank = s->place.world_rank;
+}
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static void fail_start(bobcat_status_t st)
@@ -121,12 +160,9 @@ static void fail_start(bobcat_status_t st)
     _exit(3);
 }
 
-static void report_node(const smartmap_state_t *s, const boot_seg_desc_t *descs, double populate_s, const char *why)
+static void report_node(const smartmap_state_t *s, double populate_s, const char *why)
 {
-    smap_pages_t worst = s->pages;
-    for (int r = 0; r < s->place.local_size; r++)
-        if (descs[r].pages < worst)
-            worst = descs[r].pages;
+    smap_pages_t worst = s->worst_pages;
     /* Status values carry no spaces: they are escaped as %20 (docs/design/contracts.md section 2). */
     char esc[160];
     size_t k = 0;
@@ -146,6 +182,28 @@ static void report_node(const smartmap_state_t *s, const boot_seg_desc_t *descs,
              k ? " why=" : "", esc);
     ssize_t ignored = write(STDERR_FILENO, line, strlen(line));
     (void)ignored;
+}
+
+/* The bootstrap hands over local rank r's segment: map its window. Windows on 2 MiB pages get
+ * their page tables filled now (8 bytes per 2 MiB: cheap, and no fault on first touch); windows
+ * on 4 KiB pages are left to fill on first touch under auto (eager, every rank would spend 8 bytes
+ * per 4 KiB of every peer's heap: n^2 * heap / 512 for the node, 1.6 % of its memory at 8 ranks). */
+static bobcat_status_t map_window(void *ctx, int r, int fd, const boot_seg_desc_t *d)
+{
+    smartmap_state_t *s = ctx;
+    if (d->heap_size > ((size_t)1 << s->slot_shift)) {
+        util_error("local rank %d's heap (%zu bytes) does not fit the node's slot of 2^%d bytes: every rank of a "
+                   "node needs the same heap size (BOBCAT_HEAP)", r, (size_t)d->heap_size, s->slot_shift);
+        return BOBCAT_ERR_LAYOUT;
+    }
+    int eager = s->windows_eager >= 0 ? s->windows_eager : d->pages != SMAP_PAGES_SMALL;
+    bobcat_status_t st = sys_segment_map(fd, (void *)window_address(s, r), d->heap_size, eager);
+    if (st == BOBCAT_OK) {
+        s->window_size[r] = d->heap_size;
+        if (d->pages < s->worst_pages)
+            s->worst_pages = d->pages;
+    }
+    return st;
 }
 
 __attribute__((constructor(101))) static void smartmap_start(void)
@@ -176,16 +234,18 @@ __attribute__((constructor(101))) static void smartmap_start(void)
     if (st != BOBCAT_OK)
         fail_start(st);
     const boot_place_t *pl = &s->place;
-    if (pl->local_size > SMAP_MAX_LOCAL_RANKS) {
-        util_error("%d ranks on node %d, but SMARTMAP's address layout allows at most %d per node "
-                   "(one 512 GiB slot each below 64 TiB): use fewer ranks per node (-VN)",
-                   pl->local_size, pl->node, SMAP_MAX_LOCAL_RANKS);
+    if (o.HEAP > SMAP_MAX_HEAP || o.HEAP < SMAP_MIN_HEAP) {
+        util_error("heap of %zu bytes per rank is outside [%zu MiB, %zu TiB]: change yod --heap / BOBCAT_HEAP", o.HEAP,
+                   (size_t)(SMAP_MIN_HEAP >> 20), (size_t)(SMAP_MAX_HEAP >> 40));
         fail_start(BOBCAT_ERR_LIMIT);
     }
-    if (o.HEAP > SMAP_MAX_HEAP || o.HEAP < SMAP_MIN_HEAP) {
-        util_error("heap of %zu bytes per rank is outside [%zu MiB, %zu GiB]: change yod --heap / BOBCAT_HEAP", o.HEAP,
-                   (size_t)(SMAP_MIN_HEAP >> 20),
-                   (size_t)(SMAP_MAX_HEAP >> 30));
+    /* yod checks the same bound before launch; this catches other launchers. */
+    int max_ranks = smap_layout_max_ranks(o.HEAP);
+    if (pl->local_size > max_ranks) {
+        util_error("%d ranks on node %d, but SMARTMAP's address layout allows at most %d per node with a heap of "
+                   "%zu MiB (slot 2^%d bytes each below 64 TiB, and at most SMAP_MAX_LOCAL_RANKS = %d): use fewer "
+                   "ranks per node (-VN) or a smaller heap (--heap)",
+                   pl->local_size, pl->node, max_ranks, o.HEAP >> 20, smap_layout_shift(o.HEAP), SMAP_MAX_LOCAL_RANKS);
         fail_start(BOBCAT_ERR_LIMIT);
     }
     /* Bind before touching the heap, so its pages come from this core's memory. */
@@ -203,37 +263,37 @@ __attribute__((constructor(101))) static void smartmap_start(void)
         fail_start(BOBCAT_ERR_INVAL);
     sys_segment_t seg;
     const char *why = "";
+    double cpu_seg = cpu_seconds();
     st = sys_segment_create((void *)SMAP_HEAP_BASE, o.HEAP + symm, o.PAGES, &seg, &why);
+    cpu_seg = cpu_seconds() - cpu_seg;
     if (st != BOBCAT_OK)
         fail_start(st);
     s->base = SMAP_HEAP_BASE;
     s->heap_size = seg.size;
     s->pages = seg.pages;
     s->page_size = seg.page_size;
-    util_info("heap %zu MiB at %p on %s pages, populated in %.3f s%s%s", seg.size >> 20, (void *)s->base,
-              smap_pages_name(seg.pages), seg.populate_s, *why ? "; best pages not used: " : "", why);
+    s->worst_pages = seg.pages;
+    util_info("heap %zu MiB at %p on %s pages, populated in %.6f s, made in %.6f s CPU%s%s", seg.size >> 20,
+              (void *)s->base, smap_pages_name(seg.pages), seg.populate_s, cpu_seg,
+              *why ? "; best pages not used: " : "", why);
 
-    int fds[SMAP_MAX_LOCAL_RANKS];
-    boot_seg_desc_t descs[SMAP_MAX_LOCAL_RANKS];
+    s->slot_shift = smap_layout_shift(seg.size);
+    s->windows_eager = !strcmp(o.WINDOWS, "eager") ? 1 : !strcmp(o.WINDOWS, "lazy") ? 0 : -1;
     boot_seg_desc_t own = {seg.size, seg.pages, seg.page_size};
-    if (pl->local_size > 1) {
-        st = boot_node_exchange(o.JOB_ID, o.JOB_TOKEN, pl, seg.fd, &own, o.BOOT_TIMEOUT, fds, descs);
-        if (st != BOBCAT_OK)
-            fail_start(st);
-    } else {
-        fds[0] = dup(seg.fd);
-        descs[0] = own;
-    }
+    /* Wall time includes waiting for the node's other ranks to start; CPU time is this rank's
+     * own cost of the bootstrap and the window mapping (what must stay linear in the ranks). */
+    double t_boot = util_now(), cpu_boot = cpu_seconds();
+    if (pl->local_size > 1)
+        st = boot_node_exchange_each(o.JOB_ID, o.JOB_TOKEN, pl, s->slot_shift, seg.fd, &own, o.BOOT_TIMEOUT, map_window,
+                                     s);
+    else
+        st = map_window(s, 0, seg.fd, &own);
     close(seg.fd); /* the mappings keep the memory; no descriptor of the heap stays open */
-    for (int r = 0; r < pl->local_size; r++) {
-        void *at = (void *)(s->base | ((uintptr_t)(r + 1) << SMAP_SLOT_SHIFT));
-        if (st == BOBCAT_OK)
-            st = sys_segment_map(fds[r], at, descs[r].heap_size);
-        s->window_size[r] = descs[r].heap_size;
-        close(fds[r]);
-    }
     if (st != BOBCAT_OK)
         fail_start(st);
+    util_info("node of %d ranks formed and windows mapped (slot 2^%d, %s windows) in %.6f s, %.6f s CPU",
+              pl->local_size, s->slot_shift, s->windows_eager > 0 ? "eager" : s->windows_eager == 0 ? "lazy" : "auto",
+              util_now() - t_boot, cpu_seconds() - cpu_boot);
     s->windows_mapped = 1;
     s->active = 1;
     if (symm) {
@@ -245,6 +305,6 @@ __attribute__((constructor(101))) static void smartmap_start(void)
         fail_start(st);
     pthread_atfork(NULL, NULL, atfork_child);
     if (pl->local_rank == 0) {
-        report_node(s, descs, seg.populate_s, why);
+        report_node(s, seg.populate_s, why);
     }
 }

@@ -11,9 +11,12 @@ typedef struct {
     int active;               /* a segment exists (started by yod, and this process is the rank) */
     boot_place_t place;
     uintptr_t base;           /* SMAP_HEAP_BASE */
+    int slot_shift;           /* this job's slot: 2^slot_shift bytes (smap_layout_shift) */
+    int windows_eager;        /* knob BOBCAT_WINDOWS: -1 auto, 0 lazy, 1 eager */
     size_t heap_size;
     smap_pages_t pages;
     size_t page_size;
+    smap_pages_t worst_pages; /* the smallest page kind among the node's heaps */
     size_t window_size[SMAP_MAX_LOCAL_RANKS]; /* heap size of each local rank's window */
     int windows_mapped;       /* 0 in a forked child: the windows are gone */
 } smartmap_state_t;

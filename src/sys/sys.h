@@ -23,8 +23,9 @@ typedef struct {
 bobcat_status_t sys_segment_create(void *addr, size_t size, const char *policy, sys_segment_t *seg_p,
                                    const char **why_p);
 
-/* Map an existing segment fd at `addr`, shared, populated page tables. */
-bobcat_status_t sys_segment_map(int fd, void *addr, size_t size);
+/* Map an existing segment fd at `addr`, shared. With `populate` the page tables are filled now
+ * (no fault on first access); without, on first access (and kept until unmapped). */
+bobcat_status_t sys_segment_map(int fd, void *addr, size_t size, int populate);
 
 /* Free 2 MiB hugetlb pages right now, and the shmem THP setting ("never", "advise", ...). */
 size_t sys_hugetlb_free_pages(void);

@@ -232,14 +232,15 @@ bobcat_status_t sys_segment_create(void *addr, size_t size, const char *policy, 
     return BOBCAT_ERR_PAGES;
 }
 
-bobcat_status_t sys_segment_map(int fd, void *addr, size_t size)
+bobcat_status_t sys_segment_map(int fd, void *addr, size_t size, int populate)
 {
     if (!map_fixed(fd, addr, size)) {
         util_error("cannot map a peer's heap at %p (%zu bytes): %m", addr, size);
         return errno == EEXIST ? BOBCAT_ERR_LAYOUT : BOBCAT_ERR_SYS;
     }
-    /* Fill the page tables now so that the first access to a peer's memory does not fault. */
-    if (madvise(addr, size, MADV_POPULATE_WRITE) && errno != EINVAL) {
+    /* Fill the page tables now so that the first access to a peer's memory does not fault. The
+     * pages exist already (the owner populated them), so this costs page tables only. */
+    if (populate && madvise(addr, size, MADV_POPULATE_WRITE) && errno != EINVAL) {
         util_error("populating a peer's heap window: %m");
         munmap(addr, size);
         return BOBCAT_ERR_SYS;

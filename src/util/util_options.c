@@ -29,6 +29,7 @@ static const opt_desc_t opt_table[] = {
 /* Allowed values of the ENUM knobs. */
 static const char *const enum_pages[] = {"auto", "huge", "thp", "small", NULL};
 static const char *const enum_bind[] = {"core", "none", NULL};
+static const char *const enum_windows[] = {"auto", "eager", "lazy", NULL};
 
 static const char *const *enum_values(const char *name)
 {
@@ -36,6 +37,8 @@ static const char *const *enum_values(const char *name)
         return enum_pages;
     if (!strcmp(name, "BIND"))
         return enum_bind;
+    if (!strcmp(name, "WINDOWS"))
+        return enum_windows;
     return NULL;
 }
 

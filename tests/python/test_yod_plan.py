@@ -48,8 +48,16 @@ def test_plan_rejects_empty_groups():
 
 def test_heap_rules():
     o = parse_args(["-np", "2", "/bin/true"])
-    assert heap_per_rank(o, 2) == 512 << 20            # default --heap-node 1G at VN2
-    assert heap_per_rank(o, 1) == 1 << 30
+    # Default: half of MemAvailable, divided among the ranks sharing the node, in [128M, 1G].
+    assert heap_per_rank(o, 2, avail=8 << 30) == 1 << 30                 # 2 GiB each: capped
+    assert heap_per_rank(o, 8, avail=8 << 30) == 512 << 20
+    assert heap_per_rank(o, 8, sharing=16, avail=8 << 30) == 256 << 20  # simulated nodes share the host
+    assert heap_per_rank(o, 3, avail=3 << 30) == (512 << 20)             # rounded down to 2 MiB
+    assert heap_per_rank(o, 5, avail=3 << 30) % (2 << 20) == 0
+    assert heap_per_rank(o, 64, avail=8 << 30) == 128 << 20              # never below the minimum
+    assert heap_per_rank(o, 2) == 128 << 20                              # MemAvailable unknown
+    o = parse_args(["--heap-node", "1G", "-np", "2", "/bin/true"])
+    assert heap_per_rank(o, 2) == 512 << 20
     assert heap_per_rank(o, 3) % 4096 == 0 and heap_per_rank(o, 3) <= (1 << 30) // 3
     o = parse_args(["--heap", "64M", "-np", "2", "/bin/true"])
     assert heap_per_rank(o, 4) == 64 << 20
@@ -178,6 +186,7 @@ BAD = [
     (["--heap", "1G", "--heap-node", "2G", "-np", "1", "{prog}"], "not both"),
     (["--heap", "64T", "-np", "1", "{prog}"], "lower --heap"),
     (["--pages", "giant", "-np", "1", "{prog}"], "--pages 'giant'"),
+    (["--windows", "sometimes", "-np", "1", "{prog}"], "--windows 'sometimes'"),
     (["--mpi", "lam", "-np", "1", "{prog}"], "--mpi 'lam'"),
     (["-tlimit", "-1", "-np", "1", "{prog}"], "-tlimit '-1'"),
     (["-tlimit", "soon", "-np", "1", "{prog}"], "-tlimit 'soon'"),
@@ -237,7 +246,7 @@ def test_help_and_version():
 def test_dry_run_prints_plan_and_command(fake_env):
     f = fake_env["tmp"] / "job.load"
     f.write_text(f"-np 3 -VN2 {fake_env['prog']} x\n-np 2 -SN /bin/true\n")
-    r = _yod(["-F", str(f), "--simulate-nodes", "--oversubscribe", "--no-preload", "--mpi", "openmpi",
+    r = _yod(["-F", str(f), "--heap-node", "1G", "--simulate-nodes", "--oversubscribe", "--no-preload", "--mpi", "openmpi",
               "--launcher-arg=--report-bindings", "--dry-run"], fake_env["env"])
     assert r.returncode == 0, r.stderr
     assert "BOBCAT_PLAN=3:2;2:1" in r.stdout
@@ -280,3 +289,69 @@ def test_dry_run_lets_open_mpi_bind_only_where_its_mapping_is_ours(extra, binds)
         assert "--map-by core --bind-to core" in cmd and "--bind-to none" not in cmd
     else:
         assert "--bind-to none" in cmd and "--bind-to core" not in cmd
+
+
+# --- SMARTMAP's layout: the rule, the bound, the page-table estimate --------------------------------
+
+@pytest.mark.parametrize("heap,shift,ranks", [
+    (128 << 20, 27, 1024), ((128 << 20) + 4096, 28, 1024), (1, 21, 1024), (1 << 30, 30, 1024),
+    (3 << 30, 32, 1024), (32 << 30, 35, 1024), (64 << 30, 36, 1022), (448 << 30, 39, 126),
+    (16 << 40, 44, 2), ((16 << 40) + 1, 45, 0)])
+def test_layout_rule_matches_libbobcat(heap, shift, ranks):
+    # The same table as tests/unit/test_unit.c checks against smap_layout_shift/max_ranks.
+    assert yod_plan.slot_shift(heap) == shift
+    assert yod_plan.max_local_ranks(heap) == ranks
+
+
+def test_page_table_model():
+    pt = yod_plan.page_table_bytes
+    m = 128 << 20
+    assert pt(m, 8, "small", "eager") == 8 * (m // 512) + 64 * (m // 512)   # n own + n^2 windows
+    assert pt(m, 8, "small", "auto") == pt(m, 8, "small", "lazy") == 8 * (m // 512)
+    assert pt(m, 8, "thp", "auto") == 8 * 4096 + 8 * 4096                   # 8 windows share a PMD page
+    big = 4 << 30                                                             # hugetlb PMD sharing
+    assert pt(big, 128, "huge", "auto") == 128 * 4 * 4096
+    assert pt(big, 128, "thp", "auto") == 128 * 4 * 4096 + 128 * 128 * 4 * 4096
+
+
+def test_bound_checked_before_launch_and_before_memory(fake_env):
+    # 1025 ranks of the 128 MiB minimum need 128 GiB, more than this host has: the bound must
+    # still be what yod reports, since more memory would not help.
+    r = _yod(["--oversubscribe", "-VN1025", "-np", "1025", "--heap", "128M", "--dry-run", fake_env["prog"]],
+             fake_env["env"])
+    assert r.returncode == 2, r.stderr
+    assert "at most 1024 per node" in r.stderr and "SMAP_MAX_LOCAL_RANKS" in r.stderr
+    assert "-VN" in r.stderr and "--heap" in r.stderr
+    assert "MemAvailable" not in r.stderr
+    assert not fake_env["mark"].exists()
+    r = _yod(["--oversubscribe", "-VN1023", "-np", "1023", "--heap", "64G", fake_env["prog"]], fake_env["env"])
+    assert r.returncode == 2 and "at most 1022 per node with a heap of 64 GiB" in r.stderr, r.stderr
+    assert not fake_env["mark"].exists()
+
+
+def test_dry_run_shows_layout_and_warns_on_page_tables(fake_env):
+    r = _yod(["--oversubscribe", "-VN40", "-np", "40", "--heap", "128M", "--pages", "small",
+              "--windows", "eager", "--mpi", "mpich", "--dry-run", fake_env["prog"]], fake_env["env"])
+    if r.returncode == 2 and "MemAvailable" in r.stderr:
+        pytest.skip("this host has not 5 GiB free for the plan")
+    assert r.returncode == 0, r.stderr
+    assert "layout: slot 128 MiB (2^27)" in r.stdout and "at most 1024 ranks per node" in r.stdout
+    assert "windows: eager" in r.stdout and "page tables at start" in r.stdout
+    assert "warning: the windows' page tables" in r.stderr and "--windows lazy" in r.stderr
+    assert "BOBCAT_WINDOWS" in r.stderr
+    r = _yod(["--oversubscribe", "-VN40", "-np", "40", "--heap", "128M", "--pages", "small",
+              "--mpi", "mpich", "--dry-run", fake_env["prog"]], fake_env["env"])
+    assert r.returncode == 0 and "windows: auto" in r.stdout and "warning" not in r.stderr, r.stderr
+    assert not fake_env["mark"].exists()
+
+
+def test_dry_run_says_how_the_default_heap_was_chosen(fake_env):
+    r = _yod(["-VN2", "-np", "2", "--mpi", "mpich", "--dry-run", fake_env["prog"]], fake_env["env"])
+    assert r.returncode == 0, r.stderr
+    assert "heap: default, half of MemAvailable" in r.stdout and "divided among 2 ranks" in r.stdout
+    heap = int(r.stdout.split("BOBCAT_HEAP=")[1].split()[0]) if "BOBCAT_HEAP=" in r.stdout else None
+    r = _yod(["-VN2", "-np", "2", "--heap", "200M", "--mpi", "mpich", "--dry-run", fake_env["prog"]],
+             fake_env["env"])
+    assert r.returncode == 0 and "heap: default" not in r.stdout and "heap 200 MiB per rank" in r.stdout
+    assert heap is None or (128 << 20) <= heap <= (1 << 30)
+    assert not fake_env["mark"].exists()

@@ -225,7 +225,7 @@ def test_loadfile_job_runs_each_group_with_its_heap(tmp_path):
     f = tmp_path / "job.load"
     f.write_text("# two programs\n-np 2 -VN2 /bin/sh -c 'echo A $BOBCAT_HEAP'\n"
                  "-np 1 -SN /bin/sh -c 'echo B $BOBCAT_HEAP'\n")
-    r = yod(["-F", str(f), "--simulate-nodes", "--oversubscribe", "--no-preload"])
+    r = yod(["-F", str(f), "--heap-node", "1G", "--simulate-nodes", "--oversubscribe", "--no-preload"])
     assert r.rc == 0, r.err
     assert sorted(r.out.splitlines()) == ["A 536870912", "A 536870912", "B 1073741824"]
 

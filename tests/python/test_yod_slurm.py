@@ -10,10 +10,13 @@ both slurmd the same per-step directory under TmpFS and the second one fails to 
 MPICH (PMI-2) has no such directory and runs across both.
 """
 import os
+import random
 import re
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -26,45 +29,106 @@ SLURM_DIR = Path(__file__).resolve().parents[1] / "slurm"
 NEEDED = ("slurmctld", "slurmd", "srun", "salloc", "sinfo", "scontrol")
 
 
-def _free_port_block(n: int) -> int:
-    """A port p such that p .. p+n look free (bound and released at once; good enough here)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n > 65535:
-            continue
+START_TIMEOUT_S = 120     # start.sh waits at most 60 s for idle nodes and 30 s for a step
+START_ATTEMPTS = 4        # a port taken between our check and the daemon's bind: new ports, again
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        lo, hi = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+def _port_is_free(port: int) -> bool:
+    # No SO_REUSEADDR: a port in any use (listening, connected, TIME_WAIT) counts as taken.
+    with socket.socket() as s:
         try:
-            held = []
-            for i in range(n + 1):
-                t = socket.socket()
-                held.append(t)
-                t.bind(("127.0.0.1", base + i))
-            return base
+            s.bind(("0.0.0.0", port))
+            return True
         except OSError:
-            continue
-        finally:
-            for t in held:
-                t.close()
-    raise RuntimeError("no free block of ports")
+            return False
 
 
-@pytest.fixture(scope="module")
-def cluster():
+def _free_port_block(n: int) -> int:
+    """A port p such that p .. p+n are free, outside the kernel's ephemeral range (where any
+    outgoing connection, mpirun's or another test's, could take them before slurmd binds) and
+    random, so two runs of this suite on one machine rarely try the same ports."""
+    lo, hi = _ephemeral_range()
+    spans = [(a, b) for a, b in ((10000, lo - 1), (hi + 1, 65535)) if b - a > n]
+    if not spans:
+        raise RuntimeError(f"no ports outside the ephemeral range {lo}-{hi}")
+    rng = random.SystemRandom()
+    for _ in range(200):
+        a, b = rng.choice(spans)
+        base = rng.randint(a, b - n)
+        if all(_port_is_free(base + i) for i in range(n + 1)):
+            return base
+    raise RuntimeError(f"no block of {n + 1} free ports outside the ephemeral range {lo}-{hi}")
+
+
+def _start(d: Path, nodes: int, port: int, timeout: float = START_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """start.sh in its own process group, so a time-out ends its sinfo/srun children too (the
+    daemons it started are stop.sh's business)."""
+    p = subprocess.Popen([str(SLURM_DIR / "start.sh"), str(d), str(nodes), str(port)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        out, errs = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        try:
+            out, errs = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # a pipe held by something outside the group
+            out, errs = "", ""
+        errs += f"\nstart.sh: timed out after {timeout} s"
+        return subprocess.CompletedProcess(p.args, -1, out, errs)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, errs)
+
+
+def _stop(d: Path) -> None:
+    subprocess.run([str(SLURM_DIR / "stop.sh"), str(d)], capture_output=True, timeout=120)
+
+
+def _start_cluster(top: Path, started: list[Path], nodes: int = 2) -> Path:
+    """Start a cluster under top, with new ports after a bind failure; every attempt's directory
+    goes into `started` before it starts, for the caller to stop whatever happens."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        d = top / f"try{attempt}"
+        started.append(d)
+        r = _start(d, nodes, _free_port_block(nodes))
+        if r.returncode == 0:
+            return d
+        if r.returncode != 3:  # not a bind failure: new ports would not help
+            pytest.fail(f"the private Slurm cluster did not start:\n{r.stderr}")
+        _stop(d)
+    pytest.fail(f"the private Slurm cluster could not bind its ports in {START_ATTEMPTS} "
+                f"attempts:\n{r.stderr}")
+
+
+def _need_slurm() -> None:
     if os.geteuid() != 0:
         pytest.skip("slurmd must run as root")
     missing = [b for b in NEEDED if shutil.which(b) is None]
     if missing:
         pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing)")
-    d = tempfile.mkdtemp(prefix="bobcat-slurm-")
-    r = subprocess.run([str(SLURM_DIR / "start.sh"), d, "2", str(_free_port_block(3))],
-                       capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    _need_slurm()
+    top = Path(tempfile.mkdtemp(prefix="bobcat-slurm-"))
+    started: list[Path] = []
     try:
-        assert r.returncode == 0, r.stderr
+        # Stopped in the finally, whatever happened to each attempt (time-out, bind failure, an
+        # exception, Ctrl-C).
+        d = _start_cluster(top, started)
         yield {"SLURM_CONF": f"{d}/etc/slurm.conf"}
     finally:
-        subprocess.run([str(SLURM_DIR / "stop.sh"), d], capture_output=True, timeout=60)
-        shutil.rmtree(d, ignore_errors=True)
+        for d in started:
+            _stop(d)
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def salloc(env, nodes, ranks, args, timeout=90) -> Run:
@@ -113,6 +177,95 @@ def test_time_limit_ends_the_job_under_srun(cluster, progs):
     assert r.rc == 124, r.err
     assert r.elapsed < 2 + 10, r.elapsed
     assert "time limit of 2 s reached" in r.err
+
+
+# --- the cluster's own start and stop --------------------------------------------------------------
+
+def _cluster_processes(d: Path) -> list[str]:
+    """Processes of the cluster in d: its configuration file on their command line."""
+    conf = str(d.resolve() / "etc" / "slurm.conf")
+    found = []
+    for c in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = c.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if conf.encode() in argv:
+            found.append(f"{c.parent.name}: {b' '.join(argv).decode(errors='replace')}")
+    return found
+
+
+def test_ports_are_outside_the_ephemeral_range():
+    lo, hi = _ephemeral_range()
+    for _ in range(20):
+        base = _free_port_block(2)
+        assert all(not lo <= base + i <= hi for i in range(3)), (base, lo, hi)
+        assert base >= 10000 and base + 2 <= 65535
+
+
+@pytest.fixture
+def slurm_installed():
+    _need_slurm()
+
+
+def test_a_taken_port_is_reported_as_such_and_stop_leaves_nothing(slurm_installed, tmp_path):
+    port = _free_port_block(2)
+    with socket.socket() as held:  # slurmd bc1's port, taken before the daemon starts
+        held.bind(("0.0.0.0", port + 1))
+        try:
+            r = _start(tmp_path / "c", 2, port)
+        finally:
+            _stop(tmp_path / "c")
+    assert r.returncode == 3, r.stderr
+    assert f"({port + 1})" in r.stderr or "Address already in use" in r.stderr, r.stderr
+    assert _cluster_processes(tmp_path / "c") == []
+
+
+def test_a_taken_port_gets_new_ports(slurm_installed, tmp_path, monkeypatch):
+    # The first ports picked are taken between the check and the daemons' bind (as an outgoing
+    # connection could): the start is retried on new ports and the cluster runs a step.
+    held = socket.socket()
+    picks = iter([None])
+    real = _free_port_block
+
+    def first_taken(n):
+        if next(picks, 1) is None:
+            base = real(n)
+            held.bind(("0.0.0.0", base))  # slurmctld's port, bound as an outgoing socket's
+            return base
+        return real(n)
+    monkeypatch.setattr(sys.modules[__name__], "_free_port_block", first_taken)
+    started: list[Path] = []
+    try:
+        d = _start_cluster(tmp_path, started)
+        r = subprocess.run(["srun", "-N", "2", "-n", "2", "-t", "1", "true"], capture_output=True,
+                           text=True, timeout=60, env={**os.environ, "SLURM_CONF": f"{d}/etc/slurm.conf"})
+    finally:
+        held.close()
+        for s in started:
+            _stop(s)
+    assert len(started) == 2 and d == started[1], started
+    assert r.returncode == 0, r.stderr
+    assert all(_cluster_processes(s) == [] for s in started)
+
+
+def test_stop_ends_a_start_cut_short(slurm_installed, tmp_path, monkeypatch):
+    # The start hangs in its first step (an srun that never returns) and is cut short by its
+    # time-out with both daemons running: stop.sh must end them all the same.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "srun").write_text(f"#!/bin/sh\ntouch {tmp_path}/step\nexec sleep 600\n")
+    (fake / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    try:
+        r = _start(tmp_path / "c", 2, _free_port_block(2), timeout=6)
+        up = _cluster_processes(tmp_path / "c")
+    finally:
+        _stop(tmp_path / "c")
+    assert r.returncode == -1, r.stderr
+    if (tmp_path / "step").exists():  # the start got as far as the step (unless very loaded)
+        assert len(up) == 3, up
+    assert _cluster_processes(tmp_path / "c") == []
 
 
 # --- the srun command line (a fake srun; no cluster needed) ---------------------------------------

@@ -76,7 +76,7 @@ static int intrude(int as_uid, const char *tok)
         memcpy(CMSG_DATA(c), &fd, sizeof fd);
         if (sendmsg(s, &m, MSG_NOSIGNAL) < 0)
             _exit(0); /* refused before it could even speak */
-        boot_reply_t rep;
+        boot_batch_t rep; /* a refusal is one batch with status != 0 and no descriptor */
         char rctrl[CMSG_SPACE(sizeof(int) * 8)];
         struct iovec riov = {&rep, sizeof rep};
         struct msghdr rm = {.msg_iov = &riov, .msg_iovlen = 1, .msg_control = rctrl, .msg_controllen = sizeof rctrl};

@@ -1,5 +1,8 @@
-/* test_unit: single-process tests of libbobcat's internals: sizes, booleans, the node plan. */
+/* test_unit: single-process tests of libbobcat's internals: sizes, booleans, the node plan, the
+ * SMARTMAP layout arithmetic. */
 #include <string.h>
+
+#include <bobcat/smartmap.h>
 
 #include "../../src/boot/boot.h"
 #include "../mp/mp_util.h"
@@ -38,10 +41,55 @@ static void plan(void)
     CHECK(boot_plan_place("4:2", 4, &p) != BOBCAT_OK, "rank outside the plan");
 }
 
+/* The layout rule and its bound, up to SMAP_MAX_LOCAL_RANKS: every window of every rank of the
+ * largest node a heap allows lies below 64 TiB, starts slot-aligned (1 GiB-aligned for heaps of
+ * 1 GiB and more, which hugetlb PMD sharing needs), and does not overlap its neighbour. */
+static void layout(void)
+{
+    const size_t M = (size_t)1 << 20, G = (size_t)1 << 30;
+    struct { size_t heap; int shift, max_ranks; } cases[] = {
+        {128 * M, 27, 1024},            /* the minimum heap */
+        {128 * M + 4096, 28, 1024},     /* just over a power of two: the next */
+        {1, 21, 1024},                  /* never below 2 MiB */
+        {G, 30, 1024},
+        {3 * G, 32, 1024},              /* 4 GiB slots: 16 367 would fit, the tables hold 1024 */
+        {32 * G, 35, 1024},             /* 64 GiB + 1025 * 32 GiB <= 64 TiB */
+        {64 * G, 36, 1022},             /* (64 TiB - 64 GiB) / 64 GiB - 1 */
+        {448 * G, 39, 126},             /* the old fixed layout's numbers: 512 GiB slots */
+        {(size_t)16 << 40, 44, 2},      /* SMAP_MAX_HEAP */
+        {((size_t)16 << 40) + 1, 45, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(smap_layout_shift(cases[i].heap) == cases[i].shift, "heap %zu: shift %d, expected %d", cases[i].heap,
+              smap_layout_shift(cases[i].heap), cases[i].shift);
+        CHECK(smap_layout_max_ranks(cases[i].heap) == cases[i].max_ranks, "heap %zu: %d ranks, expected %d",
+              cases[i].heap, smap_layout_max_ranks(cases[i].heap), cases[i].max_ranks);
+    }
+    /* Every heap from 128 MiB to 16 TiB in steps of powers of two and odd sizes. */
+    for (size_t heap = 128 * M; heap <= SMAP_MAX_HEAP; heap = heap * 3 / 2 + 4096) {
+        int shift = smap_layout_shift(heap), n = smap_layout_max_ranks(heap);
+        uintptr_t slot = (uintptr_t)1 << shift;
+        CHECK(slot >= heap && slot / 2 < heap, "heap %zu: slot %zu is not the smallest power of two above", heap,
+              (size_t)slot);
+        CHECK(n >= 1 && n <= SMAP_MAX_LOCAL_RANKS, "heap %zu: bound %d", heap, n);
+        uintptr_t last_end = SMAP_HEAP_BASE + ((uintptr_t)n << shift) + slot; /* window of rank n - 1, end */
+        CHECK(last_end <= SMAP_LAYOUT_TOP, "heap %zu: %d ranks end at %#lx, past 64 TiB", heap, n,
+              (unsigned long)last_end);
+        CHECK(n == SMAP_MAX_LOCAL_RANKS || last_end + slot > SMAP_LAYOUT_TOP, "heap %zu: bound %d is not tight", heap,
+              n);
+        if (heap >= G)
+            CHECK((SMAP_HEAP_BASE + slot) % G == 0, "heap %zu: windows not 1 GiB-aligned", heap);
+    }
+    CHECK(smap_layout_max_ranks(128 * M) >= 1024 && SMAP_MAX_LOCAL_RANKS >= 1024, "fewer than 1024 ranks per node");
+    /* Outside yod: no layout. */
+    CHECK(smap_slot_shift() == 0 && smap_remote_address(0, (void *)SMAP_HEAP_BASE) == NULL, "layout outside yod");
+}
+
 int main(void)
 {
     sizes();
     plan();
+    layout();
     printf("test_unit: %s\n", mp_failures ? "FAILED" : "ok");
     return mp_failures != 0;
 }
