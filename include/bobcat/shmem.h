@@ -161,6 +161,8 @@ int shmem_addr_accessible(const void *addr, int pe);
 void *shmem_ptr(const void *dest, int pe);
 void shmem_info_get_version(int *major, int *minor);
 void shmem_info_get_name(char *name);
+/* Profiling control: accepted and ignored (no built-in profiling layer; a no-op conforms). */
+void shmem_pcontrol(const int level, ...);
 /* Legacy. */
 void start_pes(int npes);
 int _my_pe(void);
@@ -245,13 +247,13 @@ SHMEMI_RMA_TYPES(SHMEMI_DECL_RMA)
     void shmem_iget##B(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe); \
     void shmem_ctx_iget##B(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, \
                            size_t nelems, int pe);                                                 \
-    void shmem_put_signal##B(void *dest, const void *source, size_t nelems, uint64_t *sig_addr,    \
+    void shmem_put##B##_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr,    \
                              uint64_t signal, int sig_op, int pe);                                 \
-    void shmem_ctx_put_signal##B(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,   \
+    void shmem_ctx_put##B##_signal(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,   \
                                  uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);         \
-    void shmem_put_signal##B##_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, \
+    void shmem_put##B##_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, \
                                    uint64_t signal, int sig_op, int pe);                           \
-    void shmem_ctx_put_signal##B##_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, \
+    void shmem_ctx_put##B##_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, \
                                        uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 SHMEMI_SIZES(SHMEMI_DECL_SIZED)
 

@@ -318,6 +318,11 @@ SHI_EXPORT void shmem_info_get_name(char *name)
     }
 }
 
+/* Profiling control (OpenSHMEM 1.5 profiling interface): the standard lets an implementation without its own
+ * profiling layer ignore the level; tools that interpose on shmem_* (PSHMEM-style) see the call and its
+ * arguments, which is what the interface is for. */
+SHI_EXPORT void shmem_pcontrol(const int level, ...) { (void)level; }
+
 /* Cache management: the machine is coherent; these exist for old codes. */
 SHI_EXPORT void shmem_clear_cache_inv(void) {}
 SHI_EXPORT void shmem_set_cache_inv(void) {}

@@ -188,20 +188,20 @@ SHMEMI_RMA_TYPES(RMA_DEF)
     SHI_EXPORT void shmem_ctx_iget##B(shmem_ctx_t c, void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, \
                                       size_t n, int pe)                                            \
     { shi_iget(d, s, dst, sst, n, B / 8, CPE(c, pe, "shmem_ctx_iget" #B), "shmem_ctx_iget" #B); }  \
-    SHI_EXPORT void shmem_put_signal##B(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, int op, \
+    SHI_EXPORT void shmem_put##B##_signal(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, int op, \
                                         int pe)                                                    \
-    { shi_put_signal(d, s, n * (B / 8), sig, sv, op, pe, "shmem_put_signal" #B); }                 \
-    SHI_EXPORT void shmem_ctx_put_signal##B(shmem_ctx_t c, void *d, const void *s, size_t n, uint64_t *sig, \
+    { shi_put_signal(d, s, n * (B / 8), sig, sv, op, pe, "shmem_put" #B "_signal"); }                 \
+    SHI_EXPORT void shmem_ctx_put##B##_signal(shmem_ctx_t c, void *d, const void *s, size_t n, uint64_t *sig, \
                                             uint64_t sv, int op, int pe)                           \
-    { shi_put_signal(d, s, n * (B / 8), sig, sv, op, CPE(c, pe, "shmem_ctx_put_signal" #B),        \
-                     "shmem_ctx_put_signal" #B); }                                                 \
-    SHI_EXPORT void shmem_put_signal##B##_nbi(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, \
+    { shi_put_signal(d, s, n * (B / 8), sig, sv, op, CPE(c, pe, "shmem_ctx_put" #B "_signal"),        \
+                     "shmem_ctx_put" #B "_signal"); }                                                 \
+    SHI_EXPORT void shmem_put##B##_signal_nbi(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, \
                                               int op, int pe)                                      \
-    { shi_put_signal(d, s, n * (B / 8), sig, sv, op, pe, "shmem_put_signal" #B "_nbi"); }          \
-    SHI_EXPORT void shmem_ctx_put_signal##B##_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, \
+    { shi_put_signal(d, s, n * (B / 8), sig, sv, op, pe, "shmem_put" #B "_signal_nbi"); }          \
+    SHI_EXPORT void shmem_ctx_put##B##_signal_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, \
                                                   uint64_t *sig, uint64_t sv, int op, int pe)      \
-    { shi_put_signal(d, s, n * (B / 8), sig, sv, op, CPE(c, pe, "shmem_ctx_put_signal" #B "_nbi"), \
-                     "shmem_ctx_put_signal" #B "_nbi"); }
+    { shi_put_signal(d, s, n * (B / 8), sig, sv, op, CPE(c, pe, "shmem_ctx_put" #B "_signal_nbi"), \
+                     "shmem_ctx_put" #B "_signal_nbi"); }
 SHMEMI_SIZES(SIZED_DEF)
 
 SHI_EXPORT void shmem_putmem(void *d, const void *s, size_t n, int pe) { shi_put(d, s, n, pe, "shmem_putmem", 0); }

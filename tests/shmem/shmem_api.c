@@ -118,11 +118,42 @@ static void test_rma(void)
         CHECK(sdbl[i] == left + i * 0.5, "put_signal data [%d] %g", i, sdbl[i]);
     CHECK(sflags[0] == left, "putmem_signal_nbi data");
     shmem_barrier_all();
-    shmem_put_signal32(sflags + 1, &me, 1, &sig, 77, SHMEM_SIGNAL_SET, right);
+    shmem_put32_signal(sflags + 1, &me, 1, &sig, 77, SHMEM_SIGNAL_SET, right);
     shmem_uint64_wait_until(&sig, SHMEM_CMP_EQ, 77);
-    CHECK(sflags[1] == left, "put_signal32 SET");
+    CHECK(sflags[1] == left, "put32_signal SET");
     shmem_barrier_all();
     memset(sflags, 0, sizeof sflags);
+    sig = 0;
+    shmem_barrier_all();
+
+    /* The sized forms shmem_[ctx_]put<SIZE>_signal[_nbi] (OpenSHMEM 1.5 9.8.1): 3 elements of every
+     * size through each of the 4 forms, each adding 1 to sig; byte j of block (form, size) from PE p
+     * is (p * 7 + form * 5 + size_index * 3 + j) & 0xff. */
+    enum { SZ_N = 5, FORMS = 4, SZ_EL = 3, SZ_BLK = 16 * SZ_EL };
+    unsigned char *sbuf = shmem_calloc(FORMS * SZ_N, SZ_BLK);
+    unsigned char ssrc[FORMS * SZ_N][SZ_BLK];
+    for (int f = 0; f < FORMS; f++)
+        for (int z = 0; z < SZ_N; z++)
+            for (int j = 0; j < SZ_BLK; j++)
+                ssrc[f * SZ_N + z][j] = (unsigned char)((me * 7 + f * 5 + z * 3 + j) & 0xff);
+    shmem_barrier_all();
+#define SIZED_SIG(B, z)                                                                                shmem_put##B##_signal(sbuf + (0 * SZ_N + z) * SZ_BLK, ssrc[0 * SZ_N + z], SZ_EL, &sig, 1,                                SHMEM_SIGNAL_ADD, right);                                                    shmem_put##B##_signal_nbi(sbuf + (1 * SZ_N + z) * SZ_BLK, ssrc[1 * SZ_N + z], SZ_EL, &sig, 1,                                SHMEM_SIGNAL_ADD, right);                                                shmem_ctx_put##B##_signal(SHMEM_CTX_DEFAULT, sbuf + (2 * SZ_N + z) * SZ_BLK, ssrc[2 * SZ_N + z],                               SZ_EL, &sig, 1, SHMEM_SIGNAL_ADD, right);                                shmem_ctx_put##B##_signal_nbi(SHMEM_CTX_DEFAULT, sbuf + (3 * SZ_N + z) * SZ_BLK,                                                 ssrc[3 * SZ_N + z], SZ_EL, &sig, 1, SHMEM_SIGNAL_ADD, right);
+    SIZED_SIG(8, 0) SIZED_SIG(16, 1) SIZED_SIG(32, 2) SIZED_SIG(64, 3) SIZED_SIG(128, 4)
+#undef SIZED_SIG
+    shmem_quiet();
+    shmem_signal_wait_until(&sig, SHMEM_CMP_EQ, FORMS * SZ_N);
+    static const int sz_bytes[SZ_N] = {1, 2, 4, 8, 16};
+    for (int f = 0; f < FORMS; f++)
+        for (int z = 0; z < SZ_N; z++)
+            for (int j = 0; j < SZ_BLK; j++) {
+                /* bytes past SZ_EL elements of this size must be untouched (still 0) */
+                int want = j < SZ_EL * sz_bytes[z] ? (left * 7 + f * 5 + z * 3 + j) & 0xff : 0;
+                CHECK(sbuf[(f * SZ_N + z) * SZ_BLK + j] == want, "put%d_signal form %d byte %d: %d != %d",
+                      8 * sz_bytes[z], f, j, sbuf[(f * SZ_N + z) * SZ_BLK + j], want);
+            }
+    shmem_barrier_all();
+    shmem_free(sbuf);
+    sig = 0;
     shmem_barrier_all();
 }
 
@@ -631,6 +662,10 @@ static void test_misc(void)
     int prov;
     shmem_query_thread(&prov);
     CHECK(prov >= SHMEM_THREAD_SINGLE && prov <= SHMEM_THREAD_MULTIPLE, "query_thread");
+    /* profiling control: declared, linkable, variadic, and leaves the library usable */
+    shmem_pcontrol(0);
+    shmem_pcontrol(2, "phase", 1);
+    shmem_pcontrol(1);
     shmem_barrier_all();
 }
 
