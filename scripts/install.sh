@@ -17,4 +17,4 @@ cmake --install "$here/$build" --prefix "$prefix" >/dev/null
 # The source tree's own stage keeps using the checkout's venv.
 cmake -S "$here" -B "$here/$build" -DBOBCAT_PYTHON="$here/.venv/bin/python" >/dev/null
 cmake --build "$here/$build" -j "$(nproc)" >/dev/null
-echo "installed bobcat into $prefix (bin/yod, bin/bobcat, lib/libbobcat*.so, include/bobcat, lib/pkgconfig/bobcat.pc)"
+echo "installed bobcat into $prefix (bin/yod, bin/bobcat, bin/oshcc, bin/oshc++, bin/oshrun, lib/libbobcat*.so, include/bobcat, lib/pkgconfig/bobcat.pc and bobcat-shmem.pc)"

@@ -72,6 +72,14 @@ const char *smap_pages_name(smap_pages_t pages);        /* "huge", "thp", "small
 int smap_world_rank(void);                              /* world rank from the launcher, or 0 */
 int smap_world_size(void);                              /* ranks in yod's plan; 0 if not started by yod */
 
+/* OpenSHMEM programs (those linking libbobcat-shmem-<mpi>.so) only; NULL and size 0 otherwise.
+ * The symmetric heap: SHMEM_SYMMETRIC_SIZE bytes (default 128M, rounded up to 32 MiB) at the start
+ * of the segment, outside malloc's arena, at the same offset in every rank's segment. */
+void *smap_symmetric_heap(size_t *size_p);
+/* The executable's static data (.data and .bss, page aligned), moved into shared memory at start
+ * and mapped by every rank of the node; smap_remote_address() translates addresses in it. */
+void *smap_static_data(size_t *size_p);
+
 #ifdef __cplusplus
 }
 #endif

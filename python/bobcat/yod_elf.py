@@ -16,6 +16,8 @@ _SONAME_MPI = (
     ("libopen-rte.so", "openmpi"),
     ("libmpich.so", "mpich"), ("libmpi.so.12", "mpich"), ("libmpifort.so.12", "mpich"),
     ("libmpicxx.so.12", "mpich"), ("libmpichfort.so", "mpich"),
+    # bobcat's OpenSHMEM (oshcc) names its MPI: settled even if the program needs no libmpi itself.
+    ("libbobcat-shmem-openmpi.so", "openmpi"), ("libbobcat-shmem-mpich.so", "mpich"),
 )
 
 # Libraries that never pull in an MPI: a program needing only these is settled without ldd.

@@ -63,7 +63,8 @@ BOBCAT_EXPORT int smap_pe_is_local(int pe)
 BOBCAT_EXPORT int smap_is_shared(const void *vaddr)
 {
     uintptr_t a = (uintptr_t)vaddr;
-    return smartmap_state.active && a >= smartmap_state.base && a < smartmap_state.base + smartmap_state.heap_size;
+    return (smartmap_state.active && a >= smartmap_state.base && a < smartmap_state.base + smartmap_state.heap_size) ||
+           smartmap_static_contains(a);
 }
 
 BOBCAT_EXPORT int smap_slot_shift(void) { return smartmap_state.active ? smartmap_state.slot_shift : 0; }
@@ -73,6 +74,8 @@ BOBCAT_EXPORT void *smap_remote_address(int core, const void *vaddr)
     const smartmap_state_t *s = &smartmap_state;
     if (!s->windows_mapped || core < 0 || core >= s->place.local_size)
         return NULL;
+    if (smartmap_static_contains((uintptr_t)vaddr)) /* the executable's shared static data */
+        return smartmap_static_remote(core, (uintptr_t)vaddr);
     /* Relative to the base (an address below it wraps to a huge slot number and is refused):
      * slot 0 is our own heap, slot r + 1 local rank r's window; the offset is the same in all. */
     uintptr_t rel = (uintptr_t)vaddr - s->base, slot = rel >> s->slot_shift;
@@ -254,10 +257,14 @@ __attribute__((constructor(101))) static void smartmap_start(void)
             fail_start(BOBCAT_ERR_SYS);
         util_info("bound to CPU %d", core);
     }
+    /* An OpenSHMEM program's symmetric heap comes first in the segment, outside malloc's arena. */
+    size_t symm = smartmap_shmem_reserve();
+    if (symm == (size_t)-1)
+        fail_start(BOBCAT_ERR_INVAL);
     sys_segment_t seg;
     const char *why = "";
     double cpu_seg = cpu_seconds();
-    st = sys_segment_create((void *)SMAP_HEAP_BASE, o.HEAP, o.PAGES, &seg, &why);
+    st = sys_segment_create((void *)SMAP_HEAP_BASE, o.HEAP + symm, o.PAGES, &seg, &why);
     cpu_seg = cpu_seconds() - cpu_seg;
     if (st != BOBCAT_OK)
         fail_start(st);
@@ -289,7 +296,12 @@ __attribute__((constructor(101))) static void smartmap_start(void)
               util_now() - t_boot, cpu_seconds() - cpu_boot);
     s->windows_mapped = 1;
     s->active = 1;
-    if ((st = smartmap_alloc_init((void *)s->base, s->heap_size, o.HEAP)) != BOBCAT_OK)
+    if (symm) {
+        smartmap_shmem_set_heap(s->base, symm);
+        if ((st = smartmap_shmem_share_static(o.JOB_ID, o.JOB_TOKEN, pl, o.BOOT_TIMEOUT)) != BOBCAT_OK)
+            fail_start(st);
+    }
+    if ((st = smartmap_alloc_init((void *)(s->base + symm), s->heap_size - symm, o.HEAP)) != BOBCAT_OK)
         fail_start(st);
     pthread_atfork(NULL, NULL, atfork_child);
     if (pl->local_rank == 0) {

@@ -28,4 +28,14 @@ bobcat_status_t smartmap_alloc_init(void *base, size_t size, size_t heap_per_ran
 /* Highest byte of the segment the allocator has handed out (for fork). */
 uintptr_t smartmap_alloc_high_water(void);
 
+/* OpenSHMEM support (smartmap_shmem.c): bytes to reserve for the symmetric heap at the start of
+ * the segment (0: not an OpenSHMEM program; (size_t)-1: bad SHMEM_SYMMETRIC_SIZE, logged), where it
+ * landed, and the executable's static data shared with the node's ranks. */
+size_t smartmap_shmem_reserve(void);
+void smartmap_shmem_set_heap(uintptr_t base, size_t size);
+bobcat_status_t smartmap_shmem_share_static(const char *job_id, const char *token, const boot_place_t *pl,
+                                            double timeout_s);
+void *smartmap_static_remote(int core, uintptr_t a);
+int smartmap_static_contains(uintptr_t a);
+
 #endif

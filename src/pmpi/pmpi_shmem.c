@@ -1,0 +1,239 @@
+/* pmpi_shmem: the MPI glue of libbobcat-shmem-<mpi>.so — start-up (my_pe/n_pes are the ranks of
+ * MPI_COMM_WORLD) and the path to PEs of other nodes: MPI-3 RMA, passive target, one window over
+ * the symmetric heap and one over the executable's static data, both locked for the job's life
+ * (MPI_Win_lock_all) and completed with flushes. It lives here because only src/pmpi includes
+ * mpi.h; it is compiled once per MPI ABI together with src/shmem (CMake: bobcat-shmem-<mpi>).
+ * Not part of libbobcat-<mpi>.so: yod preloads that into every MPI program, and shmem_* symbols
+ * there would capture the calls of programs built against another OpenSHMEM (Open MPI's oshmem). */
+#include <limits.h>
+#include <stdlib.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include "../shmem/shmem_internal.h"
+
+static MPI_Comm comm = MPI_COMM_NULL;
+static MPI_Win win[2] = {MPI_WIN_NULL, MPI_WIN_NULL};
+static int we_started_mpi;
+
+#define CHUNK ((size_t)1 << 30) /* MPI counts are int: move large transfers in pieces */
+
+static void check(int rc, const char *what)
+{
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        shi_fatal(what, "MPI error: %s", msg);
+    }
+}
+
+int shi_mpi_init(int requested, int *provided_p, int *me_p, int *npes_p)
+{
+    static const int to_mpi[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
+    if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE)
+        requested = SHMEM_THREAD_MULTIPLE;
+    int inited = 0, prov = MPI_THREAD_SINGLE;
+    MPI_Initialized(&inited);
+    if (!inited) {
+#ifdef OPEN_MPI
+        /* Open MPI 4.1's default one-sided component over vader (osc/rdma) crashes in its emulated
+         * compare-and-swap (mca_btl_vader_emu_acswap); osc/ucx is correct. Only when the user has
+         * not chosen. */
+        setenv("OMPI_MCA_osc", "^rdma", 0);
+#endif
+        if (MPI_Init_thread(NULL, NULL, to_mpi[requested], &prov) != MPI_SUCCESS)
+            shi_fatal("shmem_init", "MPI_Init_thread failed: start the program with oshrun (or yod)");
+        we_started_mpi = 1;
+    } else {
+        MPI_Query_thread(&prov);
+    }
+    int p = SHMEM_THREAD_SINGLE;
+    for (int i = 0; i < 4; i++)
+        if (to_mpi[i] == prov)
+            p = i;
+    *provided_p = p;
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "shmem_init");
+    MPI_Comm_rank(comm, me_p);
+    MPI_Comm_size(comm, npes_p);
+    return 0;
+}
+
+void shi_mpi_windows(void *heap, size_t heap_size, void *data, size_t data_size)
+{
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "same_size", "true");
+    MPI_Info_set(info, "same_disp_unit", "true");
+    check(MPI_Win_create(heap, (MPI_Aint)heap_size, 1, info, comm, &win[SHI_HEAP]), "shmem_init (heap window)");
+    check(MPI_Win_create(data, (MPI_Aint)data_size, 1, info, comm, &win[SHI_DATA]), "shmem_init (static data window)");
+    MPI_Info_free(&info);
+    check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win[SHI_HEAP]), "shmem_init");
+    check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win[SHI_DATA]), "shmem_init");
+}
+
+void shi_mpi_put(int region, size_t disp, const void *src, size_t n, int pe)
+{
+    for (size_t done = 0; done < n; done += CHUNK) {
+        size_t k = n - done < CHUNK ? n - done : CHUNK;
+        check(MPI_Put((const char *)src + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE,
+                      win[region]), "shmem put");
+    }
+}
+
+/* Wait for a request, yielding the core between polls. */
+static void wait_request(MPI_Request *req)
+{
+    int done = 0;
+    unsigned spins = 0;
+    for (;;) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        if (++spins >= shi.spin_before_yield) {
+            spins = 0;
+            sched_yield();
+        }
+    }
+}
+
+void shi_mpi_get(int region, size_t disp, void *dst, size_t n, int pe)
+{
+    for (size_t done = 0; done < n; done += CHUNK) {
+        size_t k = n - done < CHUNK ? n - done : CHUNK;
+        check(MPI_Get((char *)dst + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE,
+                      win[region]), "shmem get");
+    }
+}
+
+/* Strided transfers as one MPI call: nelems elements of `size` bytes, `stride` elements apart. */
+static MPI_Datatype strided(size_t nelems, ptrdiff_t stride, size_t size)
+{
+    MPI_Datatype el, t;
+    MPI_Type_contiguous((int)size, MPI_BYTE, &el);
+    MPI_Type_create_hvector((int)nelems, 1, (MPI_Aint)(stride * (ptrdiff_t)size), el, &t);
+    MPI_Type_commit(&t);
+    MPI_Type_free(&el);
+    return t;
+}
+
+void shi_mpi_iput(int region, size_t disp, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t size,
+                  int pe)
+{
+    if (nelems > INT_MAX)
+        shi_fatal("shmem iput", "%zu elements: at most %d per call off-node", nelems, INT_MAX);
+    MPI_Datatype o = strided(nelems, sst, size), t = strided(nelems, dst, size);
+    check(MPI_Put(src, 1, o, pe, (MPI_Aint)disp, 1, t, win[region]), "shmem iput");
+    MPI_Type_free(&o);
+    MPI_Type_free(&t);
+}
+
+void shi_mpi_iget(int region, size_t disp, void *dst, ptrdiff_t dst_stride, ptrdiff_t sst, size_t nelems, size_t size,
+                  int pe)
+{
+    if (nelems > INT_MAX)
+        shi_fatal("shmem iget", "%zu elements: at most %d per call off-node", nelems, INT_MAX);
+    MPI_Datatype o = strided(nelems, dst_stride, size), t = strided(nelems, sst, size);
+    check(MPI_Get(dst, 1, o, pe, (MPI_Aint)disp, 1, t, win[region]), "shmem iget");
+    MPI_Type_free(&o);
+    MPI_Type_free(&t);
+}
+
+void shi_mpi_get_wait(int region, size_t disp, void *dst, size_t n, int pe)
+{
+    for (size_t done = 0; done < n; done += CHUNK) {
+        size_t k = n - done < CHUNK ? n - done : CHUNK;
+        MPI_Request req;
+        check(MPI_Rget((char *)dst + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE, win[region],
+                       &req), "shmem get");
+        wait_request(&req);
+    }
+}
+
+void shi_mpi_flush(int pe)
+{
+    MPI_Win_flush(pe, win[SHI_HEAP]);
+    MPI_Win_flush(pe, win[SHI_DATA]);
+}
+
+void shi_mpi_flush_local(int pe)
+{
+    MPI_Win_flush_local(pe, win[SHI_HEAP]);
+    MPI_Win_flush_local(pe, win[SHI_DATA]);
+}
+
+void shi_mpi_flush_all(void)
+{
+    MPI_Win_flush_all(win[SHI_HEAP]);
+    MPI_Win_flush_all(win[SHI_DATA]);
+}
+
+/* One datatype per size for every operation, so that MPI's atomicity guarantee (same predefined
+ * datatype) covers mixes of add, swap, compare-and-swap and fetch on one location. */
+uint64_t shi_mpi_amo(shi_amo_op_t op, int size, int region, size_t disp, uint64_t value, uint64_t cond, int pe)
+{
+    MPI_Datatype dt = size == 8 ? MPI_UINT64_T : MPI_UINT32_T;
+    uint64_t v8 = value, c8 = cond, r8 = 0;
+    uint32_t v4 = (uint32_t)value, c4 = (uint32_t)cond, r4 = 0;
+    void *v = size == 8 ? (void *)&v8 : (void *)&v4, *c = size == 8 ? (void *)&c8 : (void *)&c4;
+    void *r = size == 8 ? (void *)&r8 : (void *)&r4;
+    MPI_Win w = win[region];
+    MPI_Op mop = MPI_NO_OP;
+    switch (op & ~SHI_AMO_F) {
+    case SHI_AMO_FETCH: mop = MPI_NO_OP; break;
+    case SHI_AMO_SET: case SHI_AMO_SWAP: mop = MPI_REPLACE; break;
+    case SHI_AMO_ADD: mop = MPI_SUM; break;
+    case SHI_AMO_AND: mop = MPI_BAND; break;
+    case SHI_AMO_OR: mop = MPI_BOR; break;
+    case SHI_AMO_XOR: mop = MPI_BXOR; break;
+    case SHI_AMO_CSWAP: break;
+    }
+    if ((op & ~SHI_AMO_F) == SHI_AMO_CSWAP) {
+        check(MPI_Compare_and_swap(v, c, r, dt, pe, (MPI_Aint)disp, w), "shmem atomic compare-swap");
+        MPI_Win_flush(pe, w);
+    } else {
+        /* Every other atomic is a request-based fetching accumulate: its completion means the
+         * remote update is done (so a waiting PE sees it without a quiet), and we wait for it
+         * with yields instead of in MPI_Win_flush, which busy-polls (an MPI that applies atomics
+         * in the target's progress needs the target to get the core). */
+        MPI_Request req;
+        check(MPI_Rget_accumulate(v, 1, dt, r, 1, dt, pe, (MPI_Aint)disp, 1, dt, mop, w, &req), "shmem atomic");
+        wait_request(&req);
+    }
+    return size == 8 ? r8 : r4;
+}
+
+void shi_mpi_progress(void)
+{
+    int flag;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
+}
+
+void shi_mpi_barrier(void) { check(MPI_Barrier(comm), "shmem barrier"); }
+
+void shi_mpi_allgather_int(int mine, int *all_p)
+{
+    check(MPI_Allgather(&mine, 1, MPI_INT, all_p, 1, MPI_INT, comm), "shmem_init");
+}
+
+void shi_mpi_abort(int status)
+{
+    MPI_Abort(comm != MPI_COMM_NULL ? comm : MPI_COMM_WORLD, status);
+    _exit(status);
+}
+
+void shi_mpi_finalize(void)
+{
+    for (int i = 0; i < 2; i++) {
+        if (win[i] != MPI_WIN_NULL) {
+            MPI_Win_unlock_all(win[i]);
+            MPI_Win_free(&win[i]);
+        }
+    }
+    if (comm != MPI_COMM_NULL)
+        MPI_Comm_free(&comm);
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (we_started_mpi && !fin)
+        MPI_Finalize();
+}

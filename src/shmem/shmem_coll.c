@@ -1,0 +1,362 @@
+/* shmem_coll: broadcast, collect, fcollect, alltoall(s) and reductions, for teams (1.5) and for
+ * legacy active sets with pSync (broadcast32/64, ..., *_to_all).
+ *
+ * One engine per collective over an active set (shi_set_t): sync, then every member *pulls* what
+ * it needs from the others, then sync. On this node a pull is a memcpy (or a reduction) straight
+ * out of the other PE's buffer through its window: the data moves once, in place, with no staging
+ * copy; PEs of other nodes are read with MPI_Get. Reductions combine the members' contributions
+ * in member order on every PE, so every PE gets bit-identical floating-point results. */
+#include "shmem_internal.h"
+
+#include <complex.h>
+#include <stdlib.h>
+
+/* Hierarchy of a team spanning nodes (0 for legacy sets, one-node teams, one PE per node).
+ * leaders must hold s->size ints. */
+static int hier(shi_set_t *s, shi_hier_t *h, int **leaders_p, const char *R)
+{
+    *leaders_p = NULL;
+    if (shi.all_local || !s->slot)
+        return 0;
+    int *leaders = malloc(sizeof(int) * (size_t)s->size);
+    if (!leaders)
+        shi_fatal(R, "out of memory");
+    if (!shi_set_hier(s, h, leaders)) {
+        free(leaders);
+        return 0;
+    }
+    *leaders_p = leaders;
+    return 1;
+}
+
+/* Broadcast across nodes: each other node's leader fetches the root's data (the one transfer per
+ * node between nodes) into its dest, then its node's members copy it from there in place. */
+static void bcast_hier(shi_set_t *s, void *dest, const void *src, size_t nbytes, int root, int root_too,
+                       const shi_hier_t *h, const char *R)
+{
+    int root_pe = shi_set_pe(s, root), me_pe = shi_set_pe(s, s->me);
+    int root_node = shi.node[root_pe] == shi.node[me_pe];
+    shi_set_sync(s);
+    if (s->me == root) {
+        if (root_too && dest != src)
+            memmove(dest, src, nbytes);
+    } else if (root_node || h->leader_idx >= 0) {
+        shi_get(dest, src, nbytes, root_pe, R, 0);
+    }
+    shi_set_sync(s);
+    if (!root_node && h->leader_idx < 0)
+        shi_get(dest, dest, nbytes, shi_set_pe(s, h->leader), R, 0);
+    shi_set_sync(s);
+}
+
+static void bcast(shi_set_t *s, void *dest, const void *src, size_t nbytes, int root, int root_too, const char *R)
+{
+    if (root < 0 || root >= s->size)
+        shi_fatal(R, "PE_root %d is outside the team/active set of %d PEs", root, s->size);
+    shi_hier_t h;
+    int *leaders;
+    if (hier(s, &h, &leaders, R)) {
+        free(leaders);
+        bcast_hier(s, dest, src, nbytes, root, root_too, &h, R);
+        return;
+    }
+    shi_set_sync(s);
+    if (s->me != root)
+        shi_get(dest, src, nbytes, shi_set_pe(s, root), R, 0);
+    else if (root_too && dest != src)
+        memmove(dest, src, nbytes);
+    shi_set_sync(s);
+}
+
+/* fcollect across nodes: a node's members are contiguous in the set, so its blocks form one range
+ * of dest. The leader gathers its node's blocks in place, fetches every other node's range from
+ * that node's leader (one transfer per node between nodes), and its members copy the whole
+ * result from it. */
+static void fcollect_hier(shi_set_t *s, void *dest, const void *src, size_t nbytes, const shi_hier_t *h,
+                          const int *leaders, const char *R)
+{
+    char *d = dest;
+    shi_set_sync(s);
+    if (h->leader_idx >= 0)
+        for (int j = 0; j < h->nlocal; j++)
+            shi_get(d + (size_t)(h->leader + j) * nbytes, src, nbytes, shi_set_pe(s, h->leader + j), R, 0);
+    shi_set_sync(s);
+    if (h->leader_idx >= 0)
+        for (int l = 0; l < h->nleaders; l++) {
+            int first = leaders[l], end = l + 1 < h->nleaders ? leaders[l + 1] : s->size;
+            if (l != h->leader_idx)
+                shi_get(d + (size_t)first * nbytes, d + (size_t)first * nbytes, (size_t)(end - first) * nbytes,
+                        shi_set_pe(s, first), R, 0);
+        }
+    shi_set_sync(s);
+    if (h->leader_idx < 0)
+        shi_get(dest, dest, (size_t)s->size * nbytes, shi_set_pe(s, h->leader), R, 0);
+    shi_set_sync(s);
+}
+
+static void fcollect(shi_set_t *s, void *dest, const void *src, size_t nbytes, const char *R)
+{
+    shi_hier_t h;
+    int *leaders;
+    if (hier(s, &h, &leaders, R)) {
+        fcollect_hier(s, dest, src, nbytes, &h, leaders, R);
+        free(leaders);
+        return;
+    }
+    shi_set_sync(s);
+    for (int j = 0; j < s->size; j++)
+        shi_get((char *)dest + (size_t)j * nbytes, src, nbytes, shi_set_pe(s, j), R, 0);
+    shi_set_sync(s);
+}
+
+/* Variable sizes: the running offset goes down the members (chain word), then every member pushes
+ * its block to every member at its offset. */
+static void collect(shi_set_t *s, void *dest, const void *src, size_t nbytes, const char *R)
+{
+    shi_set_sync(s);
+    uint64_t off = 0;
+    if (s->me > 0) {
+        unsigned spins = 0;
+        while (!__atomic_load_n(s->chain, __ATOMIC_ACQUIRE))
+            shi_relax(&spins);
+        off = *s->chain - 1;
+        *s->chain = 0; /* the next collect's predecessor writes only after the next start sync */
+    }
+    if (s->me + 1 < s->size)
+        shi_amo(SHI_AMO_SET, 8, s->chain, off + nbytes + 1, 0, shi_set_pe(s, s->me + 1), R);
+    for (int j = 0; j < s->size; j++)
+        shi_put((char *)dest + off, src, nbytes, shi_set_pe(s, j), R, 1);
+    shi_quiet();
+    shi_set_sync(s);
+}
+
+static void alltoall(shi_set_t *s, void *dest, const void *src, size_t nbytes, const char *R)
+{
+    shi_set_sync(s);
+    for (int k = 0; k < s->size; k++) {
+        int j = (s->me + k) % s->size; /* start at a different peer on each PE */
+        shi_get((char *)dest + (size_t)j * nbytes, (const char *)src + (size_t)s->me * nbytes, nbytes,
+                shi_set_pe(s, j), R, 0);
+    }
+    shi_set_sync(s);
+}
+
+static void alltoalls(shi_set_t *s, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
+                      size_t es, const char *R)
+{
+    shi_set_sync(s);
+    for (int k = 0; k < s->size; k++) {
+        int j = (s->me + k) % s->size;
+        shi_iget((char *)dest + (ptrdiff_t)((size_t)j * nelems) * dst * (ptrdiff_t)es,
+                 (const char *)src + (ptrdiff_t)((size_t)s->me * nelems) * sst * (ptrdiff_t)es, dst, sst, nelems, es,
+                 shi_set_pe(s, j), R);
+    }
+    shi_set_sync(s);
+}
+
+typedef void (*kernel_t)(void *acc, const void *in, size_t n);
+
+/* Combine the members [first, first + n) of the set into acc, reading each in place (or fetching
+ * it when on another node), in member order. */
+static void combine(shi_set_t *s, const int *idx, int n, const void *src, char *acc, char **buf_p, size_t count,
+                    size_t es, kernel_t k, const char *R)
+{
+    size_t nbytes = count * es;
+    for (int j = 0; j < n; j++) {
+        int pe = shi_set_pe(s, idx[j]), region = 0;
+        size_t disp = 0;
+        const void *p = count ? shi_xlate(src, nbytes, pe, R, &region, &disp) : NULL;
+        if (!p && count) {
+            if (!*buf_p && !(*buf_p = malloc(nbytes)))
+                shi_fatal(R, "out of memory for a %zu-byte reduction", nbytes);
+            shi_get(*buf_p, src, nbytes, pe, R, 0);
+            p = *buf_p;
+        }
+        if (j == 0)
+            memcpy(acc, p, nbytes);
+        else if (count)
+            k(acc, p, count);
+    }
+}
+
+/* Reduction across nodes: each leader combines its node's members in place into its dest, the
+ * leaders combine the node results (in node order, the same everywhere), and the members copy the
+ * leader's final result. Only leaders move data between nodes. */
+static void reduce_hier(shi_set_t *s, void *dest, const void *src, size_t count, size_t es, kernel_t k,
+                        const shi_hier_t *h, const int *leaders, const char *R)
+{
+    size_t nbytes = count * es;
+    char *acc = malloc(nbytes ? nbytes : 1), *buf = NULL;
+    int *idx = malloc(sizeof(int) * (size_t)(h->nlocal > h->nleaders ? h->nlocal : h->nleaders));
+    if (!acc || !idx)
+        shi_fatal(R, "out of memory for a %zu-byte reduction", nbytes);
+    shi_set_sync(s);
+    if (h->leader_idx >= 0) {
+        for (int j = 0; j < h->nlocal; j++)
+            idx[j] = h->leader + j;
+        combine(s, idx, h->nlocal, src, acc, &buf, count, es, k, R);
+    }
+    shi_set_sync(s); /* the node's sources are read: a leader's dest may alias its source */
+    if (h->leader_idx >= 0)
+        memcpy(dest, acc, nbytes);
+    shi_set_sync(s); /* every node's partial result is in its leader's dest */
+    if (h->leader_idx >= 0)
+        combine(s, leaders, h->nleaders, dest, acc, &buf, count, es, k, R);
+    shi_set_sync(s); /* the partials are read */
+    if (h->leader_idx >= 0)
+        memcpy(dest, acc, nbytes);
+    shi_set_sync(s); /* the leaders hold the result */
+    if (h->leader_idx < 0)
+        shi_get(dest, dest, nbytes, shi_set_pe(s, h->leader), R, 0);
+    shi_set_sync(s); /* the leader's dest is the caller's again only when its members copied it */
+    free(idx);
+    free(buf);
+    free(acc);
+}
+
+static void reduce(shi_set_t *s, void *dest, const void *src, size_t count, size_t es, kernel_t k, const char *R)
+{
+    shi_hier_t h;
+    int *leaders;
+    if (hier(s, &h, &leaders, R)) {
+        reduce_hier(s, dest, src, count, es, k, &h, leaders, R);
+        free(leaders);
+        return;
+    }
+    size_t nbytes = count * es;
+    char *acc = malloc(nbytes ? nbytes : 1), *buf = NULL;
+    if (!acc)
+        shi_fatal(R, "out of memory for a %zu-byte reduction", nbytes);
+    shi_set_sync(s);
+    for (int j = 0; j < s->size; j++) {
+        int pe = shi_set_pe(s, j), region = 0;
+        size_t disp = 0;
+        const void *p = count ? shi_xlate(src, nbytes, pe, R, &region, &disp) : NULL;
+        if (!p && count) { /* another node: fetch its contribution first */
+            if (!buf && !(buf = malloc(nbytes)))
+                shi_fatal(R, "out of memory for a %zu-byte reduction", nbytes);
+            shi_get(buf, src, nbytes, pe, R, 0);
+            p = buf;
+        }
+        if (j == 0)
+            memcpy(acc, p, nbytes);
+        else if (count)
+            k(acc, p, count);
+    }
+    shi_set_sync(s); /* every member has read every source: dest may alias source */
+    memcpy(dest, acc, nbytes);
+    free(buf);
+    free(acc);
+}
+
+/* Kernels: one per type and operator. */
+#define K_BIT(T, N)                                                                                \
+    static void k_##N##_and(void *a, const void *b, size_t n) { T *x = a; const T *y = b; for (size_t i = 0; i < n; i++) x[i] &= y[i]; } \
+    static void k_##N##_or(void *a, const void *b, size_t n) { T *x = a; const T *y = b; for (size_t i = 0; i < n; i++) x[i] |= y[i]; } \
+    static void k_##N##_xor(void *a, const void *b, size_t n) { T *x = a; const T *y = b; for (size_t i = 0; i < n; i++) x[i] ^= y[i]; }
+#define K_MINMAX(T, N)                                                                             \
+    static void k_##N##_max(void *a, const void *b, size_t n) { T *x = a; const T *y = b; for (size_t i = 0; i < n; i++) if (y[i] > x[i]) x[i] = y[i]; } \
+    static void k_##N##_min(void *a, const void *b, size_t n) { T *x = a; const T *y = b; for (size_t i = 0; i < n; i++) if (y[i] < x[i]) x[i] = y[i]; }
+#define K_ARITH(T, N)                                                                              \
+    static void k_##N##_sum(void *a, const void *b, size_t n) { T *x = a; const T *y = b; for (size_t i = 0; i < n; i++) x[i] += y[i]; } \
+    static void k_##N##_prod(void *a, const void *b, size_t n) { T *x = a; const T *y = b; for (size_t i = 0; i < n; i++) x[i] *= y[i]; }
+/* Kernels per distinct (type name): tables overlap, so each class is generated once from the
+ * widest table and the legacy tables reuse them. */
+SHMEMI_REDUCE_BIT_TYPES(K_BIT)
+K_BIT(short, short)
+K_BIT(int, int)
+K_BIT(long, long)
+K_BIT(long long, longlong)
+SHMEMI_REDUCE_MINMAX_TYPES(K_MINMAX)
+SHMEMI_REDUCE_ARITH_TYPES(K_ARITH)
+
+/* --- team collectives (1.5) --------------------------------------------------------------------- */
+static int team_set(shmem_team_t team, shi_set_t *s, const char *R)
+{
+    if (team == SHMEM_TEAM_INVALID)
+        return -1;
+    if (!shi.initialized)
+        shi_not_initialized(R);
+    shi_team_set(team, s);
+    return 0;
+}
+
+#define COLL_DEF(T, N)                                                                             \
+    SHI_EXPORT int shmem_##N##_broadcast(shmem_team_t team, T *d, const T *s, size_t n, int root) \
+    { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_broadcast")) return -1;                \
+      bcast(&set, d, s, n * sizeof(T), root, 1, "shmem_" #N "_broadcast"); return 0; }             \
+    SHI_EXPORT int shmem_##N##_collect(shmem_team_t team, T *d, const T *s, size_t n)              \
+    { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_collect")) return -1;                  \
+      collect(&set, d, s, n * sizeof(T), "shmem_" #N "_collect"); return 0; }                      \
+    SHI_EXPORT int shmem_##N##_fcollect(shmem_team_t team, T *d, const T *s, size_t n)             \
+    { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_fcollect")) return -1;                 \
+      fcollect(&set, d, s, n * sizeof(T), "shmem_" #N "_fcollect"); return 0; }                    \
+    SHI_EXPORT int shmem_##N##_alltoall(shmem_team_t team, T *d, const T *s, size_t n)             \
+    { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_alltoall")) return -1;                 \
+      alltoall(&set, d, s, n * sizeof(T), "shmem_" #N "_alltoall"); return 0; }                    \
+    SHI_EXPORT int shmem_##N##_alltoalls(shmem_team_t team, T *d, const T *s, ptrdiff_t dst, ptrdiff_t sst, \
+                                         size_t n)                                                 \
+    { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_alltoalls")) return -1;                \
+      alltoalls(&set, d, s, dst, sst, n, sizeof(T), "shmem_" #N "_alltoalls"); return 0; }
+SHMEMI_RMA_TYPES(COLL_DEF)
+
+SHI_EXPORT int shmem_broadcastmem(shmem_team_t team, void *d, const void *s, size_t n, int root)
+{ shi_set_t set; if (team_set(team, &set, "shmem_broadcastmem")) return -1;
+  bcast(&set, d, s, n, root, 1, "shmem_broadcastmem"); return 0; }
+SHI_EXPORT int shmem_collectmem(shmem_team_t team, void *d, const void *s, size_t n)
+{ shi_set_t set; if (team_set(team, &set, "shmem_collectmem")) return -1;
+  collect(&set, d, s, n, "shmem_collectmem"); return 0; }
+SHI_EXPORT int shmem_fcollectmem(shmem_team_t team, void *d, const void *s, size_t n)
+{ shi_set_t set; if (team_set(team, &set, "shmem_fcollectmem")) return -1;
+  fcollect(&set, d, s, n, "shmem_fcollectmem"); return 0; }
+SHI_EXPORT int shmem_alltoallmem(shmem_team_t team, void *d, const void *s, size_t n)
+{ shi_set_t set; if (team_set(team, &set, "shmem_alltoallmem")) return -1;
+  alltoall(&set, d, s, n, "shmem_alltoallmem"); return 0; }
+SHI_EXPORT int shmem_alltoallsmem(shmem_team_t team, void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n)
+{ shi_set_t set; if (team_set(team, &set, "shmem_alltoallsmem")) return -1;
+  alltoalls(&set, d, s, dst, sst, n, 1, "shmem_alltoallsmem"); return 0; }
+
+#define RED1(T, N, OP)                                                                             \
+    SHI_EXPORT int shmem_##N##_##OP##_reduce(shmem_team_t team, T *d, const T *s, size_t n)        \
+    { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_" #OP "_reduce")) return -1;           \
+      reduce(&set, d, s, n, sizeof(T), k_##N##_##OP, "shmem_" #N "_" #OP "_reduce"); return 0; }
+#define RED_BIT(T, N) RED1(T, N, and) RED1(T, N, or) RED1(T, N, xor)
+#define RED_MINMAX(T, N) RED1(T, N, max) RED1(T, N, min)
+#define RED_ARITH(T, N) RED1(T, N, sum) RED1(T, N, prod)
+SHMEMI_REDUCE_BIT_TYPES(RED_BIT)
+SHMEMI_REDUCE_MINMAX_TYPES(RED_MINMAX)
+SHMEMI_REDUCE_ARITH_TYPES(RED_ARITH)
+
+/* --- legacy active-set collectives ------------------------------------------------------------- */
+#define LEGACY_BITS(B)                                                                             \
+    SHI_EXPORT void shmem_broadcast##B(void *d, const void *s, size_t n, int root, int start, int ls, int size, \
+                                       long *psync)                                                \
+    { shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_broadcast" #B);           \
+      bcast(&set, d, s, n * (B / 8), root, 0, "shmem_broadcast" #B); }                             \
+    SHI_EXPORT void shmem_collect##B(void *d, const void *s, size_t n, int start, int ls, int size, long *psync) \
+    { shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_collect" #B);             \
+      collect(&set, d, s, n * (B / 8), "shmem_collect" #B); }                                      \
+    SHI_EXPORT void shmem_fcollect##B(void *d, const void *s, size_t n, int start, int ls, int size, long *psync) \
+    { shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_fcollect" #B);            \
+      fcollect(&set, d, s, n * (B / 8), "shmem_fcollect" #B); }                                    \
+    SHI_EXPORT void shmem_alltoall##B(void *d, const void *s, size_t n, int start, int ls, int size, long *psync) \
+    { shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_alltoall" #B);            \
+      alltoall(&set, d, s, n * (B / 8), "shmem_alltoall" #B); }                                    \
+    SHI_EXPORT void shmem_alltoalls##B(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int start, \
+                                       int ls, int size, long *psync)                              \
+    { shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_alltoalls" #B);           \
+      alltoalls(&set, d, s, dst, sst, n, B / 8, "shmem_alltoalls" #B); }
+LEGACY_BITS(32)
+LEGACY_BITS(64)
+
+#define TOALL1(T, N, OP)                                                                           \
+    SHI_EXPORT void shmem_##N##_##OP##_to_all(T *d, const T *s, int n, int start, int ls, int size, T *pwrk, \
+                                              long *psync)                                         \
+    { (void)pwrk; shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_" #N "_" #OP "_to_all"); \
+      reduce(&set, d, s, n > 0 ? (size_t)n : 0, sizeof(T), k_##N##_##OP, "shmem_" #N "_" #OP "_to_all"); }
+#define TOALL_BIT(T, N) TOALL1(T, N, and) TOALL1(T, N, or) TOALL1(T, N, xor)
+#define TOALL_MINMAX(T, N) TOALL1(T, N, max) TOALL1(T, N, min)
+#define TOALL_ARITH(T, N) TOALL1(T, N, sum) TOALL1(T, N, prod)
+SHMEMI_TOALL_BIT_TYPES(TOALL_BIT)
+SHMEMI_TOALL_MINMAX_TYPES(TOALL_MINMAX)
+SHMEMI_TOALL_ARITH_TYPES(TOALL_ARITH)

@@ -1,0 +1,344 @@
+/* shmem_init: start-up and shutdown of the OpenSHMEM library, PE queries, shmem_ptr, errors.
+ *
+ * Start-up: the MPI glue starts MPI (or joins the program's) and gives my_pe/n_pes (the MPI world
+ * ranks, which yod's plan also numbers). Under yod with libbobcat preloaded, the symmetric heap
+ * and the static data are already in shared memory (src/smartmap/smartmap_shmem.c) and every PE
+ * of this node is reachable by load/store: the peer table caches each one's base addresses, so a
+ * put is an offset and a memcpy. PEs of other nodes (and every PE outside yod) go through MPI RMA
+ * windows over the same two regions. */
+#include "shmem_internal.h"
+
+#include <elf.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+shi_state_t shi = {.npes = 0, .spin_before_yield = 64};
+
+static void vreport(const char *routine, const char *fmt, va_list ap)
+{
+    char buf[1024];
+    int k = snprintf(buf, sizeof buf, "bobcat-shmem: PE %d: %s%s", shi.me, routine ? routine : "",
+                     routine ? ": " : "");
+    if (k < 0 || k >= (int)sizeof buf)
+        k = 0;
+    vsnprintf(buf + k, sizeof buf - (size_t)k - 1, fmt, ap);
+    size_t n = strlen(buf);
+    buf[n++] = '\n';
+    ssize_t ignored = write(STDERR_FILENO, buf, n);
+    (void)ignored;
+}
+
+void shi_fatal(const char *routine, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(routine, fmt, ap);
+    va_end(ap);
+    if (shi.initialized)
+        shi_mpi_abort(1);
+    _exit(1);
+}
+
+void shi_debug(const char *fmt, ...)
+{
+    if (!shi.debug)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vreport("debug", fmt, ap);
+    va_end(ap);
+}
+
+void shi_not_symmetric(const char *routine, const void *addr, int pe)
+{
+    shi_fatal(routine,
+              "address %p (target PE %d) is not symmetric: it is neither in the symmetric heap [%p, %p) nor in the "
+              "program's global/static data [%p, %p); allocate it with shmem_malloc or make it a global or static "
+              "variable",
+              addr, pe, (void *)shi.heap, (void *)(shi.heap + shi.heap_size), (void *)shi.data,
+              (void *)(shi.data + shi.data_size));
+}
+
+void shi_bad_pe(const char *routine, int pe)
+{
+    if (!shi.initialized)
+        shi_not_initialized(routine);
+    shi_fatal(routine, "PE %d does not exist (the job has PEs 0..%d)", pe, shi.npes - 1);
+}
+
+void shi_not_initialized(const char *routine)
+{
+    shi_fatal(routine, "called before shmem_init (or after shmem_finalize)");
+}
+
+/* The executable's writable data when libbobcat did not share it (not under yod). */
+static int find_data(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    uintptr_t *range = arg, pg = (uintptr_t)sysconf(_SC_PAGESIZE), relro_end = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type == PT_LOAD && (p->p_flags & PF_W) && !range[0]) {
+            range[0] = info->dlpi_addr + p->p_vaddr;
+            range[1] = range[0] + p->p_memsz;
+        } else if (p->p_type == PT_GNU_RELRO) {
+            relro_end = info->dlpi_addr + p->p_vaddr + p->p_memsz;
+        }
+    }
+    if (range[0]) {
+        if (relro_end > range[0])
+            range[0] = relro_end;
+        range[0] &= ~(pg - 1);
+        range[1] = (range[1] + pg - 1) & ~(pg - 1);
+    }
+    return 1;
+}
+
+static size_t env_size(const char *name, size_t def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (*end == 'i' || *end == 'I')
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end || end == v)
+        shi_fatal("shmem_init", "%s=%s is not a size (give bytes, or e.g. 64M, 1G)", name, v);
+    return (size_t)(n << shift);
+}
+
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") && strcasecmp(v, "no") && strcasecmp(v, "off") && strcasecmp(v, "false");
+}
+
+static void print_info(void)
+{
+    printf("bobcat OpenSHMEM %d.%d (%s)\n"
+           "  SHMEM_SYMMETRIC_SIZE  bytes of symmetric heap per PE (default 128M; K/M/G suffixes)\n"
+           "  SHMEM_DEBUG           print start-up details and warnings on stderr\n"
+           "  SHMEM_VERSION         print the library version at start-up\n"
+           "  SHMEM_INFO            print this text at start-up\n"
+           "  SHMEM_YIELD_SPINS     busy polls before a waiting PE yields its core (default 64 when\n"
+           "                        PEs may outnumber cores, else 4096)\n",
+           SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
+    fflush(stdout);
+}
+
+static void at_exit(void)
+{
+    /* A program that returns from main without shmem_finalize still finalizes (and MPI with it). */
+    if (shi.initialized && !shi.finalized)
+        shmem_finalize();
+}
+
+static int start(int requested)
+{
+    if (shi.initialized)
+        return shi.thread_level;
+    if (shi.finalized)
+        shi_fatal("shmem_init", "the library cannot be initialized again after shmem_finalize");
+    shi.debug = env_flag("SHMEM_DEBUG");
+    int provided = SHMEM_THREAD_SINGLE;
+    shi_mpi_init(requested, &provided, &shi.me, &shi.npes);
+    shi.thread_level = provided;
+    if (shi.me == 0 && env_flag("SHMEM_VERSION")) {
+        printf("bobcat OpenSHMEM %d.%d (%s)\n", SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
+        fflush(stdout);
+    }
+    if (shi.me == 0 && env_flag("SHMEM_INFO"))
+        print_info();
+
+    /* The two symmetric regions. */
+    size_t hs = 0, ds = 0;
+    void *heap = smap_symmetric_heap(&hs), *data = smap_static_data(&ds);
+    int shared = heap && smap_world_size() == shi.npes && smap_world_rank() == shi.me;
+    if (!shared) {
+        hs = env_size("SHMEM_SYMMETRIC_SIZE", (size_t)128 << 20);
+        hs = (hs + SHI_RESERVED + 4095) & ~(size_t)4095;
+        heap = mmap(NULL, hs, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (heap == MAP_FAILED)
+            shi_fatal("shmem_init", "cannot map a %zu-byte symmetric heap: %m (lower SHMEM_SYMMETRIC_SIZE)", hs);
+        data = NULL;
+    }
+    if (!data) {
+        uintptr_t range[2] = {0, 0};
+        dl_iterate_phdr(find_data, range);
+        data = (void *)range[0];
+        ds = range[1] - range[0];
+    }
+    if (hs <= SHI_RESERVED)
+        shi_fatal("shmem_init", "the symmetric heap (%zu bytes) is too small: raise SHMEM_SYMMETRIC_SIZE", hs);
+    shi.heap = (uintptr_t)heap;
+    shi.heap_size = hs;
+    shi.data = (uintptr_t)data;
+    shi.data_size = ds;
+
+    /* Who is reachable by load/store, and where their regions are mapped here. */
+    shi.peer = calloc((size_t)shi.npes, sizeof *shi.peer);
+    if (!shi.peer)
+        shi_fatal("shmem_init", "out of memory for the table of %d PEs", shi.npes);
+    shi.nlocal = 0;
+    for (int pe = 0; pe < shi.npes; pe++) {
+        if (pe == shi.me) {
+            shi.peer[pe] = (shi_peer_t){shi.heap, shi.data};
+        } else if (shared) {
+            int core = smap_pe_is_local(pe);
+            if (core >= 0) {
+                shi.peer[pe].heap = (uintptr_t)smap_remote_address(core, heap);
+                shi.peer[pe].data = (uintptr_t)smap_remote_address(core, data);
+            }
+        }
+        if (shi.peer[pe].heap)
+            shi.nlocal++;
+    }
+    shi.all_local = shi.nlocal == shi.npes;
+    /* Node of every PE (its node's first PE): yod numbers a node's PEs contiguously. */
+    shi.node = malloc(sizeof(int) * (size_t)shi.npes);
+    if (!shi.node)
+        shi_fatal("shmem_init", "out of memory for the table of %d PEs", shi.npes);
+    int first = shi.me;
+    while (first > 0 && shi.peer[first - 1].heap)
+        first--;
+    shi_mpi_allgather_int(first, shi.node);
+    /* yod leaves ranks unbound exactly when they outnumber the cores. */
+    const char *bind = getenv("BOBCAT_BIND");
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int crowded = !shared || (bind && !strcmp(bind, "none")) || shi.nlocal > ncpu;
+    shi.spin_before_yield = (unsigned)env_size("SHMEM_YIELD_SPINS", crowded ? 64 : 4096);
+    if (!shi.spin_before_yield)
+        shi.spin_before_yield = 1;
+
+    shi_mpi_windows(heap, hs, data, ds);
+    shi.slots = heap;
+    memset(shi.slots, 0, SHI_RESERVED);
+    shi_heap_init((char *)heap + SHI_RESERVED, hs - SHI_RESERVED);
+    shi.initialized = 1;
+    shi_teams_init();
+    shi_debug("%d PEs, %d reachable by load/store, heap %p + %zu, static data %p + %zu, %s atomics, yield after %u "
+              "spins", shi.npes, shi.nlocal, heap, hs, data, ds, shi.all_local ? "hardware" : "MPI",
+              shi.spin_before_yield);
+    shi_mpi_barrier(); /* every PE's slots are zeroed before anyone signals into them */
+    static int registered;
+    if (!registered++)
+        atexit(at_exit);
+    return provided;
+}
+
+SHI_EXPORT void shmem_init(void) { start(SHMEM_THREAD_SINGLE); }
+
+SHI_EXPORT int shmem_init_thread(int requested, int *provided)
+{
+    int p = start(requested);
+    if (provided)
+        *provided = p;
+    return 0;
+}
+
+SHI_EXPORT void shmem_query_thread(int *provided)
+{
+    if (provided)
+        *provided = shi.thread_level;
+}
+
+SHI_EXPORT void shmem_finalize(void)
+{
+    if (!shi.initialized || shi.finalized)
+        return;
+    shmem_barrier_all();
+    shi_mpi_finalize();
+    shi.finalized = 1;
+    shi.initialized = 0;
+}
+
+SHI_EXPORT void shmem_global_exit(int status)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (shi.initialized)
+        shi_mpi_abort(status);
+    _exit(status);
+}
+
+SHI_EXPORT void start_pes(int npes) { (void)npes; shmem_init(); }
+SHI_EXPORT int shmem_my_pe(void) { return shi.initialized ? shi.me : -1; }
+SHI_EXPORT int shmem_n_pes(void) { return shi.initialized ? shi.npes : -1; }
+SHI_EXPORT int _my_pe(void) { return shmem_my_pe(); }
+SHI_EXPORT int _num_pes(void) { return shmem_n_pes(); }
+SHI_EXPORT int my_pe(void) { return shmem_my_pe(); }
+SHI_EXPORT int num_pes(void) { return shmem_n_pes(); }
+
+SHI_EXPORT int shmem_pe_accessible(int pe) { return shi.initialized && pe >= 0 && pe < shi.npes; }
+
+SHI_EXPORT int shmem_addr_accessible(const void *addr, int pe)
+{
+    if (!shmem_pe_accessible(pe))
+        return 0;
+    uintptr_t a = (uintptr_t)addr;
+    return a - shi.heap < shi.heap_size || a - shi.data < shi.data_size;
+}
+
+SHI_EXPORT void *shmem_ptr(const void *dest, int pe)
+{
+    if (!shmem_addr_accessible(dest, pe))
+        return NULL;
+    int region = 0;
+    size_t disp = 0;
+    return shi_xlate(dest, 1, pe, "shmem_ptr", &region, &disp);
+}
+
+SHI_EXPORT void shmem_info_get_version(int *major, int *minor)
+{
+    if (major)
+        *major = SHMEM_MAJOR_VERSION;
+    if (minor)
+        *minor = SHMEM_MINOR_VERSION;
+}
+
+SHI_EXPORT void shmem_info_get_name(char *name)
+{
+    if (name) {
+        strncpy(name, SHMEM_VENDOR_STRING, SHMEM_MAX_NAME_LEN - 1);
+        name[SHMEM_MAX_NAME_LEN - 1] = 0;
+    }
+}
+
+/* Profiling control (OpenSHMEM 1.5 profiling interface): the standard lets an implementation without its own
+ * profiling layer ignore the level; tools that interpose on shmem_* (PSHMEM-style) see the call and its
+ * arguments, which is what the interface is for. */
+SHI_EXPORT void shmem_pcontrol(const int level, ...) { (void)level; }
+
+/* Cache management: the machine is coherent; these exist for old codes. */
+SHI_EXPORT void shmem_clear_cache_inv(void) {}
+SHI_EXPORT void shmem_set_cache_inv(void) {}
+SHI_EXPORT void shmem_clear_cache_line_inv(void *dest) { (void)dest; }
+SHI_EXPORT void shmem_set_cache_line_inv(void *dest) { (void)dest; }
+SHI_EXPORT void shmem_udcflush(void) {}
+SHI_EXPORT void shmem_udcflush_line(void *dest) { (void)dest; }
+SHI_EXPORT void shmemi_generic_type_not_supported(void)
+{
+    shi_fatal("shmem generic routine", "called with an element type the standard does not list");
+}
+
+#include <time.h>
+SHI_EXPORT double shmemx_wtime(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

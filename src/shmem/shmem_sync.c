@@ -1,0 +1,340 @@
+/* shmem_sync: point-to-point waits and tests, barriers (teams, world, legacy active sets), locks.
+ *
+ * Every wait polls local memory (the updates arrive as stores through another PE's window, or by
+ * MPI into our window) and relaxes between polls: pause, MPI progress when the job spans nodes
+ * (an MPI may apply remote updates only when we call it), and sched_yield() after a while so PEs
+ * that outnumber cores still run. */
+#include "shmem_internal.h"
+
+#include <stdlib.h>
+
+#define CMP_BODY(a, cmp, b)                                                                        \
+    switch (cmp) {                                                                                 \
+    case SHMEM_CMP_EQ: return a == b;                                                              \
+    case SHMEM_CMP_NE: return a != b;                                                              \
+    case SHMEM_CMP_GT: return a > b;                                                               \
+    case SHMEM_CMP_GE: return a >= b;                                                              \
+    case SHMEM_CMP_LT: return a < b;                                                               \
+    case SHMEM_CMP_LE: return a <= b;                                                              \
+    default: shi_fatal("shmem wait/test", "comparison %d is not one of the SHMEM_CMP_* constants", cmp); \
+    }
+
+static void check_cmp(int cmp, const char *routine)
+{
+    if (cmp < SHMEM_CMP_EQ || cmp > SHMEM_CMP_LE)
+        shi_fatal(routine, "comparison %d is not one of the SHMEM_CMP_* constants", cmp);
+}
+
+#define SYNC_DEF(T, N)                                                                             \
+    static inline int cmp_##N(T a, int cmp, T b) { CMP_BODY(a, cmp, b) }                          \
+    static inline T ld_##N(T *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }                  \
+    SHI_EXPORT void shmem_##N##_wait_until(T *ivar, int cmp, T v)                                  \
+    {                                                                                              \
+        check_cmp(cmp, "shmem_" #N "_wait_until");                                                 \
+        unsigned spins = 0;                                                                        \
+        while (!cmp_##N(ld_##N(ivar), cmp, v))                                                     \
+            shi_relax(&spins);                                                                     \
+    }                                                                                              \
+    SHI_EXPORT void shmem_##N##_wait(T *ivar, T v) { shmem_##N##_wait_until(ivar, SHMEM_CMP_NE, v); } \
+    SHI_EXPORT int shmem_##N##_test(T *ivar, int cmp, T v)                                         \
+    {                                                                                              \
+        check_cmp(cmp, "shmem_" #N "_test");                                                       \
+        int r = cmp_##N(ld_##N(ivar), cmp, v);                                                     \
+        if (!r && !shi.all_local)                                                                  \
+            shi_mpi_progress();                                                                    \
+        return r;                                                                                  \
+    }                                                                                              \
+    /* One pass over the set: how many of the included satisfy (indices_p gets them), the first one \
+     * (*first_p), and how many are included. `vals` NULL: compare every one with v. */            \
+    static size_t scan_##N(T *iv, size_t n, const int *st, int cmp, T v, const T *vals, size_t *idx, \
+                           size_t *first_p, size_t *incl_p)                                        \
+    {                                                                                              \
+        size_t hits = 0, incl = 0;                                                                 \
+        *first_p = SIZE_MAX;                                                                       \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            if (st && st[i])                                                                       \
+                continue;                                                                          \
+            incl++;                                                                                \
+            if (cmp_##N(ld_##N(&iv[i]), cmp, vals ? vals[i] : v)) {                                \
+                if (idx)                                                                           \
+                    idx[hits] = i;                                                                 \
+                if (*first_p == SIZE_MAX)                                                          \
+                    *first_p = i;                                                                  \
+                hits++;                                                                            \
+            }                                                                                      \
+        }                                                                                          \
+        *incl_p = incl;                                                                            \
+        return hits;                                                                               \
+    }                                                                                              \
+    static void wall_##N(T *iv, size_t n, const int *st, int cmp, T v, const T *vals, const char *R) \
+    {                                                                                              \
+        check_cmp(cmp, R);                                                                         \
+        unsigned spins = 0;                                                                        \
+        size_t first, incl;                                                                        \
+        while (scan_##N(iv, n, st, cmp, v, vals, NULL, &first, &incl) != incl)                    \
+            shi_relax(&spins);                                                                     \
+    }                                                                                              \
+    static size_t wany_##N(T *iv, size_t n, const int *st, int cmp, T v, const T *vals, const char *R) \
+    {                                                                                              \
+        check_cmp(cmp, R);                                                                         \
+        unsigned spins = 0;                                                                        \
+        size_t first, incl;                                                                        \
+        while (!scan_##N(iv, n, st, cmp, v, vals, NULL, &first, &incl) && incl)                    \
+            shi_relax(&spins);                                                                     \
+        return first;                                                                              \
+    }                                                                                              \
+    static size_t wsome_##N(T *iv, size_t n, size_t *idx, const int *st, int cmp, T v, const T *vals, \
+                            const char *R)                                                         \
+    {                                                                                              \
+        check_cmp(cmp, R);                                                                         \
+        unsigned spins = 0;                                                                        \
+        size_t first, incl, hits;                                                                  \
+        while (!(hits = scan_##N(iv, n, st, cmp, v, vals, idx, &first, &incl)) && incl)           \
+            shi_relax(&spins);                                                                     \
+        return hits;                                                                               \
+    }                                                                                              \
+    SHI_EXPORT void shmem_##N##_wait_until_all(T *iv, size_t n, const int *st, int cmp, T v)       \
+    { wall_##N(iv, n, st, cmp, v, NULL, "shmem_" #N "_wait_until_all"); }                         \
+    SHI_EXPORT size_t shmem_##N##_wait_until_any(T *iv, size_t n, const int *st, int cmp, T v)     \
+    { return wany_##N(iv, n, st, cmp, v, NULL, "shmem_" #N "_wait_until_any"); }                  \
+    SHI_EXPORT size_t shmem_##N##_wait_until_some(T *iv, size_t n, size_t *idx, const int *st, int cmp, T v) \
+    { return wsome_##N(iv, n, idx, st, cmp, v, NULL, "shmem_" #N "_wait_until_some"); }           \
+    SHI_EXPORT void shmem_##N##_wait_until_all_vector(T *iv, size_t n, const int *st, int cmp, T *vals) \
+    { wall_##N(iv, n, st, cmp, 0, vals, "shmem_" #N "_wait_until_all_vector"); }                  \
+    SHI_EXPORT size_t shmem_##N##_wait_until_any_vector(T *iv, size_t n, const int *st, int cmp, T *vals) \
+    { return wany_##N(iv, n, st, cmp, 0, vals, "shmem_" #N "_wait_until_any_vector"); }           \
+    SHI_EXPORT size_t shmem_##N##_wait_until_some_vector(T *iv, size_t n, size_t *idx, const int *st, int cmp, \
+                                                         T *vals)                                  \
+    { return wsome_##N(iv, n, idx, st, cmp, 0, vals, "shmem_" #N "_wait_until_some_vector"); }    \
+    SHI_EXPORT int shmem_##N##_test_all(T *iv, size_t n, const int *st, int cmp, T v)             \
+    {                                                                                              \
+        check_cmp(cmp, "shmem_" #N "_test_all");                                                   \
+        size_t first, incl;                                                                        \
+        return scan_##N(iv, n, st, cmp, v, NULL, NULL, &first, &incl) == incl;                     \
+    }                                                                                              \
+    SHI_EXPORT size_t shmem_##N##_test_any(T *iv, size_t n, const int *st, int cmp, T v)          \
+    {                                                                                              \
+        check_cmp(cmp, "shmem_" #N "_test_any");                                                   \
+        size_t first, incl;                                                                        \
+        scan_##N(iv, n, st, cmp, v, NULL, NULL, &first, &incl);                                    \
+        return first;                                                                              \
+    }                                                                                              \
+    SHI_EXPORT size_t shmem_##N##_test_some(T *iv, size_t n, size_t *idx, const int *st, int cmp, T v) \
+    {                                                                                              \
+        check_cmp(cmp, "shmem_" #N "_test_some");                                                  \
+        size_t first, incl;                                                                        \
+        return scan_##N(iv, n, st, cmp, v, NULL, idx, &first, &incl);                              \
+    }                                                                                              \
+    SHI_EXPORT int shmem_##N##_test_all_vector(T *iv, size_t n, const int *st, int cmp, T *vals)   \
+    {                                                                                              \
+        check_cmp(cmp, "shmem_" #N "_test_all_vector");                                            \
+        size_t first, incl;                                                                        \
+        return scan_##N(iv, n, st, cmp, 0, vals, NULL, &first, &incl) == incl;                     \
+    }                                                                                              \
+    SHI_EXPORT size_t shmem_##N##_test_any_vector(T *iv, size_t n, const int *st, int cmp, T *vals) \
+    {                                                                                              \
+        check_cmp(cmp, "shmem_" #N "_test_any_vector");                                            \
+        size_t first, incl;                                                                        \
+        scan_##N(iv, n, st, cmp, 0, vals, NULL, &first, &incl);                                    \
+        return first;                                                                              \
+    }                                                                                              \
+    SHI_EXPORT size_t shmem_##N##_test_some_vector(T *iv, size_t n, size_t *idx, const int *st, int cmp, \
+                                                   T *vals)                                        \
+    {                                                                                              \
+        check_cmp(cmp, "shmem_" #N "_test_some_vector");                                           \
+        size_t first, incl;                                                                        \
+        return scan_##N(iv, n, st, cmp, 0, vals, idx, &first, &incl);                              \
+    }
+SHMEMI_SYNC_TYPES(SYNC_DEF)
+
+SHI_EXPORT void shmem_wait_until(long *ivar, int cmp, long v) { shmem_long_wait_until(ivar, cmp, v); }
+SHI_EXPORT void shmem_wait(long *ivar, long v) { shmem_long_wait_until(ivar, SHMEM_CMP_NE, v); }
+
+SHI_EXPORT uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t v)
+{
+    shmem_uint64_wait_until(sig_addr, cmp, v);
+    return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+}
+
+/* --- barriers ---------------------------------------------------------------------------------- */
+
+/* Dissemination barrier over the set: ceil(log2 n) rounds; in round k a member signals the member
+ * 2^k after it and waits for the one 2^k before. Teams signal with their epoch (a store of a
+ * growing number: one writer per flag, nothing to reset); legacy pSync sets count with atomics and
+ * consume their count, which leaves pSync as they found it (all SHMEM_SYNC_VALUE). */
+int shi_set_hier(const shi_set_t *s, shi_hier_t *h, int *leaders)
+{
+    /* A node's PEs are contiguous and a set is strided, so its members of one node are contiguous
+     * in set order: a member leads its node when the member before it is on another node. */
+    int mynode = shi.node[shi_set_pe(s, s->me)];
+    *h = (shi_hier_t){.leader_idx = -1, .leader = -1};
+    for (int i = 0; i < s->size; i++) {
+        int nd = shi.node[shi_set_pe(s, i)];
+        if (i == 0 || shi.node[shi_set_pe(s, i - 1)] != nd) {
+            if (leaders)
+                leaders[h->nleaders] = i;
+            if (i == s->me)
+                h->leader_idx = h->nleaders;
+            h->nleaders++;
+        }
+        if (nd == mynode) {
+            if (h->leader < 0)
+                h->leader = i;
+            if (i == s->me)
+                h->my_local = h->nlocal;
+            h->nlocal++;
+        }
+    }
+    return s->slot && h->nleaders > 1 && h->nleaders < s->size;
+}
+
+static void signal_epoch(uint64_t *flag, uint64_t e, int pe)
+{
+    int region = 0;
+    size_t disp = 0;
+    uint64_t *p = shi_xlate(flag, 8, pe, "shmem_team_sync", &region, &disp);
+    if (p)
+        __atomic_store_n(p, e, __ATOMIC_RELEASE);
+    else /* an atomic set: it completes remotely, and we wait for it with yields */
+        shi_mpi_amo(SHI_AMO_SWAP, 8, region, disp, e, 0, pe);
+}
+
+/* Across nodes, a team syncs in three steps: the members of a node report to its leader (a store
+ * each, into the leader's slot), the leaders run the dissemination among themselves (MPI), and
+ * each leader releases its node (one store the members poll through the window). Only leaders
+ * talk between nodes. */
+static void hier_sync(shi_set_t *s, uint64_t e, const shi_hier_t *h, const int *leaders)
+{
+    unsigned spins = 0;
+    int lpe = shi_set_pe(s, h->leader);
+    if (h->leader_idx < 0) {
+        signal_epoch(&s->slot->arrive[h->my_local], e, lpe);
+        int region = 0;
+        size_t disp = 0;
+        uint64_t *rel = shi_xlate(&s->slot->release, 8, lpe, "shmem_team_sync", &region, &disp);
+        while (__atomic_load_n(rel, __ATOMIC_ACQUIRE) < e)
+            shi_relax(&spins);
+        return;
+    }
+    for (int j = 1; j < h->nlocal; j++)
+        while (__atomic_load_n(&s->slot->arrive[j], __ATOMIC_ACQUIRE) < e)
+            shi_relax(&spins);
+    int n = h->nleaders, me = h->leader_idx;
+    for (int k = 0, d = 1; d < n; k++, d <<= 1) {
+        signal_epoch(&s->flags[k], e, shi_set_pe(s, leaders[(me + d) % n]));
+        while (__atomic_load_n(&s->flags[k], __ATOMIC_ACQUIRE) < e)
+            shi_relax(&spins);
+    }
+    __atomic_store_n(&s->slot->release, e, __ATOMIC_RELEASE);
+}
+
+void shi_set_sync(shi_set_t *s)
+{
+    int n = s->size, me = s->me;
+    if (n <= 1)
+        return;
+    unsigned spins = 0;
+    if (s->epoch_p && !shi.all_local) {
+        shi_hier_t h;
+        int leaders_small[64], *leaders = n <= 64 ? leaders_small : malloc(sizeof(int) * (size_t)n);
+        if (!leaders)
+            shi_fatal("shmem_team_sync", "out of memory");
+        int hier = shi_set_hier(s, &h, leaders);
+        if (hier)
+            hier_sync(s, ++*s->epoch_p, &h, leaders);
+        if (leaders != leaders_small)
+            free(leaders);
+        if (hier)
+            return;
+    }
+    if (s->epoch_p) {
+        uint64_t e = ++*s->epoch_p;
+        for (int k = 0, d = 1; d < n; k++, d <<= 1) {
+            signal_epoch(&s->flags[k], e, shi_set_pe(s, (me + d) % n));
+            while (__atomic_load_n(&s->flags[k], __ATOMIC_ACQUIRE) < e)
+                shi_relax(&spins);
+        }
+    } else {
+        for (int k = 0, d = 1; d < n; k++, d <<= 1) {
+            int to = shi_set_pe(s, (me + d) % n);
+            shi_amo(SHI_AMO_ADD | SHI_AMO_F, 8, &s->flags[k], 1, 0, to, "shmem_barrier/shmem_sync (pSync)");
+            while ((int64_t)__atomic_load_n(&s->flags[k], __ATOMIC_ACQUIRE) < 1)
+                shi_relax(&spins);
+            shi_amo(SHI_AMO_ADD | SHI_AMO_F, 8, &s->flags[k], (uint64_t)-1, 0, shi.me,
+                    "shmem_barrier/shmem_sync (pSync)");
+        }
+    }
+}
+
+void shi_set_legacy(shi_set_t *s, int start, int log_stride, int size, long *psync, const char *routine)
+{
+    if (!shi.initialized)
+        shi_not_initialized(routine);
+    int stride = 1 << log_stride;
+    if (start < 0 || size < 1 || log_stride < 0 || log_stride > 30 ||
+        (long)start + (long)(size - 1) * stride >= shi.npes)
+        shi_fatal(routine, "the active set PE_start=%d logPE_stride=%d PE_size=%d does not fit in the %d PEs", start,
+                  log_stride, size, shi.npes);
+    int rel = shi.me - start;
+    if (rel < 0 || rel % stride || rel / stride >= size)
+        shi_fatal(routine, "PE %d is not in the active set PE_start=%d logPE_stride=%d PE_size=%d it called with",
+                  shi.me, start, log_stride, size);
+    uintptr_t a = (uintptr_t)psync;
+    if (!(a - shi.heap < shi.heap_size || a - shi.data < shi.data_size))
+        shi_not_symmetric(routine, psync, shi.me);
+    *s = (shi_set_t){.start = start, .stride = stride, .size = size, .me = rel / stride,
+                     .flags = (uint64_t *)psync, .chain = (uint64_t *)psync + SHI_ROUNDS};
+}
+
+SHI_EXPORT void shmem_barrier_all(void)
+{
+    if (!shi.initialized)
+        shi_not_initialized("shmem_barrier_all");
+    shi_quiet();
+    shmem_team_sync(SHMEM_TEAM_WORLD);
+}
+
+SHI_EXPORT void shmem_sync_all(void)
+{
+    if (!shi.initialized)
+        shi_not_initialized("shmem_sync_all");
+    shmem_team_sync(SHMEM_TEAM_WORLD);
+}
+
+SHI_EXPORT void shmem_barrier(int start, int log_stride, int size, long *psync)
+{
+    shi_set_t s;
+    shi_set_legacy(&s, start, log_stride, size, psync, "shmem_barrier");
+    shi_quiet();
+    shi_set_sync(&s);
+}
+
+SHI_EXPORT void shmem_sync(int start, int log_stride, int size, long *psync)
+{
+    shi_set_t s;
+    shi_set_legacy(&s, start, log_stride, size, psync, "shmem_sync");
+    shi_set_sync(&s);
+}
+
+/* --- locks: a test-and-set word in PE 0's copy of the lock, polled with plain reads --------- */
+SHI_EXPORT void shmem_set_lock(long *lock)
+{
+    unsigned spins = 0;
+    for (;;) {
+        if (shi_amo(SHI_AMO_CSWAP, sizeof(long), lock, (uint64_t)shi.me + 1, 0, 0, "shmem_set_lock") == 0)
+            break;
+        while (shi_amo(SHI_AMO_FETCH, sizeof(long), lock, 0, 0, 0, "shmem_set_lock") != 0)
+            shi_relax(&spins);
+    }
+}
+
+SHI_EXPORT int shmem_test_lock(long *lock)
+{
+    return shi_amo(SHI_AMO_CSWAP, sizeof(long), lock, (uint64_t)shi.me + 1, 0, 0, "shmem_test_lock") != 0;
+}
+
+SHI_EXPORT void shmem_clear_lock(long *lock)
+{
+    shi_quiet(); /* what the holder wrote is complete before the next holder gets in */
+    shi_amo(SHI_AMO_SET, sizeof(long), lock, 0, 0, 0, "shmem_clear_lock");
+}
