@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include <bobcat/smartmap.h>
+#include "pmpi_p2p.h"
 
 #define BOBCAT_EXPORT __attribute__((visibility("default")))
 
@@ -25,15 +26,19 @@ static void check_world(void)
 BOBCAT_EXPORT int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
         check_world();
+        p2p_init(); /* issue 10: point-to-point layer (collective over WORLD) */
+    }
     return rc;
 }
 
 BOBCAT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
         check_world();
+        p2p_init(); /* issue 10: point-to-point layer (collective over WORLD) */
+    }
     return rc;
 }
