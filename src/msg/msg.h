@@ -1,20 +1,24 @@
 /* msg: on-node point-to-point over SMARTMAP, without MPI.
  *
- * Each rank owns one inbox in its own segment: a bounded multi-producer single-consumer queue of
- * fixed-size cells (Vyukov's sequence-numbered ring). Any local rank appends to it through its
- * window; only the owner takes cells out, in order. So memory per rank is O(cells), not O(ranks),
- * and one sender's messages reach a receiver in the order they were sent (MPI's non-overtaking
- * rule), whatever the other senders do.
+ * Each rank owns one inbox in its own segment: an unbounded multi-producer single-consumer queue
+ * of message nodes (Vyukov's intrusive MPSC list). A sender takes a node from its own pool (in its
+ * own segment), fills it and links it at the tail of the receiver's inbox with one atomic
+ * exchange; only the owner takes nodes out, in order, and marks each one consumed so its sender
+ * can reuse it. So a sender never waits for room (an eager send is complete when it is linked,
+ * whatever the receiver does, and no message ever waits in the sender for its next MPI call),
+ * memory is per outstanding message, never per pair of ranks, and one sender's messages reach a
+ * receiver in the order they were sent (MPI's non-overtaking rule).
  *
- *  - eager (len <= eager limit): header and payload travel in one cell; a standard-mode send is
- *    complete as soon as the cell is published. No syscall, malloc or lock on this path.
- *  - rendezvous (len > eager limit): the cell carries the sender's buffer address; the receiver
+ *  - eager (len <= eager limit): header and payload travel in the node. No syscall, malloc or
+ *    lock on this path (the pool only grows when every node is in flight).
+ *  - rendezvous (len > eager limit): the node carries the sender's buffer address; the receiver
  *    copies once, straight out of the sender's window, when the receive is matched, then sets
  *    the sender's completion word. A sender buffer outside the segment (stack, static data) is
  *    first staged into a segment buffer.
- *  - a full inbox never blocks the sender: the message waits in the sender's private pending
- *    FIFO (eager payload copied) and is retried by every progress call, so eager sends complete
- *    locally whatever the receiver does.
+ *
+ * Pointers in shared structures are node-universal: an address in local rank r's heap is kept in
+ * its window form (`own address | (r + 1) << 39`), which every rank of the node, r included,
+ * has mapped.
  *
  * Matching is MPI's: (context, source, tag) with wildcards, posted receives in post order against
  * arrivals in arrival order. The receiver's posted and unexpected lists are private. Everything
@@ -34,40 +38,38 @@
 #define MSG_LINE 64
 
 /* ---- shared-memory layout (a unit test checks these sizes and offsets) ----
- * Cell: line 0 is the header, the payload follows from line 1. `seq` is the only field written
- * by both sides: the producer that owns ticket t sees seq == t (cell free), writes header and
- * payload, then stores seq = t + 1 with release; the consumer sees seq == head + 1 with acquire
- * (so the payload is visible), copies out, and stores seq = head + ncells with release (so its
- * reads are done before the next producer's writes, which load seq with acquire). */
-typedef struct {
-    _Atomic uint64_t seq; /* 0 */
-    int32_t ctx;          /* 8: matching context (the communicator) */
-    int32_t src;          /* 12: sender's rank in the communicator */
-    int32_t tag;          /* 16 */
-    uint32_t kind;        /* 20: MSG_CELL_* */
-    uint64_t len;         /* 24: message bytes */
-    uint64_t addr;        /* 32: rendezvous: sender's buffer, in the sender's own address space */
-    uint64_t done;        /* 40: sender's completion word (its own address) or 0 */
-    int32_t from_local;   /* 48: sender's local rank (window to translate addr/done through) */
-    uint32_t pad_[3];     /* 52 */
-} msg_cell_hdr_t;         /* 64: payload starts here */
+ * Node: line 0 is the header, the payload follows from line 1. Written by the sender before it
+ * is linked; then `next` is written once by whichever sender links the following node (release,
+ * so that node's contents are visible to the consumer's acquire load of `next`), and `consumed`
+ * once by the receiver (release: its reads of the node are done before the sender reuses it,
+ * which loads it with acquire). `pool_next` is the sender's private bookkeeping. */
+typedef struct msg_node {
+    _Atomic uint64_t next;     /* 0: universal address of the next node, 0 if none yet */
+    _Atomic uint32_t consumed; /* 8: the receiver is done with this node */
+    uint32_t kind;             /* 12: MSG_NODE_* */
+    int32_t ctx;               /* 16: matching context (the communicator) */
+    int32_t src;               /* 20: sender's rank in the communicator */
+    int32_t tag;               /* 24 */
+    int32_t from_local;        /* 28: sender's local rank (window of addr/done) */
+    uint64_t len;              /* 32: message bytes */
+    uint64_t addr;             /* 40: rendezvous: sender's buffer, in the sender's own address space */
+    uint64_t done;             /* 48: sender's completion word (its own address) or 0 */
+    struct msg_node *pool_next; /* 56: sender-private: its in-flight / free lists */
+} msg_node_t;                  /* 64: payload starts here */
 
-enum { MSG_CELL_EAGER = 1, MSG_CELL_RTS = 2 };
+enum { MSG_NODE_EAGER = 1, MSG_NODE_RTS = 2, MSG_NODE_STUB = 3 };
 
-/* Inbox: producers touch line 0 (tail, CAS) and the cells; the owner's head is private (it is
- * the only consumer), so no line bounces between the consumer's reads and producers' claims.
- * Line 1 is constant after init. */
+/* Inbox: producers exchange `tail` (line 0); the consumer's head is private. The stub node lets
+ * the list never be empty (Vyukov). */
 typedef struct {
-    _Atomic uint64_t tail;     /* 0: next ticket to claim */
+    _Atomic uint64_t tail;     /* 0: universal address of the last node */
     uint8_t pad0_[MSG_LINE - 8];
-    uint32_t ncells;           /* 64 */
-    uint32_t cell_size;        /* 68: header + payload, a multiple of MSG_LINE */
-    uint64_t magic;            /* 72 */
-    uint8_t pad1_[MSG_LINE - 16];
-    /* 128: cells[ncells] */
+    uint64_t magic;            /* 64 */
+    uint8_t pad1_[MSG_LINE - 8];
+    msg_node_t stub;           /* 128 */
 } msg_inbox_t;
 
-#define MSG_INBOX_MAGIC 0x62636d73676e6278ull
+#define MSG_INBOX_MAGIC 0x62636d73676e6279ull
 
 /* ---- private objects ---- */
 
@@ -102,13 +104,13 @@ typedef struct msg_req {
 } msg_req_t;
 
 typedef struct {
-    uint64_t eager_sent, rndv_sent, staged_sent, pending_sent;
+    uint64_t eager_sent, rndv_sent, staged_sent, pool_nodes;
     uint64_t eager_recv, rndv_recv, unexpected, bytes_sent, bytes_single_copy;
 } msg_stats_t;
 
-/* Set up this rank's inbox (in the segment). eager: payload bytes per cell; ncells: cells.
- * Returns the inbox address (this rank's own address) for the peers, through inbox_p. */
-BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned ncells, void **inbox_p);
+/* Set up this rank's inbox (in the segment). eager: payload bytes per node; nodes: the pool's
+ * initial size. Returns the inbox address (this rank's own address) for the peers. */
+BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p);
 /* Tell the engine where local rank `local` has its inbox (that rank's own address). */
 BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox); /* 0 if its window is missing */
 BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void);
@@ -125,7 +127,7 @@ BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req);
 /* Retire a send request's waits: 1 once it is complete. */
 BOBCAT_MSG_API int bobcat_msg_test(msg_req_t *req);
 
-/* Drain the inbox and retry pending sends. Returns how many events happened. */
+/* Drain the inbox. Returns how many messages arrived. */
 BOBCAT_MSG_API int bobcat_msg_progress(void);
 
 /* Look for an unexpected message (after progress). Returns it or NULL; with `take` it is removed
@@ -137,11 +139,9 @@ BOBCAT_MSG_API void bobcat_msg_mrecv(msg_req_t *req, msg_unexp_t *m, void *buf, 
 /* Requests: zeroed, in the segment, recycled. */
 BOBCAT_MSG_API void *bobcat_msg_alloc_shared(size_t size);
 
-/* Sends still waiting for room in a peer's inbox (must be 0 before the rank may leave). */
-BOBCAT_MSG_API int bobcat_msg_pending(void);
-/* Posted receives or queued sends exist: this rank's progress matters to its peers. */
+/* Posted receives exist: this rank's progress matters to its peers (rendezvous, sync sends). */
 BOBCAT_MSG_API int bobcat_msg_busy(void);
-/* Read the knobs (BOBCAT_P2P, P2P_EAGER, P2P_CELLS) and, if the layer is on, set up the inbox.
+/* Read the knobs (BOBCAT_P2P, P2P_EAGER, P2P_NODES) and, if the layer is on, set up the inbox.
  * BOBCAT_ERR_INVAL when it is off or cannot run here (no segment). */
 BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p);
 BOBCAT_MSG_API const msg_stats_t *bobcat_msg_stats(void);

@@ -1,5 +1,5 @@
 /* msg_engine: the inbox queue, matching and the single-copy rendezvous (see msg.h for the
- * protocol and the memory orderings). Everything except the inbox cells and the senders'
+ * protocol and the memory orderings). Everything except the inbox, the message nodes and the senders'
  * completion words is private to the process. */
 #include "msg.h"
 
@@ -11,35 +11,23 @@
 
 static struct {
     int active;
-    size_t eager;          /* payload bytes per cell */
-    unsigned ncells;
-    size_t cell_size;
+    size_t eager;          /* payload bytes per node */
+    size_t node_size;
+    unsigned grow;         /* nodes per pool chunk */
     int my_local;
+    uintptr_t delta;       /* own address + delta = universal (window) address */
     msg_inbox_t *inbox;    /* own inbox (own address) */
-    uint64_t head;         /* next ticket to consume (only this process consumes) */
+    msg_node_t *head;      /* consumer: current head (universal address) */
     msg_inbox_t *peer[SMAP_MAX_LOCAL_RANKS]; /* peers' inboxes, through their windows */
+    msg_node_t *free_nodes, *flight_head, *flight_tail; /* sender's pool */
     msg_req_t *posted_head, *posted_tail;
     msg_unexp_t *unexp_head, *unexp_tail;
     msg_unexp_t *unexp_free;
-    struct pending *pend_head, *pend_tail;
     msg_stats_t stats;
 } E;
 
-/* A send waiting for room in the destination's inbox. Its cell image is kept whole. */
-typedef struct pending {
-    struct pending *next;
-    int dest;
-    msg_cell_hdr_t hdr;
-    char *payload;
-} pending_t;
-
-_Static_assert(sizeof(msg_cell_hdr_t) == MSG_LINE, "cell header is one line");
-_Static_assert(sizeof(msg_inbox_t) == 2 * MSG_LINE, "inbox header is two lines");
-
-static inline msg_cell_hdr_t *cell_at(msg_inbox_t *ib, uint64_t ticket)
-{
-    return (msg_cell_hdr_t *)((char *)ib + sizeof(msg_inbox_t) + (size_t)(ticket % E.ncells) * E.cell_size);
-}
+_Static_assert(sizeof(msg_node_t) == MSG_LINE, "node header is one line");
+_Static_assert(sizeof(msg_inbox_t) == 3 * MSG_LINE, "inbox is three lines");
 
 /* Translate an address of local rank `local`'s own space into ours. */
 static inline void *peer_addr(int local, uint64_t addr)
@@ -49,37 +37,106 @@ static inline void *peer_addr(int local, uint64_t addr)
     return smap_remote_address(local, (const void *)(uintptr_t)addr);
 }
 
-BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned ncells, void **inbox_p)
+static inline uint64_t universal(const void *own) { return (uint64_t)((uintptr_t)own + E.delta); }
+
+/* Grow the sender's pool by one chunk of nodes (in the segment: receivers read them). */
+static int pool_grow(void)
+{
+    char *chunk = NULL;
+    if (posix_memalign((void **)&chunk, MSG_LINE, E.node_size * E.grow) != 0 || !smap_is_shared(chunk)) {
+        util_error("msg: cannot allocate message nodes in the segment: raise BOBCAT_HEAP");
+        free(chunk);
+        return 0;
+    }
+    for (unsigned i = 0; i < E.grow; i++) {
+        msg_node_t *n = (msg_node_t *)(chunk + (size_t)i * E.node_size);
+        n->pool_next = E.free_nodes;
+        E.free_nodes = n;
+    }
+    E.stats.pool_nodes += E.grow;
+    return 1;
+}
+
+/* A free node: recycle what receivers have consumed (acquire: their reads are done) when the
+ * free list runs dry, and only grow the pool when every node is still in flight. */
+static msg_node_t *node_get(void)
+{
+    if (!E.free_nodes) {
+        msg_node_t **pp = &E.flight_head, *last = NULL;
+        while (*pp) {
+            msg_node_t *n = *pp;
+            if (atomic_load_explicit(&n->consumed, memory_order_acquire)) {
+                *pp = n->pool_next;
+                n->pool_next = E.free_nodes;
+                E.free_nodes = n;
+            } else {
+                last = n;
+                pp = &n->pool_next;
+            }
+        }
+        E.flight_tail = last;
+        if (!E.free_nodes && !pool_grow()) {
+            abort();
+        }
+    }
+    msg_node_t *n = E.free_nodes;
+    E.free_nodes = n->pool_next;
+    n->pool_next = NULL;
+    if (E.flight_tail)
+        E.flight_tail->pool_next = n;
+    else
+        E.flight_head = n;
+    E.flight_tail = n;
+    return n;
+}
+
+/* Link a filled node at the tail of an inbox: exchange the tail, then publish the link. Between
+ * the two the list is briefly cut; the consumer then sees no next node and retries later. */
+static inline void inbox_push(msg_inbox_t *ib, msg_node_t *n_own)
+{
+    uint64_t u = universal(n_own);
+    atomic_store_explicit(&n_own->next, 0, memory_order_relaxed);
+    uint64_t prev = atomic_exchange_explicit(&ib->tail, u, memory_order_acq_rel);
+    atomic_store_explicit(&((msg_node_t *)(uintptr_t)prev)->next, u, memory_order_release);
+}
+
+BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p)
 {
     if (E.active) {
         *inbox_p = E.inbox;
         return BOBCAT_OK;
     }
-    if (ncells < 2 || eager > (1u << 20)) {
-        util_error("msg: BOBCAT_P2P_CELLS must be >= 2 and BOBCAT_P2P_EAGER <= 1M (got %u, %zu)", ncells, eager);
+    if (eager > (1u << 20)) {
+        util_error("msg: BOBCAT_P2P_EAGER must be <= 1M (got %zu)", eager);
         return BOBCAT_ERR_INVAL;
     }
-    size_t cell = (sizeof(msg_cell_hdr_t) + eager + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
-    size_t bytes = sizeof(msg_inbox_t) + cell * ncells;
+    E.my_local = smap_local_rank();
     msg_inbox_t *ib = NULL;
-    if (posix_memalign((void **)&ib, 4096, bytes) != 0 || !smap_is_shared(ib)) {
-        util_error("msg: cannot allocate a %zu-byte inbox in the segment (raise BOBCAT_HEAP or lower "
-                   "BOBCAT_P2P_CELLS)", bytes);
+    if (posix_memalign((void **)&ib, 4096, sizeof *ib) != 0 || !smap_is_shared(ib)) {
+        util_error("msg: cannot allocate the inbox in the segment (raise BOBCAT_HEAP)");
         free(ib);
         return BOBCAT_ERR_NOMEM;
     }
-    memset(ib, 0, bytes);
-    ib->ncells = ncells;
-    ib->cell_size = (uint32_t)cell;
+    void *win = smap_remote_address(E.my_local, ib);
+    if (!win) {
+        util_error("msg: this rank's own window is not mapped; point-to-point stays with the real MPI");
+        free(ib);
+        return BOBCAT_ERR_LAYOUT;
+    }
+    E.delta = (uintptr_t)win - (uintptr_t)ib;
+    memset(ib, 0, sizeof *ib);
     ib->magic = MSG_INBOX_MAGIC;
+    ib->stub.kind = MSG_NODE_STUB;
+    atomic_store_explicit(&ib->tail, universal(&ib->stub), memory_order_release);
+    E.head = (msg_node_t *)(uintptr_t)universal(&ib->stub);
     E.eager = eager;
-    E.ncells = ncells;
-    E.cell_size = cell;
+    E.node_size = (sizeof(msg_node_t) + eager + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
+    E.grow = nodes ? nodes : 64;
     E.inbox = ib;
-    for (unsigned i = 0; i < ncells; i++)
-        atomic_store_explicit(&cell_at(ib, i)->seq, i, memory_order_relaxed);
-    atomic_store_explicit(&ib->tail, 0, memory_order_release);
-    E.my_local = smap_local_rank();
+    if (!pool_grow()) {
+        free(ib);
+        return BOBCAT_ERR_NOMEM;
+    }
     E.active = 1;
     *inbox_p = ib;
     return BOBCAT_OK;
@@ -89,14 +146,14 @@ BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox)
 {
     if (local < 0 || local >= SMAP_MAX_LOCAL_RANKS || !inbox)
         return 0;
-    E.peer[local] = peer_addr(local, (uint64_t)(uintptr_t)inbox);
+    E.peer[local] = smap_remote_address(local, inbox); /* the universal form, also for ourselves */
     return E.peer[local] != NULL && E.peer[local]->magic == MSG_INBOX_MAGIC;
 }
 
 BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void) { return E.eager; }
 BOBCAT_MSG_API int bobcat_msg_active(void) { return E.active; }
-BOBCAT_MSG_API int bobcat_msg_pending(void) { return E.pend_head != NULL; }
-BOBCAT_MSG_API int bobcat_msg_busy(void) { return E.posted_head != NULL || E.pend_head != NULL; }
+BOBCAT_MSG_API int bobcat_msg_busy(void) { return E.posted_head != NULL; }
+BOBCAT_MSG_API const msg_stats_t *bobcat_msg_stats(void) { return &E.stats; }
 
 BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
 {
@@ -106,112 +163,29 @@ BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
     size_t page;
     if (smap_world_size() == 0 || smap_segment_info(&page, NULL) == SMAP_PAGES_NONE)
         return BOBCAT_ERR_INVAL; /* not started by yod: no segment, no windows */
-    return bobcat_msg_init(o.P2P_EAGER, (unsigned)o.P2P_CELLS, inbox_p);
-}
-BOBCAT_MSG_API const msg_stats_t *bobcat_msg_stats(void) { return &E.stats; }
-
-/* Claim a cell in `dest`'s inbox without waiting: NULL when it is full. The CAS on tail only
- * orders claims; the acquire load of seq is what makes the previous consumer's reads of the cell
- * happen before our writes. */
-static msg_cell_hdr_t *try_claim(msg_inbox_t *ib, uint64_t *ticket_p)
-{
-    uint64_t t = atomic_load_explicit(&ib->tail, memory_order_relaxed);
-    for (;;) {
-        msg_cell_hdr_t *c = cell_at(ib, t);
-        uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-        if (seq == t) {
-            if (atomic_compare_exchange_weak_explicit(&ib->tail, &t, t + 1, memory_order_relaxed,
-                                                      memory_order_relaxed)) {
-                *ticket_p = t;
-                return c;
-            }
-        } else if (seq < t) {
-            return NULL; /* the consumer has not freed this cell from the previous lap: full */
-        } else {
-            t = atomic_load_explicit(&ib->tail, memory_order_relaxed);
-        }
-    }
-}
-
-/* Write a cell image and publish it (release: header and payload before seq). */
-static int try_post(int dest, const msg_cell_hdr_t *h, const void *payload)
-{
-    msg_inbox_t *ib = E.peer[dest];
-    uint64_t t;
-    msg_cell_hdr_t *c = try_claim(ib, &t);
-    if (!c)
-        return 0;
-    c->ctx = h->ctx;
-    c->src = h->src;
-    c->tag = h->tag;
-    c->kind = h->kind;
-    c->len = h->len;
-    c->addr = h->addr;
-    c->done = h->done;
-    c->from_local = h->from_local;
-    if (h->kind == MSG_CELL_EAGER && h->len)
-        memcpy(c + 1, payload, h->len);
-    atomic_store_explicit(&c->seq, t + 1, memory_order_release);
-    return 1;
-}
-
-static void pend(int dest, const msg_cell_hdr_t *h, const void *payload)
-{
-    pending_t *p = malloc(sizeof *p);
-    if (!p) {
-        util_error("msg: out of memory queueing a send");
-        abort();
-    }
-    p->next = NULL;
-    p->dest = dest;
-    p->hdr = *h;
-    p->payload = NULL;
-    if (h->kind == MSG_CELL_EAGER && h->len) {
-        p->payload = malloc(h->len);
-        if (!p->payload) {
-            util_error("msg: out of memory queueing a send");
-            abort();
-        }
-        memcpy(p->payload, payload, h->len);
-    }
-    if (E.pend_tail)
-        E.pend_tail->next = p;
-    else
-        E.pend_head = p;
-    E.pend_tail = p;
-    E.stats.pending_sent++;
-}
-
-/* Retry queued sends in order; stop at the first that still finds no room, so that no message
- * overtakes an earlier one (to any destination: simple, and this path is rare). */
-static int flush_pending(void)
-{
-    int n = 0;
-    while (E.pend_head) {
-        pending_t *p = E.pend_head;
-        if (!try_post(p->dest, &p->hdr, p->payload))
-            break;
-        E.pend_head = p->next;
-        if (!E.pend_head)
-            E.pend_tail = NULL;
-        free(p->payload);
-        free(p);
-        n++;
-    }
-    return n;
+    return bobcat_msg_init(o.P2P_EAGER, (unsigned)o.P2P_NODES, inbox_p);
 }
 
 BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
                                     const void *buf, size_t len, int sync)
 {
-    msg_cell_hdr_t h = {.ctx = ctx, .src = src, .tag = tag, .len = len, .from_local = E.my_local};
+    msg_node_t *n = node_get();
+    n->ctx = ctx;
+    n->src = src;
+    n->tag = tag;
+    n->len = len;
+    n->from_local = E.my_local;
+    n->addr = 0;
+    atomic_store_explicit(&n->consumed, 0, memory_order_relaxed);
     req->kind = MSG_REQ_SEND;
     req->complete = 0;
     req->bounce = NULL;
     atomic_store_explicit(&req->done, 0, memory_order_relaxed);
     if (len <= E.eager) {
-        h.kind = MSG_CELL_EAGER;
-        h.done = sync ? (uint64_t)(uintptr_t)&req->done : 0;
+        n->kind = MSG_NODE_EAGER;
+        n->done = sync ? (uint64_t)(uintptr_t)&req->done : 0;
+        if (len)
+            memcpy(n + 1, buf, len);
         req->waits_done = sync;
         E.stats.eager_sent++;
     } else {
@@ -227,15 +201,14 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
             src_buf = req->bounce;
             E.stats.staged_sent++;
         }
-        h.kind = MSG_CELL_RTS;
-        h.addr = (uint64_t)(uintptr_t)src_buf;
-        h.done = (uint64_t)(uintptr_t)&req->done;
+        n->kind = MSG_NODE_RTS;
+        n->addr = (uint64_t)(uintptr_t)src_buf;
+        n->done = (uint64_t)(uintptr_t)&req->done;
         req->waits_done = 1;
         E.stats.rndv_sent++;
     }
     E.stats.bytes_sent += len;
-    if (E.pend_head || !try_post(dest_local, &h, buf))
-        pend(dest_local, &h, buf);
+    inbox_push(E.peer[dest_local], n);
     if (!req->waits_done)
         req->complete = 1;
 }
@@ -272,7 +245,7 @@ static void deliver(msg_req_t *r, int32_t src, int32_t tag, uint32_t kind, uint6
                     uint64_t done, int from_local, const void *data)
 {
     uint64_t n = len <= r->cap ? len : r->cap;
-    if (kind == MSG_CELL_EAGER) {
+    if (kind == MSG_NODE_EAGER) {
         if (n)
             memcpy(r->buf, data, n);
         E.stats.eager_recv++;
@@ -341,7 +314,7 @@ static void unexp_unlink(msg_unexp_t *u)
 }
 
 /* One arrival: the first posted receive it matches takes it, else it waits as unexpected. */
-static void arrive(const msg_cell_hdr_t *c)
+static void arrive(const msg_node_t *c)
 {
     for (msg_req_t *r = E.posted_head; r; r = r->next) {
         if (matches(r->ctx, r->src, r->tag, c->ctx, c->src, c->tag)) {
@@ -359,7 +332,7 @@ static void arrive(const msg_cell_hdr_t *c)
     u->len = c->len;
     u->addr = c->addr;
     u->done = c->done;
-    if (c->kind == MSG_CELL_EAGER && c->len)
+    if (c->kind == MSG_NODE_EAGER && c->len)
         memcpy(u->data, c + 1, c->len);
     u->next = NULL;
     u->prev = E.unexp_tail;
@@ -371,18 +344,42 @@ static void arrive(const msg_cell_hdr_t *c)
     E.stats.unexpected++;
 }
 
+/* Take the next node out of the inbox (Vyukov's pop); NULL if none is fully linked yet. */
+static msg_node_t *inbox_pop(void)
+{
+    msg_node_t *stub = (msg_node_t *)(uintptr_t)universal(&E.inbox->stub);
+    msg_node_t *head = E.head;
+    uint64_t next = atomic_load_explicit(&head->next, memory_order_acquire);
+    if (head == stub) {
+        if (!next)
+            return NULL;
+        E.head = head = (msg_node_t *)(uintptr_t)next;
+        next = atomic_load_explicit(&head->next, memory_order_acquire);
+    }
+    if (next) {
+        E.head = (msg_node_t *)(uintptr_t)next;
+        return head;
+    }
+    if (atomic_load_explicit(&E.inbox->tail, memory_order_acquire) != (uint64_t)(uintptr_t)head)
+        return NULL; /* a sender is between its exchange and its link */
+    inbox_push(E.inbox, &E.inbox->stub);
+    next = atomic_load_explicit(&head->next, memory_order_acquire);
+    if (next) {
+        E.head = (msg_node_t *)(uintptr_t)next;
+        return head;
+    }
+    return NULL;
+}
+
 BOBCAT_MSG_API int bobcat_msg_progress(void)
 {
     if (!E.active)
         return 0;
-    int n = E.pend_head ? flush_pending() : 0;
-    for (;;) {
-        msg_cell_hdr_t *c = cell_at(E.inbox, E.head);
-        if (atomic_load_explicit(&c->seq, memory_order_acquire) != E.head + 1)
-            break;
+    int n = 0;
+    msg_node_t *c;
+    while ((c = inbox_pop()) != NULL) {
         arrive(c);
-        atomic_store_explicit(&c->seq, E.head + E.ncells, memory_order_release);
-        E.head++;
+        atomic_store_explicit(&c->consumed, 1, memory_order_release);
         n++;
     }
     return n;

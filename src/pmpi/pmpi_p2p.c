@@ -220,21 +220,21 @@ static void print_stats(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
     fprintf(stderr,
             "bobcat: rank %d: p2p %s: calls bobcat %llu, off-node %llu, mpi %llu; bytes bobcat %llu; eager sent %llu "
-            "recv %llu; single-copy sent %llu recv %llu (%llu bytes), staged %llu; queued %llu, unexpected %llu, "
+            "recv %llu; single-copy sent %llu recv %llu (%llu bytes), staged %llu; pool nodes %llu, unexpected %llu, "
             "non-contiguous %llu, wildcard to off-node %llu\n",
             wr, p2p_enabled() ? "on" : "off (all to the real MPI)", (unsigned long long)p2p_stats.calls_bobcat,
             (unsigned long long)p2p_stats.calls_offnode, (unsigned long long)p2p_stats.calls_mpi,
             (unsigned long long)p2p_stats.bytes_bobcat, (unsigned long long)m->eager_sent,
             (unsigned long long)m->eager_recv, (unsigned long long)m->rndv_sent, (unsigned long long)m->rndv_recv,
             (unsigned long long)m->bytes_single_copy, (unsigned long long)m->staged_sent,
-            (unsigned long long)m->pending_sent, (unsigned long long)m->unexpected,
+            (unsigned long long)m->pool_nodes, (unsigned long long)m->unexpected,
             (unsigned long long)p2p_stats.noncontig, (unsigned long long)p2p_stats.offq_switch);
 }
 
 P2P_HIDDEN void p2p_finalize(void)
 {
     unsigned spins = 0;
-    while (bobcat_msg_pending() || p2p_orphans_pending()) {
+    while (p2p_orphans_pending()) {
         p2p_progress();
         p2p_relax(&spins);
     }

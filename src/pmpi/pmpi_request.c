@@ -2,7 +2,7 @@
  * the real MPI's. A bobcat request never reaches PMPI_*; real ones are handed to PMPI_* in
  * sub-arrays, so the real MPI keeps its own rules (inactive persistent requests, MPI_REQUEST_NULL).
  * A wait that holds only real requests blocks in the real MPI only when bobcat has nothing that
- * needs this rank's progress (posted receives, queued sends, off-node queue); else it polls both. */
+ * needs this rank's progress (posted receives, orphans, off-node queue); else it polls both. */
 #include "pmpi_p2p.h"
 
 #include <sched.h>
