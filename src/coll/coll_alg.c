@@ -295,22 +295,22 @@ int coll_scan(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const
         return 0;
     size_t span = coll_span(op, count);
     int hi = exclusive ? cn->rank - 1 : cn->rank;
-    void *acc = rbuf;
-    if (sbuf == rbuf && hi >= 0)
-        acc = acc_alloc(span);
     if (cn->size == 1) {
         if (!exclusive && sbuf != rbuf)
             memcpy(rbuf, sbuf, span);
-    } else {
-        cn->seq++;
-        int inl = publish_input(cn, sbuf, span);
-        if (hi >= 0) {
-            inputs_t in = {cn, 0, inl};
-            fold(&in, 0, hi, acc, count, op);
-        }
-        coll_signal_done(cn);
-        coll_wait_all_done(cn);
+        return 0;
     }
+    void *acc = rbuf;
+    if (sbuf == rbuf && hi >= 0)
+        acc = acc_alloc(span);
+    cn->seq++;
+    int inl = publish_input(cn, sbuf, span);
+    if (hi >= 0) {
+        inputs_t in = {cn, 0, inl};
+        fold(&in, 0, hi, acc, count, op);
+    }
+    coll_signal_done(cn);
+    coll_wait_all_done(cn);
     if (acc != rbuf) {
         memcpy(rbuf, acc, span);
         free(acc);

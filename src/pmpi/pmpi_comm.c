@@ -82,6 +82,7 @@ static void comm_destroy(pmpi_comm_t *pc)
         }
         free((void *)pc->cn.base);
         free(pc->node_ranks);
+        free(pc->leader_rank);
         /* Inside MPI_Finalize the MPI is tearing communicators down itself. */
         if (!pmpi_layer.finalizing) {
             if (pc->node_comm != MPI_COMM_NULL)
@@ -231,16 +232,23 @@ static int node_part_build(pmpi_comm_t *pc)
     int nn = 0, blocked = 1;
     pc->leader = -1;
     pc->node_ranks = malloc((size_t)pc->on_node * sizeof(int));
+    pc->leader_rank = malloc((size_t)pc->size * sizeof(int));
     uintptr_t *base = malloc((size_t)pc->on_node * sizeof(uintptr_t));
-    if (!pc->node_ranks || !base)
+    if (!pc->node_ranks || !pc->leader_rank || !base)
         goto fail;
     for (int r = 0; r < pc->size; r++) {
         int first = 1;
         for (int q = 0; q < r && first; q++)
             first = pc->node[q] != pc->node[r];
         if (first)
-            nn++;
-        else if (pc->node[r - 1] != pc->node[r])
+            pc->leader_rank[r] = nn++;
+        else
+            for (int q = 0; q < r; q++)
+                if (pc->node[q] == pc->node[r]) {
+                    pc->leader_rank[r] = pc->leader_rank[q];
+                    break;
+                }
+        if (!first && pc->node[r - 1] != pc->node[r])
             blocked = 0; /* a node seen before, but not just before r: its ranks are not one run */
         if (pc->node[r] == mynode) {
             if (pc->leader < 0)

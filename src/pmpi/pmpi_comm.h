@@ -83,6 +83,7 @@ typedef struct pmpi_comm {
     int *node_ranks;        /* node_comm rank -> comm rank */
     int nnodes;             /* nodes comm spans */
     int leader;             /* comm rank of my node's leader (node_comm rank 0) */
+    int *leader_rank;       /* comm rank -> leaders_comm rank of that rank's node leader */
     int blocked;            /* comm ranks are grouped by node in increasing node order (so a node's
                                partial reduction is a contiguous run of ranks: non-commutative
                                ops may go hierarchical) */

@@ -4,6 +4,7 @@
  * statistics and stops it. Every MPI call not defined in src/pmpi goes straight to the real MPI.
  * src/pmpi is the only place that includes mpi.h. */
 #include "pmpi_comm.h"
+#include "pmpi_coll.h"
 
 #include <stdio.h>
 
@@ -27,6 +28,8 @@ static void layer_start(void)
     PMPI_Query_thread(&provided);
     pmpi_layer.thread_level = provided;
     pmpi_comm_layer_init();
+    if (pmpi_layer.on)
+        pc_knobs_init();
 }
 
 BOBCAT_EXPORT int MPI_Init(int *argc, char ***argv)
