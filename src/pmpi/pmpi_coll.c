@@ -7,6 +7,7 @@
  * A buffer a peer must reach but that is outside the segment is copied through it (staged). */
 #include "pmpi_coll.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,6 +147,10 @@ static pmpi_comm_t *red_setup(MPI_Comm comm, pc_alg_t knob, int count, MPI_Datat
     }
     if (pc_op(op, dt, cop, mult_p, why_p) != 0)
         return NULL;
+    if ((unsigned long long)count * *mult_p > INT_MAX) {
+        *why_p = PMPI_WHY_VARIANT;
+        return NULL;
+    }
     if (pc->nnodes > 1) {
         if (!multinode_ok) {
             *why_p = PMPI_WHY_MULTINODE;
@@ -168,6 +173,27 @@ static coll_alg_t pick(pc_alg_t knob, size_t span)
     return span >= pc_knobs.parallel_min ? COLL_ALG_PARALLEL : COLL_ALG_SERIAL;
 }
 
+/* PMPI_Reduce, working around MPICH 4.0's crash when a root other than 0 passes MPI_IN_PLACE
+ * (pmodels/mpich#6540, fixed in 4.1.2): the root hands a copy of its buffer's span as sbuf. */
+static int reduce_pmpi(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
+{
+    int rank = -1, inter = 1;
+    MPI_Aint tlb, text, lb, ext;
+    if (sbuf != MPI_IN_PLACE || root == 0 || count <= 0 || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
+        PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || rank != root ||
+        PMPI_Type_get_true_extent(dt, &tlb, &text) != MPI_SUCCESS || PMPI_Type_get_extent(dt, &lb, &ext) != MPI_SUCCESS ||
+        ext < 0)
+        return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
+    size_t span = (size_t)(count - 1) * (size_t)ext + (size_t)text;
+    char *tmp = malloc(span ? span : 1);
+    if (!tmp)
+        return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
+    memcpy(tmp, (char *)rbuf + tlb, span);
+    int rc = PMPI_Reduce(tmp - tlb, rbuf, count, dt, op, root, comm);
+    free(tmp);
+    return rc;
+}
+
 BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                              MPI_Comm comm)
 {
@@ -179,7 +205,7 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
         pmpi_stat_mpi(&st_reduce, why, 0);
-        return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
+        return reduce_pmpi(sbuf, rbuf, count, dt, op, root, comm);
     }
     int me = pc->rank, in_place = me == root && sbuf == MPI_IN_PLACE;
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
@@ -203,17 +229,23 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
             memcpy(rbuf, ro, span);
     } else {
         int leader = pc->leader == me, lme = pc->leader_rank[me], lroot = pc->leader_rank[root];
-        void *partial = NULL;
+        void *partial = NULL, *result = NULL;
         if (leader)
             partial = tout = seg_alloc(span);
         coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
-        if (leader)
-            PMPI_Reduce(lme == lroot ? MPI_IN_PLACE : partial, partial, count, dt, op, lroot, pc->leaders_comm);
+        if (leader) {
+            result = lme == lroot ? seg_alloc(span) : NULL;
+            PMPI_Reduce(partial, result, (int)n, pc_op_base(&cop), op, lroot, pc->leaders_comm);
+            if (result) {
+                memcpy(partial, result, span);
+                free(result);
+            }
+        }
         if (pc->node[me] == pc->node[root] && root != pc->leader) {
             if (leader)
-                PMPI_Send(partial, count, dt, node_rank_of(pc, root), 1, pc->node_comm);
+                PMPI_Send(partial, (int)n, pc_op_base(&cop), node_rank_of(pc, root), 1, pc->node_comm);
             else if (me == root)
-                PMPI_Recv(rbuf, count, dt, 0, 1, pc->node_comm, MPI_STATUS_IGNORE);
+                PMPI_Recv(rbuf, (int)n, pc_op_base(&cop), 0, 1, pc->node_comm, MPI_STATUS_IGNORE);
         } else if (me == root) {
             memcpy(rbuf, partial, span);
         }
@@ -250,7 +282,7 @@ BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
             partial = tout = seg_alloc(span);
         coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
         if (leader)
-            PMPI_Allreduce(MPI_IN_PLACE, partial, count, dt, op, pc->leaders_comm);
+            PMPI_Allreduce(MPI_IN_PLACE, partial, (int)n, pc_op_base(&cop), op, pc->leaders_comm);
         coll_bcast(&pc->cn, 0, leader ? partial : rbuf, span);
         if (leader)
             memcpy(rbuf, partial, span);

@@ -6,6 +6,8 @@
 
 #include "pmpi_comm.h"
 
+#include <string.h>
+
 /* Algorithm choice per collective, fixed at MPI_Init from the knobs. */
 typedef enum { PC_AUTO, PC_INPLACE, PC_SERIAL, PC_PARALLEL, PC_MPI } pc_alg_t;
 typedef struct {
@@ -27,8 +29,15 @@ int pc_dt(MPI_Datatype dt, pc_dt_t *d_p); /* 0, or -1 if dt is not usable here (
 
 /* A reduction (op, datatype) as coll/ runs it; -1 with *why_p set if not handled here. A
  * predefined op on a contiguous type of a predefined type runs on the base type: *mult_p base
- * elements per element of dt (1 otherwise). */
+ * elements per element of dt (1 otherwise); an inter-node phase through PMPI then moves
+ * count * *mult_p elements of pc_op_base(op_p) instead. */
 int pc_op(MPI_Op op, MPI_Datatype dt, coll_op_t *op_p, size_t *mult_p, pmpi_why_t *why_p);
+static inline MPI_Datatype pc_op_base(const coll_op_t *op)
+{
+    MPI_Datatype dt;
+    memcpy(&dt, &op->user[1], sizeof dt);
+    return dt;
+}
 
 /* A buffer as the algorithm sees it: the user's, or a segment copy (packed if not dense). */
 typedef struct {

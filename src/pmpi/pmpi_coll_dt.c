@@ -226,7 +226,11 @@ int pc_op(MPI_Op op, MPI_Datatype dt, coll_op_t *op_p, size_t *mult_p, pmpi_why_
                     return -1;
                 if (dt_map[i].only == 2 && (k == COLL_OP_LAND || k == COLL_OP_LOR || k == COLL_OP_LXOR))
                     return -1;
-                return coll_op_builtin(k, dt_map[i].t, op_p) == BOBCAT_OK ? 0 : -1;
+                if (coll_op_builtin(k, dt_map[i].t, op_p) != BOBCAT_OK)
+                    return -1;
+                /* The MPIs refuse predefined ops on derived types, so phases through PMPI use the base. */
+                memcpy(&op_p->user[1], &base, sizeof base);
+                return 0;
             }
     }
     /* Any other op or type: the real MPI applies it (PMPI_Reduce_local), on a layout bobcat can
