@@ -58,6 +58,10 @@ _Static_assert(sizeof(coll_pub_t) == COLL_LINE, "pub is one cache line");
 _Static_assert(sizeof(coll_slot_t) == 2 * COLL_LINE, "a slot is two cache lines");
 _Static_assert(offsetof(coll_ctrl_t, slot) == 3 * COLL_LINE, "three shared lines precede the slots");
 
+/* Data of at most this many bytes travels inside the publishing slot (Bcast, and the serial
+ * reductions and Scan): then no peer reads the caller's buffer, which may be private. */
+#define COLL_INLINE_MAX 48
+
 static inline size_t coll_ctrl_size(int nranks) { return sizeof(coll_ctrl_t) + (size_t)nranks * sizeof(coll_slot_t); }
 
 /* One node group as seen by one of its ranks. */

@@ -65,8 +65,9 @@ void coll_barrier(coll_node_t *cn)
         coll_wait_ge(cn, &c->release, g);
 }
 
-/* Data of at most this many bytes travels inside the publishing slot (words 1..6). */
-#define INLINE_MAX (6 * sizeof(uint64_t))
+/* Inline data fills words 1..6 of the slot. */
+#define INLINE_MAX COLL_INLINE_MAX
+_Static_assert(COLL_INLINE_MAX <= 6 * sizeof(uint64_t), "inline data fits the slot");
 
 void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
 {

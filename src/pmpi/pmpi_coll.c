@@ -40,11 +40,12 @@ static int node_rank_of(const pmpi_comm_t *pc, int r)
     return -1;
 }
 
-/* A reduction input peers read: the user's buffer if in the segment, else a copy of its span. */
-static const void *red_in(const void *in, size_t span, void **tmp_p)
+/* A reduction input peers read: the user's buffer if in the segment (or if it travels inline:
+ * small and serial), else a copy of its span. */
+static const void *red_in(const void *in, size_t span, int inlined, void **tmp_p)
 {
     *tmp_p = NULL;
-    if (!span || smap_is_shared(in))
+    if (!span || inlined || smap_is_shared(in))
         return in;
     void *t = malloc(span);
     if (t)
@@ -108,7 +109,10 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
     size_t bytes = (size_t)count * (size_t)d.size;
     int me = pc->rank, hier = pc->nnodes > 1;
     pc_buf_t b;
-    int ok = me == root ? pc_in(&b, buf, count, dt, &d, 1) : pc_out(&b, buf, count, dt, &d, hier && pc->leader == me, 0);
+    /* Small broadcasts travel in the root's slot: no peer reads its buffer then. */
+    int shared = bytes > COLL_INLINE_MAX;
+    int ok = me == root ? pc_in(&b, buf, count, dt, &d, shared)
+                        : pc_out(&b, buf, count, dt, &d, shared && hier && pc->leader == me, 0);
     if (ok != 0) {
         util_error("out of heap for a %zu-byte broadcast: raise the heap (yod --heap)", bytes);
         abort();
@@ -211,7 +215,8 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
     coll_alg_t alg = pick(pc_knobs.reduce, span);
     void *tin, *tout = NULL;
-    const void *ip = red_in(in_place ? rbuf : sbuf, span, &tin);
+    int inl = span <= COLL_INLINE_MAX && (alg == COLL_ALG_SERIAL || n < (size_t)pc->node_size);
+    const void *ip = red_in(in_place ? rbuf : sbuf, span, inl, &tin);
     if (!ip)
         ip = seg_alloc(span); /* unreachable in practice; keeps the analysis simple */
     int staged = tin != NULL;
@@ -270,7 +275,8 @@ BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
     coll_alg_t alg = pick(pc_knobs.allreduce, span);
     void *tin, *tout = NULL;
-    const void *ip = red_in(in_place ? rbuf : sbuf, span, &tin);
+    int inl = span <= COLL_INLINE_MAX && (alg == COLL_ALG_SERIAL || n < (size_t)pc->node_size);
+    const void *ip = red_in(in_place ? rbuf : sbuf, span, inl, &tin);
     if (!ip)
         ip = seg_alloc(span);
     if (pc->nnodes == 1) {
@@ -329,7 +335,7 @@ static int reduce_scatter(pmpi_stat_t *st, const void *sbuf, void *rbuf, const i
     int in_place = sbuf == MPI_IN_PLACE;
     size_t span = coll_span(&cop, (size_t)total * mult);
     void *tin;
-    const void *ip = red_in(in_place ? rbuf : sbuf, span, &tin);
+    const void *ip = red_in(in_place ? rbuf : sbuf, span, 0, &tin);
     if (!ip)
         ip = seg_alloc(span);
     coll_reduce_scatter(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, cnt, displ, &cop);
@@ -365,7 +371,7 @@ static int scan(pmpi_stat_t *st, const void *sbuf, void *rbuf, int count, MPI_Da
     int in_place = sbuf == MPI_IN_PLACE;
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
     void *tin;
-    const void *ip = red_in(in_place ? rbuf : sbuf, span, &tin);
+    const void *ip = red_in(in_place ? rbuf : sbuf, span, span <= COLL_INLINE_MAX, &tin);
     if (!ip)
         ip = seg_alloc(span);
     coll_scan(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, n, &cop, exclusive);
