@@ -59,6 +59,21 @@ typedef struct msg_node {
 
 enum { MSG_NODE_EAGER = 1, MSG_NODE_RTS = 2, MSG_NODE_STUB = 3 };
 
+/* Ticket: the sender's completion word for a rendezvous or synchronous send, in the sender's
+ * segment (a node's `done` points here). It outlives the request when the sender detaches: a
+ * rendezvous whose receiver is slow to match is copied into a segment buffer (`bounce`) so the
+ * send completes; the receiver then copies from there. `claim` decides the race, by CAS from 0:
+ * the receiver sets 1 before it reads the sender's buffer (so the sender keeps it intact until
+ * `done`), the sender sets 2 after `bounce` holds the data (release; the receiver's failed CAS
+ * acquires it). */
+typedef struct msg_ticket {
+    _Atomic uint32_t done;     /* 0: set to 1 by the receiver when it has the data / matched */
+    _Atomic uint32_t claim;    /* 4: 0 open, 1 receiver copies from the buffer, 2 sender detached */
+    uint64_t bounce;           /* 8: detached copy (sender's own address) */
+    struct msg_ticket *next;   /* 16: sender-private: free / detached lists */
+    void *owned;               /* 24: sender-private: buffer to free when done */
+} msg_ticket_t;
+
 /* Inbox: producers exchange `tail` (line 0); the consumer's head is private. The stub node lets
  * the list never be empty (Vyukov). */
 typedef struct {
@@ -84,9 +99,12 @@ typedef struct msg_unexp {
 
 enum { MSG_REQ_SEND = 1, MSG_REQ_RECV = 2 };
 
-/* A request. Senders' requests must live in the segment: a receiver stores into `done`. */
+/* A request (private). */
 typedef struct msg_req {
-    _Atomic uint32_t done;     /* rendezvous pulled / synchronous send matched (set by the peer) */
+    msg_ticket_t *ticket;      /* send waiting for the receiver: rendezvous or synchronous */
+    int sync;
+    const void *sbuf;          /* send: the data (for a detach) */
+    uint64_t slen;
     uint32_t kind;             /* MSG_REQ_* */
     int complete;              /* the operation finished (status fields valid) */
     int posted;                /* receive on the posted list */
@@ -98,13 +116,12 @@ typedef struct msg_req {
     uint64_t st_len;           /* bytes delivered (min(len, cap)) */
     int truncated, cancelled;
     /* send side */
-    void *bounce;              /* staged copy of a buffer outside the segment */
-    int waits_done;            /* complete when `done` becomes 1 */
+    int waits_done;            /* complete when the ticket is done */
     struct msg_req *next, *prev; /* posted list */
 } msg_req_t;
 
 typedef struct {
-    uint64_t eager_sent, rndv_sent, staged_sent, pool_nodes;
+    uint64_t eager_sent, rndv_sent, staged_sent, detached, pool_nodes;
     uint64_t eager_recv, rndv_recv, unexpected, bytes_sent, bytes_single_copy;
 } msg_stats_t;
 
@@ -124,8 +141,11 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
 BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap);
 /* Cancel a posted receive: 1 if cancelled, 0 if it had already matched. */
 BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req);
-/* Retire a send request's waits: 1 once it is complete. */
+/* 1 once a send request is complete. */
 BOBCAT_MSG_API int bobcat_msg_test(msg_req_t *req);
+/* A rendezvous send the receiver has not matched yet: copy the data aside and complete it now
+ * (not for synchronous sends). Returns 1 if the request is complete. */
+BOBCAT_MSG_API int bobcat_msg_detach(msg_req_t *req);
 
 /* Drain the inbox. Returns how many messages arrived. */
 BOBCAT_MSG_API int bobcat_msg_progress(void);

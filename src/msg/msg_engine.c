@@ -20,6 +20,7 @@ static struct {
     msg_node_t *head;      /* consumer: current head (universal address) */
     msg_inbox_t *peer[SMAP_MAX_LOCAL_RANKS]; /* peers' inboxes, through their windows */
     msg_node_t *free_nodes, *flight_head, *flight_tail; /* sender's pool */
+    msg_ticket_t *free_tickets, *detached;              /* sender's tickets */
     msg_req_t *posted_head, *posted_tail;
     msg_unexp_t *unexp_head, *unexp_tail;
     msg_unexp_t *unexp_free;
@@ -166,6 +167,49 @@ BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
     return bobcat_msg_init(o.P2P_EAGER, (unsigned)o.P2P_NODES, inbox_p);
 }
 
+static msg_ticket_t *ticket_get(void)
+{
+    msg_ticket_t *t = E.free_tickets;
+    if (t) {
+        E.free_tickets = t->next;
+    } else {
+        t = malloc(sizeof *t);
+        if (!t || !smap_is_shared(t)) {
+            util_error("msg: cannot allocate a send ticket in the segment: raise BOBCAT_HEAP");
+            abort();
+        }
+    }
+    atomic_store_explicit(&t->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->claim, 0, memory_order_relaxed);
+    t->bounce = 0;
+    t->owned = NULL;
+    t->next = NULL;
+    return t;
+}
+
+static void ticket_put(msg_ticket_t *t)
+{
+    free(t->owned);
+    t->owned = NULL;
+    t->next = E.free_tickets;
+    E.free_tickets = t;
+}
+
+/* Detached tickets whose receiver has finished: free their copies. */
+static void reap_detached(void)
+{
+    msg_ticket_t **pp = &E.detached;
+    while (*pp) {
+        msg_ticket_t *t = *pp;
+        if (atomic_load_explicit(&t->done, memory_order_acquire)) {
+            *pp = t->next;
+            ticket_put(t);
+        } else {
+            pp = &t->next;
+        }
+    }
+}
+
 BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
                                     const void *buf, size_t len, int sync)
 {
@@ -176,53 +220,93 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
     n->len = len;
     n->from_local = E.my_local;
     n->addr = 0;
+    n->done = 0;
     atomic_store_explicit(&n->consumed, 0, memory_order_relaxed);
     req->kind = MSG_REQ_SEND;
     req->complete = 0;
-    req->bounce = NULL;
-    atomic_store_explicit(&req->done, 0, memory_order_relaxed);
+    req->sync = sync;
+    req->ticket = NULL;
+    req->sbuf = buf;
+    req->slen = len;
     if (len <= E.eager) {
         n->kind = MSG_NODE_EAGER;
-        n->done = sync ? (uint64_t)(uintptr_t)&req->done : 0;
+        if (sync) {
+            req->ticket = ticket_get();
+            n->done = (uint64_t)(uintptr_t)req->ticket;
+        }
         if (len)
             memcpy(n + 1, buf, len);
-        req->waits_done = sync;
         E.stats.eager_sent++;
     } else {
-        const void *src_buf = buf;
+        req->ticket = ticket_get();
+        n->kind = MSG_NODE_RTS;
+        n->addr = (uint64_t)(uintptr_t)buf;
+        n->done = (uint64_t)(uintptr_t)req->ticket;
         if (!smap_is_shared(buf)) {
-            /* Stack, static data or a foreign mapping: peers cannot see it. Stage it. */
-            req->bounce = malloc(len);
-            if (!req->bounce || !smap_is_shared(req->bounce)) {
+            /* Stack, static data or a foreign mapping: peers cannot see it. Stage it, and the
+             * send is detached from the start (the receiver reads the copy). */
+            void *b = malloc(len);
+            if (!b || !smap_is_shared(b)) {
                 util_error("msg: cannot stage a %zu-byte send in the segment: raise BOBCAT_HEAP", len);
                 abort();
             }
-            memcpy(req->bounce, buf, len);
-            src_buf = req->bounce;
+            memcpy(b, buf, len);
+            req->ticket->bounce = (uint64_t)(uintptr_t)b;
+            req->ticket->owned = b;
+            atomic_store_explicit(&req->ticket->claim, 2, memory_order_relaxed); /* published by the push */
             E.stats.staged_sent++;
+            if (!sync) {
+                req->ticket->next = E.detached;
+                E.detached = req->ticket;
+                req->ticket = NULL;
+            }
         }
-        n->kind = MSG_NODE_RTS;
-        n->addr = (uint64_t)(uintptr_t)src_buf;
-        n->done = (uint64_t)(uintptr_t)&req->done;
-        req->waits_done = 1;
         E.stats.rndv_sent++;
     }
     E.stats.bytes_sent += len;
     inbox_push(E.peer[dest_local], n);
+    req->waits_done = req->ticket != NULL;
     if (!req->waits_done)
         req->complete = 1;
 }
 
 BOBCAT_MSG_API int bobcat_msg_test(msg_req_t *req)
 {
-    if (!req->complete && req->waits_done && atomic_load_explicit(&req->done, memory_order_acquire)) {
+    if (!req->complete && req->waits_done && atomic_load_explicit(&req->ticket->done, memory_order_acquire)) {
+        ticket_put(req->ticket);
+        req->ticket = NULL;
         req->complete = 1;
-        if (req->bounce) {
-            free(req->bounce);
-            req->bounce = NULL;
-        }
     }
     return req->complete;
+}
+
+BOBCAT_MSG_API int bobcat_msg_detach(msg_req_t *req)
+{
+    if (bobcat_msg_test(req) || req->sync || !req->ticket)
+        return req->complete;
+    msg_ticket_t *t = req->ticket;
+    if (atomic_load_explicit(&t->claim, memory_order_relaxed) != 0)
+        return 0; /* the receiver is copying: wait for it */
+    void *b = malloc(req->slen);
+    if (!b || !smap_is_shared(b)) {
+        free(b);
+        return 0; /* no room for a copy: keep waiting for the receiver */
+    }
+    memcpy(b, req->sbuf, req->slen);
+    t->bounce = (uint64_t)(uintptr_t)b;
+    uint32_t open = 0;
+    if (!atomic_compare_exchange_strong_explicit(&t->claim, &open, 2, memory_order_release, memory_order_relaxed)) {
+        t->bounce = 0;
+        free(b); /* the receiver claimed the buffer meanwhile */
+        return 0;
+    }
+    t->owned = b;
+    t->next = E.detached;
+    E.detached = t;
+    req->ticket = NULL;
+    req->complete = 1;
+    E.stats.detached++;
+    return 1;
 }
 
 static inline int matches(int32_t want_ctx, int32_t want_src, int32_t want_tag, int32_t ctx, int32_t src, int32_t tag)
@@ -236,8 +320,8 @@ static inline void signal_sender(int from_local, uint64_t done)
 {
     if (!done)
         return;
-    _Atomic uint32_t *d = peer_addr(from_local, done);
-    atomic_store_explicit(d, 1, memory_order_release);
+    msg_ticket_t *t = peer_addr(from_local, done);
+    atomic_store_explicit(&t->done, 1, memory_order_release);
 }
 
 /* Complete receive `r` with a message described by a header, eager payload at `data`. */
@@ -250,7 +334,14 @@ static void deliver(msg_req_t *r, int32_t src, int32_t tag, uint32_t kind, uint6
             memcpy(r->buf, data, n);
         E.stats.eager_recv++;
     } else {
-        const void *s = peer_addr(from_local, addr);
+        /* Claim the sender's buffer, unless the sender has already detached to a copy. */
+        msg_ticket_t *t = peer_addr(from_local, done);
+        uint32_t open = 0;
+        uint64_t from = addr;
+        if (!atomic_compare_exchange_strong_explicit(&t->claim, &open, 1, memory_order_acquire,
+                                                     memory_order_acquire))
+            from = t->bounce; /* open == 2: the copy is complete (the sender's release) */
+        const void *s = peer_addr(from_local, from);
         if (n)
             memcpy(r->buf, s, n);
         E.stats.rndv_recv++;
@@ -377,6 +468,8 @@ BOBCAT_MSG_API int bobcat_msg_progress(void)
         return 0;
     int n = 0;
     msg_node_t *c;
+    if (E.detached)
+        reap_detached();
     while ((c = inbox_pop()) != NULL) {
         arrive(c);
         atomic_store_explicit(&c->consumed, 1, memory_order_release);

@@ -18,16 +18,29 @@
 
 #include <bobcat/smartmap.h>
 
-#define BOBCAT_EXPORT __attribute__((visibility("default")))
 
 enum { MODE_STD = 0, MODE_SYNC = 1, MODE_READY = 2, MODE_BUF = 3, MODE_RECV = -1 };
 
 P2P_HIDDEN p2p_stats_t p2p_stats;
-P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx);
 P2P_HIDDEN void p2p_comm_set_engine(int ok);
 P2P_HIDDEN void p2p_comm_reset(void);
 
 static p2p_req_t *offq_head, *offq_tail;
+
+/* BOBCAT_STATS rows: sends by path (eager / single-copy through bobcat, or the real MPI and why),
+ * receives by where they were posted. */
+static pmpi_stat_t st_send = {.name = "p2p send", .alg_names = {"eager", "single-copy"}};
+static pmpi_stat_t st_recv = {.name = "p2p recv", .alg_names = {"posted", "wildcard-mixed", "deferred"}};
+
+static pmpi_why_t why_not(MPI_Comm comm)
+{
+    if (!p2p_enabled())
+        return PMPI_WHY_OFF;
+    int inter = 0;
+    if (comm != MPI_COMM_NULL)
+        PMPI_Comm_test_inter(comm, &inter);
+    return inter ? PMPI_WHY_INTER : PMPI_WHY_SETUP; /* else: made by a constructor we do not see */
+}
 static int world_multinode; /* some rank of the job is on another node: poke the real MPI */
 
 /* ---- datatypes: a few recent ones cached (MPI_Type_free clears the cache) ---- */
@@ -189,7 +202,14 @@ P2P_HIDDEN int p2p_init(void)
     PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     void *inbox = NULL;
-    int ok = provided != MPI_THREAD_MULTIPLE && smap_world_size() == wsize && bobcat_msg_setup(&inbox) == BOBCAT_OK;
+    int ok = pmpi_layer.on && provided != MPI_THREAD_MULTIPLE && smap_world_size() == wsize &&
+             bobcat_msg_setup(&inbox) == BOBCAT_OK;
+    static int registered;
+    if (!registered) {
+        pmpi_stats_register(&st_send);
+        pmpi_stats_register(&st_recv);
+        registered = 1;
+    }
     uint64_t mine = ok ? (uint64_t)(uintptr_t)inbox : 0;
     uint64_t *all = calloc((size_t)wsize, sizeof *all);
     if (!all)
@@ -212,21 +232,20 @@ P2P_HIDDEN int p2p_init(void)
 /* BOBCAT_STATS: one line per rank on stderr (until the shared stats of the MPI layer carry it). */
 static void print_stats(void)
 {
-    const char *v = getenv("BOBCAT_STATS");
-    if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "off"))
+    if (!pmpi_stats_on)
         return;
     const msg_stats_t *m = bobcat_msg_stats();
     int wr = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &wr);
     fprintf(stderr,
-            "bobcat: rank %d: p2p %s: calls bobcat %llu, off-node %llu, mpi %llu; bytes bobcat %llu; eager sent %llu "
-            "recv %llu; single-copy sent %llu recv %llu (%llu bytes), staged %llu; pool nodes %llu, unexpected %llu, "
+            "bobcat: rank %d: p2p engine %s: calls bobcat %llu, off-node %llu, mpi %llu; bytes bobcat %llu; eager sent %llu "
+            "recv %llu; single-copy sent %llu recv %llu (%llu bytes), staged %llu, detached %llu; pool nodes %llu, unexpected %llu, "
             "non-contiguous %llu, wildcard to off-node %llu\n",
             wr, p2p_enabled() ? "on" : "off (all to the real MPI)", (unsigned long long)p2p_stats.calls_bobcat,
             (unsigned long long)p2p_stats.calls_offnode, (unsigned long long)p2p_stats.calls_mpi,
             (unsigned long long)p2p_stats.bytes_bobcat, (unsigned long long)m->eager_sent,
             (unsigned long long)m->eager_recv, (unsigned long long)m->rndv_sent, (unsigned long long)m->rndv_recv,
-            (unsigned long long)m->bytes_single_copy, (unsigned long long)m->staged_sent,
+            (unsigned long long)m->bytes_single_copy, (unsigned long long)m->staged_sent, (unsigned long long)m->detached,
             (unsigned long long)m->pool_nodes, (unsigned long long)m->unexpected,
             (unsigned long long)p2p_stats.noncontig, (unsigned long long)p2p_stats.offq_switch);
 }
@@ -297,11 +316,14 @@ static int p2p_isend(const void *buf, MPI_Count count, MPI_Datatype dt, int dest
         if (c && dest == MPI_PROC_NULL)
             return new_null(mode, comm, req);
         p2p_stats.calls_mpi++;
+        if (pmpi_stats_on)
+            pmpi_stat_mpi(&st_send, why_not(comm), 0);
         return real_isend(buf, count, dt, dest, tag, comm, mode, req); /* the real MPI reports errors */
     }
     int dl = c->local[dest];
     if (dl < 0) {
         p2p_stats.calls_offnode++;
+        pmpi_stat_mpi(&st_send, PMPI_WHY_OFFNODE, 0);
         return real_isend(buf, count, dt, dest, tag, comm, mode, req);
     }
     dtinfo_t d;
@@ -338,6 +360,8 @@ static int p2p_isend(const void *buf, MPI_Count count, MPI_Datatype dt, int dest
     bobcat_msg_send(&r->m, c->ctx, c->rank, tag, dl, data, (size_t)bytes, mode == MODE_SYNC);
     p2p_stats.calls_bobcat++;
     p2p_stats.bytes_bobcat += (uint64_t)bytes;
+    pmpi_stat_path(&st_send, pack || ((size_t)bytes > bobcat_msg_eager_limit() && !smap_is_shared(data)) ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, (size_t)bytes,
+                   (size_t)bytes > bobcat_msg_eager_limit());
     if (pack) {
         if ((size_t)bytes <= bobcat_msg_eager_limit())
             free(pack); /* the payload is in a cell or the pending queue already */
@@ -360,11 +384,14 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
         if (c && src == MPI_PROC_NULL)
             return new_null(MODE_RECV, comm, req);
         p2p_stats.calls_mpi++;
+        if (pmpi_stats_on)
+            pmpi_stat_mpi(&st_recv, why_not(comm), 0);
         return real_irecv(buf, count, dt, src, tag, comm, req);
     }
     int off_only = src != MPI_ANY_SOURCE && c->local[src] < 0;
     if (off_only && !offq_has_comm(comm)) {
         p2p_stats.calls_offnode++;
+        pmpi_stat_mpi(&st_recv, PMPI_WHY_OFFNODE, 0);
         return real_irecv(buf, count, dt, src, tag, comm, req);
     }
     p2p_req_t *r = p2p_req_new();
@@ -382,6 +409,7 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
         r->kind = P2P_K_DEFER;
         offq_add(r);
         p2p_stats.calls_offnode++;
+        pmpi_stat_path(&st_recv, PMPI_PATH_INPLACE, 0, 2);
         *req = p2p_handle_of(r);
         return MPI_SUCCESS;
     }
@@ -402,7 +430,9 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
     bobcat_msg_recv(&r->m, c->ctx, src == MPI_ANY_SOURCE ? MSG_ANY : src, tag == MPI_ANY_TAG ? MSG_ANY : tag, dst,
                     (size_t)cap);
     p2p_stats.calls_bobcat++;
-    if (src == MPI_ANY_SOURCE && c->mixed && !r->m.complete)
+    int mixed_wild = src == MPI_ANY_SOURCE && c->mixed;
+    pmpi_stat_path(&st_recv, r->pack ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, (size_t)cap, mixed_wild);
+    if (mixed_wild && !r->m.complete)
         offq_add(r);
     *req = p2p_handle_of(r);
     return MPI_SUCCESS;
@@ -573,11 +603,4 @@ BOBCAT_EXPORT int MPI_Buffer_detach(void *buffer_addr, int *size)
         p2p_relax(&spins);
     }
     return PMPI_Buffer_detach(buffer_addr, size);
-}
-
-/* Until the shared MPI layer (pmpi_init.c) calls p2p_finalize itself. */
-BOBCAT_EXPORT int MPI_Finalize(void)
-{
-    p2p_finalize();
-    return PMPI_Finalize();
 }

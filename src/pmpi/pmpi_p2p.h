@@ -19,10 +19,14 @@
 #include <stdint.h>
 
 #include "../msg/msg.h"
+#include "pmpi_comm.h"
 
 #define P2P_HIDDEN __attribute__((visibility("hidden")))
 
 typedef struct p2p_req p2p_req_t;
+
+/* Tests of an unmatched rendezvous send before it is copied aside and completed. */
+#define P2P_DETACH_POLLS 2000
 
 typedef struct p2p_comm {
     MPI_Comm comm;
@@ -57,6 +61,7 @@ struct p2p_req {
     MPI_Request real;         /* a real request this one now waits on */
     MPI_Request inner;        /* P2P_K_PERSIST: the started operation */
     int switched;             /* K_RECV/K_DEFER: matched an off-node message, now `real` */
+    unsigned polls;           /* K_SEND: times tested incomplete (see P2P_DETACH_POLLS) */
     int done_err;             /* completion: error class (truncation) */
     /* a finished request's status (when `real` completed, copied from it) */
     int st_src, st_tag, st_err, st_cancelled;
@@ -66,7 +71,9 @@ struct p2p_req {
     p2p_req_t *fnext;         /* free list / orphans */
 };
 
-/* pmpi_p2p_comm.c */
+/* pmpi_p2p_comm.c. Constructors not in that file (MPI_Comm_split_type, pmpi_shm.c) call
+ * p2p_comm_register on their result: collective over the new communicator. */
+P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx);
 P2P_HIDDEN p2p_comm_t *p2p_comm_lookup(MPI_Comm comm);
 P2P_HIDDEN int p2p_enabled(void);
 

@@ -13,7 +13,6 @@
 
 #include <bobcat/smartmap.h>
 
-#define BOBCAT_EXPORT __attribute__((visibility("default")))
 #define NBUCKETS 256
 
 static p2p_comm_t *buckets[NBUCKETS];
@@ -148,13 +147,6 @@ BOBCAT_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm 
 BOBCAT_EXPORT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
     int rc = PMPI_Comm_split(comm, color, key, newcomm);
-    REG(newcomm);
-    return rc;
-}
-
-BOBCAT_EXPORT int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *newcomm)
-{
-    int rc = PMPI_Comm_split_type(comm, type, key, info, newcomm);
     REG(newcomm);
     return rc;
 }

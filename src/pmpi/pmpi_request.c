@@ -208,7 +208,9 @@ P2P_HIDDEN int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p)
     case P2P_K_SEND:
         if (!bobcat_msg_test(&r->m)) {
             bobcat_msg_progress();
-            if (!bobcat_msg_test(&r->m))
+            /* A receiver that has not matched after this many looks may be computing for long:
+             * copy the data aside so the send completes (never for synchronous sends). */
+            if (!bobcat_msg_test(&r->m) && !(++r->polls > P2P_DETACH_POLLS && bobcat_msg_detach(&r->m)))
                 return 0;
         }
         r->st_src = MPI_ANY_SOURCE;
