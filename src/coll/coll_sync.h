@@ -4,6 +4,7 @@
 
 #include <sched.h>
 #include "coll.h"
+#include "../msg/msg.h"
 
 static inline void coll_relax(void)
 {
@@ -19,6 +20,8 @@ static inline void coll_wait_ge(const coll_node_t *cn, _Atomic uint64_t *p, uint
     int n = 0;
     while (atomic_load_explicit(p, memory_order_acquire) < v) {
         if (++n >= cn->spin) {
+            if (bobcat_msg_idle_hook) /* issue 10: serve point-to-point and the real MPI meanwhile */
+                bobcat_msg_idle_hook();
             sched_yield();
             n = 0;
         } else {

@@ -9,6 +9,8 @@
 #include <bobcat/smartmap.h>
 #include "../util/util.h"
 
+BOBCAT_MSG_API void (*bobcat_msg_idle_hook)(void);
+
 static struct {
     int active;
     size_t eager;          /* payload bytes per node */
@@ -170,10 +172,10 @@ BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
 static msg_ticket_t *ticket_get(void)
 {
     msg_ticket_t *t = E.free_tickets;
-    if (t) {
+    if (t != NULL) {
         E.free_tickets = t->next;
     } else {
-        t = malloc(sizeof *t);
+        t = calloc(1, sizeof *t);
         if (!t || !smap_is_shared(t)) {
             util_error("msg: cannot allocate a send ticket in the segment: raise BOBCAT_HEAP");
             abort();

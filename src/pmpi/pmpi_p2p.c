@@ -193,6 +193,24 @@ P2P_HIDDEN void p2p_poke_mpi(void)
     }
 }
 
+/* While a rank waits inside an on-node collective: match on-node arrivals (a rendezvous sender
+ * may wait for a receive posted before the collective) and let the real MPI move off-node data
+ * (Open MPI's TCP transport only sends when the sender's progress runs). */
+static void idle_hook(void)
+{
+    static int inside;
+    if (inside)
+        return;
+    inside = 1;
+    if (p2p_need_progress())
+        p2p_progress();
+    if (world_multinode) {
+        int flag;
+        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+    }
+    inside = 0;
+}
+
 /* ---- init / finalize ---- */
 
 P2P_HIDDEN int p2p_init(void)
@@ -212,18 +230,22 @@ P2P_HIDDEN int p2p_init(void)
     }
     uint64_t mine = ok ? (uint64_t)(uintptr_t)inbox : 0;
     uint64_t *all = calloc((size_t)wsize, sizeof *all);
-    if (!all)
-        ok = 0;
-    PMPI_Allgather(&mine, 1, MPI_UINT64_T, all ? all : &mine, all ? 1 : 0, MPI_UINT64_T, MPI_COMM_WORLD);
-    for (int w = 0; ok && w < wsize; w++) {
+    if (!all) {
+        fprintf(stderr, "bobcat: out of memory at MPI_Init (point-to-point tables)\n");
+        PMPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    PMPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    for (int w = 0; w < wsize; w++) {
         int l = smap_pe_is_local(w);
         if (l < 0)
             world_multinode = 1;
-        else if (all[w] == 0 || !bobcat_msg_set_peer(l, (void *)(uintptr_t)all[w]))
+        else if (ok && (all[w] == 0 || !bobcat_msg_set_peer(l, (void *)(uintptr_t)all[w])))
             ok = 0; /* a node mate cannot take part: communicators with it go to the real MPI */
     }
     free(all);
     p2p_comm_set_engine(ok);
+    if (ok || world_multinode)
+        bobcat_msg_idle_hook = idle_hook;
     p2p_comm_register(MPI_COMM_WORLD, 0);
     p2p_comm_register(MPI_COMM_SELF, 1);
     return ok;
@@ -258,6 +280,7 @@ P2P_HIDDEN void p2p_finalize(void)
         p2p_relax(&spins);
     }
     print_stats();
+    bobcat_msg_idle_hook = NULL;
     p2p_comm_reset();
     p2p_comm_set_engine(0);
 }
