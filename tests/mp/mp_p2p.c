@@ -178,10 +178,11 @@ static void t_wildcards(void)
     enum { M = 20 };
     if (rank == 0) {
         int *next = calloc((size_t)size, sizeof(int));
-        unsigned char *buf = malloc(4 * (size_t)eager);
+        int cap = 4 * eager + 7 * M;
+        unsigned char *buf = malloc((size_t)cap);
         for (int k = 0; k < M * (size - 1); k++) {
             MPI_Status st;
-            MPI_Recv(buf, 4 * eager, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+            MPI_Recv(buf, cap, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
             int s = st.MPI_SOURCE, cnt;
             MPI_Get_count(&st, MPI_BYTE, &cnt);
             CHECK(s > 0 && s < size, "source %d", s);
@@ -196,7 +197,7 @@ static void t_wildcards(void)
         free(next);
         free(buf);
     } else {
-        unsigned char *b = malloc(2 * (size_t)eager);
+        unsigned char *b = malloc(2 * (size_t)eager + 7 * M); /* seq * 7 may pass 2 * eager */
         for (int seq = 0; seq < M; seq++) {
             size_t n = (seq % 3 == 2) ? 2 * (size_t)eager : (size_t)(seq * 7);
             fill(b, n, rank, 0, 300 + seq);
