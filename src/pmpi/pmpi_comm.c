@@ -37,6 +37,23 @@ typedef struct zombie {
 } zombie_t;
 static zombie_t *zombies;
 
+static void (*fini_hooks[8])(void);
+static int fini_count;
+
+void pmpi_at_finalize(void (*fn)(void))
+{
+    if (fini_count < 8)
+        fini_hooks[fini_count++] = fn;
+    else
+        util_error("internal: more than 8 MPI_Finalize hooks");
+}
+
+void pmpi_run_finalize_hooks(void)
+{
+    for (int i = 0; i < fini_count; i++)
+        fini_hooks[i]();
+}
+
 int pmpi_comm_ext_register(pmpi_comm_ext_free_fn free_fn)
 {
     if (ext_count >= PMPI_COMM_EXT_MAX) {

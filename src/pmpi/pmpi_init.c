@@ -51,6 +51,7 @@ BOBCAT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *pr
 BOBCAT_EXPORT int MPI_Finalize(void)
 {
     if (pmpi_layer.initialized) {
+        pmpi_run_finalize_hooks();
         pmpi_stats_report();
         pmpi_comm_layer_fini();
         pmpi_layer.initialized = 0;
