@@ -25,9 +25,12 @@
 /* Control area layout (one per node group, in the node group's first rank's segment). Each
  * field a rank writes sits on its own cache line, so a rank's publication costs one line
  * transfer to each reader and no false sharing:
- *   line 0: arrive  — barrier counter, fetch_add by every rank (contended by design: the slides'
- *           "each process atomically increments a counter")
- *   line 1: release — generation released by the last arriver; everyone polls it
+ *   line 0: arrive and release — the barrier counter, fetch_add by every rank (contended by
+ *           design: the slides' "each process atomically increments a counter"), and the
+ *           generation the last arriver releases, which everyone polls. One line: the last
+ *           arriver already holds it exclusively when it stores the release, so a barrier of two
+ *           costs two line transfers instead of three.
+ *   line 1: (unused, keeps refs away from the barrier line)
  *   line 2: refs    — ranks still using the area (freed by the owner when it reaches 0)
  *   then per rank two lines: pub (seq + 7 words written by the owner, seq stored last with
  *   release order so a reader that acquires seq sees the words) and done (seq of the last call
@@ -49,13 +52,16 @@ typedef struct {
 
 typedef struct {
     _Alignas(COLL_LINE) _Atomic uint64_t arrive;
-    _Alignas(COLL_LINE) _Atomic uint64_t release;
+    _Atomic uint64_t release;
+    _Alignas(COLL_LINE) uint64_t unused;
     _Alignas(COLL_LINE) _Atomic int64_t refs;
     coll_slot_t slot[];
 } coll_ctrl_t;
 
 _Static_assert(sizeof(coll_pub_t) == COLL_LINE, "pub is one cache line");
 _Static_assert(sizeof(coll_slot_t) == 2 * COLL_LINE, "a slot is two cache lines");
+_Static_assert(offsetof(coll_ctrl_t, release) < COLL_LINE, "arrive and release share line 0");
+_Static_assert(offsetof(coll_ctrl_t, refs) == 2 * COLL_LINE, "refs on its own line");
 _Static_assert(offsetof(coll_ctrl_t, slot) == 3 * COLL_LINE, "three shared lines precede the slots");
 
 /* Data of at most this many bytes travels inside the publishing slot (Bcast, and the serial
@@ -72,6 +78,9 @@ typedef struct {
     uint64_t seq;            /* collectives started on this group (equal on every rank between calls) */
     uint64_t bar;            /* barriers started */
     int spin;                /* polls before sched_yield */
+    void (*progress)(void);  /* called before each yield: drives the real MPI's progress engine, so
+                                operations that need this rank's MPI to move (passive-target RMA,
+                                rendezvous, nonblocking collectives) advance while it waits here */
     void *scratch;           /* my scratch buffer, in my segment (others read it) */
     size_t scratch_size;
 } coll_node_t;

@@ -14,12 +14,16 @@ static inline void coll_relax(void)
 }
 
 /* Wait until *p >= v. Polls cn->spin times between sched_yield()s, so ranks that outnumber the
- * cores hand theirs to the rank they wait for instead of spinning out their time slice. */
+ * cores hand theirs to the rank they wait for instead of spinning out their time slice; before
+ * each yield the real MPI gets a progress call (a rank blocked in a collective must still let MPI
+ * progress: MPICH grants passive-target RMA locks only from inside its progress engine). */
 static inline void coll_wait_ge(const coll_node_t *cn, _Atomic uint64_t *p, uint64_t v)
 {
     int n = 0;
     while (atomic_load_explicit(p, memory_order_acquire) < v) {
         if (++n >= cn->spin) {
+            if (cn->progress)
+                cn->progress();
             if (bobcat_msg_idle_hook) /* issue 10: serve point-to-point and the real MPI meanwhile */
                 bobcat_msg_idle_hook();
             sched_yield();

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Marker the evaluation looks for (bobcat.configs.mpi_layer) to record that lwk runs this layer. */
+BOBCAT_EXPORT const char bobcat_coll_layer[] = "in-place collectives over SMARTMAP";
+
 enum { A_SERIAL, A_PARALLEL, A_HIER };
 static pmpi_stat_t st_barrier = {.name = "Barrier", .alg_names = {"counter", "hier"}};
 static pmpi_stat_t st_bcast = {.name = "Bcast", .alg_names = {"inplace", "hier"}};
@@ -102,7 +105,7 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
         pmpi_stat_mpi(&st_bcast, pc_knobs.bcast == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
         return PMPI_Bcast(buf, count, dt, root, comm);
     }
-    if (count <= 0 || root < 0 || root >= pc->size || pc_dt(dt, &d) != 0 || d.size == 0) {
+    if (count <= 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, &d) != 0 || d.size == 0) {
         pmpi_stat_mpi(&st_bcast, PMPI_WHY_VARIANT, 0);
         return PMPI_Bcast(buf, count, dt, root, comm); /* nothing to move, or an error for the MPI to report */
     }
@@ -205,7 +208,10 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
     pmpi_why_t why;
     size_t mult;
     pmpi_comm_t *pc = red_setup(comm, pc_knobs.reduce, count, dt, op, &cop, &mult, &why, 1);
-    if (pc && (root < 0 || root >= pc->size))
+    /* Erroneous arguments (the real MPI reports them): a bad root, MPI_IN_PLACE off the root,
+     * the same buffer twice without MPI_IN_PLACE. */
+    if (pc && (root < 0 || root >= pc->size || (pc->rank != root && sbuf == MPI_IN_PLACE) ||
+               (pc->rank == root && sbuf == rbuf)))
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
         pmpi_stat_mpi(&st_reduce, why, 0);
@@ -267,6 +273,8 @@ BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
     pmpi_why_t why;
     size_t mult;
     pmpi_comm_t *pc = red_setup(comm, pc_knobs.allreduce, count, dt, op, &cop, &mult, &why, 1);
+    if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
+        pc = NULL, why = PMPI_WHY_VARIANT; /* erroneous: the real MPI reports it */
     if (!pc) {
         pmpi_stat_mpi(&st_allreduce, why, 0);
         return PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
@@ -319,6 +327,8 @@ static int reduce_scatter(pmpi_stat_t *st, const void *sbuf, void *rbuf, const i
         total = t > 0 && t <= (1LL << 30) ? (int)t : 0;
     }
     pc = red_setup(comm, pc_knobs.reduce_scatter, total, dt, op, &cop, &mult, &why, 0);
+    if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
+        pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
         pmpi_stat_mpi(st, why, 0);
         return counts ? PMPI_Reduce_scatter(sbuf, rbuf, counts, dt, op, comm)
@@ -364,6 +374,8 @@ static int scan(pmpi_stat_t *st, const void *sbuf, void *rbuf, int count, MPI_Da
     pmpi_why_t why;
     size_t mult;
     pmpi_comm_t *pc = red_setup(comm, pc_knobs.scan, count, dt, op, &cop, &mult, &why, 0);
+    if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
+        pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
         pmpi_stat_mpi(st, why, 0);
         return exclusive ? PMPI_Exscan(sbuf, rbuf, count, dt, op, comm) : PMPI_Scan(sbuf, rbuf, count, dt, op, comm);

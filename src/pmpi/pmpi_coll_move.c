@@ -61,8 +61,8 @@ BOBCAT_EXPORT int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, v
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.gather, &why);
     pc_dt_t sd = {0}, rd = {0};
     int me = pc ? pc->rank : 0, in_place = sbuf == MPI_IN_PLACE;
-    if (pc && (root < 0 || root >= pc->size))
-        pc = NULL, why = PMPI_WHY_VARIANT;
+    if (pc && (root < 0 || root >= pc->size || (me != root && in_place) || (me == root && sbuf == rbuf)))
+        pc = NULL, why = PMPI_WHY_VARIANT; /* erroneous: the real MPI reports it */
     if (pc) {
         /* The piece's byte count, from what this rank knows (equal on all ranks by MPI's rules). */
         int bad = me == root ? (pc_dt(rtype, &rd) || !fits(rcount, pc->size) || (!in_place && pc_dt(stype, &sd)))
@@ -102,7 +102,7 @@ BOBCAT_EXPORT int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, 
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.scatter, &why);
     pc_dt_t sd = {0}, rd = {0};
     int me = pc ? pc->rank : 0, in_place = rbuf == MPI_IN_PLACE;
-    if (pc && (root < 0 || root >= pc->size))
+    if (pc && (root < 0 || root >= pc->size || (me != root && in_place) || (me == root && sbuf == rbuf)))
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (pc) {
         int bad = me == root ? (pc_dt(stype, &sd) || !fits(scount, pc->size) || (!in_place && pc_dt(rtype, &rd)))
@@ -170,7 +170,7 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
     pc_dt_t sd = {0}, rd = {0};
     int me = pc ? pc->rank : 0, in_place = sbuf == MPI_IN_PLACE;
     vlayout_t v = {0};
-    if (pc && (root < 0 || root >= pc->size))
+    if (pc && (root < 0 || root >= pc->size || (me != root && in_place) || (me == root && sbuf == rbuf)))
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (pc && ((me == root && (pc_dt(rtype, &rd) || vlayout(&v, pc->size, rcounts, displs, &rd))) ||
                ((me != root || !in_place) && (pc_dt(stype, &sd) || scount < 0))))
@@ -209,7 +209,7 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
     pc_dt_t sd = {0}, rd = {0};
     int me = pc ? pc->rank : 0, in_place = rbuf == MPI_IN_PLACE;
     vlayout_t v = {0};
-    if (pc && (root < 0 || root >= pc->size))
+    if (pc && (root < 0 || root >= pc->size || (me != root && in_place) || (me == root && sbuf == rbuf)))
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (pc && ((me == root && (pc_dt(stype, &sd) || vlayout(&v, pc->size, scounts, displs, &sd))) ||
                ((me != root || !in_place) && (pc_dt(rtype, &rd) || rcount < 0))))
@@ -254,6 +254,8 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
     int in_place = sbuf == MPI_IN_PLACE, n = pc ? pc->size : 1, me = pc ? pc->rank : 0;
     int *cnt = NULL, *dsp = NULL;
     vlayout_t v = {0};
+    if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
+        pc = NULL; /* erroneous: the real MPI reports it */
     if (pc) {
         cnt = malloc(2 * (size_t)n * sizeof(int));
         if (!cnt)
@@ -328,6 +330,8 @@ BOBCAT_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype,
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.alltoall, &why);
     pc_dt_t sd = {0}, rd = {0};
     int in_place = sbuf == MPI_IN_PLACE;
+    if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
+        pc = NULL, why = PMPI_WHY_VARIANT;
     if (pc && (pc_dt(rtype, &rd) || !fits(rcount, pc->size) || (long long)rcount * rd.size <= 0 ||
                (!in_place && (pc_dt(stype, &sd) || !fits(scount, pc->size)))))
         pc = NULL, why = PMPI_WHY_VARIANT;

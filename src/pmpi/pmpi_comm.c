@@ -37,6 +37,23 @@ typedef struct zombie {
 } zombie_t;
 static zombie_t *zombies;
 
+static void (*fini_hooks[8])(void);
+static int fini_count;
+
+void pmpi_at_finalize(void (*fn)(void))
+{
+    if (fini_count < 8)
+        fini_hooks[fini_count++] = fn;
+    else
+        util_error("internal: more than 8 MPI_Finalize hooks");
+}
+
+void pmpi_run_finalize_hooks(void)
+{
+    for (int i = 0; i < fini_count; i++)
+        fini_hooks[i]();
+}
+
 int pmpi_comm_ext_register(pmpi_comm_ext_free_fn free_fn)
 {
     if (ext_count >= PMPI_COMM_EXT_MAX) {
@@ -224,6 +241,20 @@ pmpi_comm_t *pmpi_comm_get(MPI_Comm comm)
     return pc;
 }
 
+/* A receive on a private communicator that nothing ever matches: testing it drives the real
+ * MPI's whole progress engine (MPI_Test runs a progress pass in both MPIs; MPICH's Iprobe may not
+ * reach the netmod), and it is cancelled at MPI_Finalize. */
+static MPI_Comm progress_comm = MPI_COMM_NULL;
+static MPI_Request progress_req = MPI_REQUEST_NULL;
+static int progress_dummy;
+
+static void mpi_progress(void)
+{
+    int flag;
+    if (progress_req != MPI_REQUEST_NULL)
+        PMPI_Test(&progress_req, &flag, MPI_STATUS_IGNORE);
+}
+
 static int node_part_build(pmpi_comm_t *pc)
 {
     const pmpi_layer_t *L = &pmpi_layer;
@@ -280,7 +311,8 @@ static int node_part_build(pmpi_comm_t *pc)
         goto fail;
     }
     pc->cn = (coll_node_t){.size = pc->node_size, .rank = pc->node_rank, .base = base,
-                           .ctrl = (coll_ctrl_t *)(uintptr_t)(addr + base[0]), .spin = L->spin};
+                           .ctrl = (coll_ctrl_t *)(uintptr_t)(addr + base[0]), .spin = L->spin,
+                           .progress = mpi_progress};
     base = NULL;
     pc->coll_ready = 1;
     return 0;
@@ -342,6 +374,8 @@ void pmpi_comm_layer_init(void)
         L->off_reason = "no-keyval";
         return;
     }
+    if (PMPI_Comm_dup(MPI_COMM_SELF, &progress_comm) == MPI_SUCCESS)
+        PMPI_Irecv(&progress_dummy, 1, MPI_INT, 0, 1, progress_comm, &progress_req);
     L->on = 1;
     world_pc = comm_build(MPI_COMM_WORLD);
     if (!world_pc || world_pc == &not_handled) {
@@ -360,6 +394,12 @@ void pmpi_comm_layer_fini(void)
     }
     cache_comm = MPI_COMM_NULL;
     cache_pc = NULL;
+    if (progress_req != MPI_REQUEST_NULL) {
+        PMPI_Cancel(&progress_req);
+        PMPI_Wait(&progress_req, MPI_STATUS_IGNORE);
+    }
+    if (progress_comm != MPI_COMM_NULL)
+        PMPI_Comm_free(&progress_comm);
     L->finalizing = 1;
     L->on = 0;
 }

@@ -105,6 +105,11 @@ static inline void *pmpi_peer_ptr(const pmpi_comm_t *pc, int r, const void *p)
     return (void *)((uintptr_t)p + pc->peer_base[r]);
 }
 
+/* Other parts of the layer run fn at the start of MPI_Finalize (before the statistics are printed
+ * and the layer stops; MPI still works), in registration order. Up to 8. */
+void pmpi_at_finalize(void (*fn)(void));
+void pmpi_run_finalize_hooks(void);
+
 /* Layer start and end (pmpi_init.c calls them). */
 void pmpi_comm_layer_init(void);  /* after PMPI_Init*: keyval, world tables */
 void pmpi_comm_layer_fini(void);  /* in MPI_Finalize before PMPI_Finalize */

@@ -54,6 +54,7 @@ BOBCAT_EXPORT int MPI_Finalize(void)
 {
     p2p_finalize(); /* before the statistics: it reports its own */
     if (pmpi_layer.initialized) {
+        pmpi_run_finalize_hooks();
         pmpi_stats_report();
         pmpi_comm_layer_fini();
         pmpi_layer.initialized = 0;

@@ -1,8 +1,8 @@
 /* mp_coll: bobcat's collectives against values this test computes itself, on every rank.
  *
- * Every collective x (datatype, op) x MPI_IN_PLACE x buffer kind (heap = segment, stack, static)
- * on several communicators (world, a dup, halves, a reversed one, an interleaved one whose ranks
- * are not grouped by node), plus user-defined ops (commutative, and a non-commutative 2x2 matrix
+ * Every collective x (datatype, op) x MPI_IN_PLACE x buffer kind (heap = segment, stack, static,
+ * the program's own mmap) on several communicators (world, a dup, halves, a reversed one, an
+ * interleaved one whose ranks are not grouped by node), plus user-defined ops (commutative, and a non-commutative 2x2 matrix
  * product whose result depends on rank order), derived datatypes (contiguous, vector, a mix of
  * signature-equal types across ranks), communicator free/dup/split, MPI_Comm_split_type, shared
  * windows, and nonblocking collectives interleaved with blocking ones.
@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <bobcat/smartmap.h>
 #include "mp_util.h"
@@ -190,8 +191,8 @@ static int op_fits(const ttype_t *t, opid_t o)
 }
 
 /* ---- buffers ------------------------------------------------------------------------------- */
-typedef enum { B_HEAP, B_STACK, B_STATIC, B_N } bkind_t;
-static const char *const bk_names[B_N] = {"heap", "stack", "static"};
+typedef enum { B_HEAP, B_STACK, B_STATIC, B_MMAP, B_N } bkind_t;
+static const char *const bk_names[B_N] = {"heap", "stack", "static", "mmap"};
 static char *pools[B_N];
 
 /* Two non-overlapping buffers of the kind. */
@@ -684,8 +685,11 @@ int main(int argc, char **argv)
     pools[B_HEAP] = malloc(2 * POOL);
     pools[B_STACK] = stack_pool;
     pools[B_STATIC] = static_pool;
+    pools[B_MMAP] = mmap(NULL, 2 * POOL, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(pools[B_MMAP] != MAP_FAILED, "mmap pool");
     CHECK(smap_is_shared(pools[B_HEAP]), "heap pool outside the segment");
-    CHECK(!smap_is_shared(pools[B_STACK]) && !smap_is_shared(pools[B_STATIC]), "stack/static pool inside the segment");
+    CHECK(!smap_is_shared(pools[B_STACK]) && !smap_is_shared(pools[B_STATIC]) && !smap_is_shared(pools[B_MMAP]),
+          "stack/static/mmap pool inside the segment");
 
     MPI_Comm dup, half, rev, inter;
     if (getenv("MP_COLL_NODE_ONLY"))
