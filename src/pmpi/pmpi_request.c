@@ -131,9 +131,12 @@ P2P_HIDDEN void p2p_status_empty(MPI_Status *st)
     st->MPI_ERROR = MPI_SUCCESS;
 }
 
+/* Polls before yielding: the layer's rule (BOBCAT_COLL_SPIN, 1 when ranks outnumber cores), so a
+ * waiting rank neither burns the core its peer needs nor gives up its own for nothing. */
 P2P_HIDDEN void p2p_relax(unsigned *spins)
 {
-    if (++*spins >= 16) {
+    unsigned limit = pmpi_layer.spin > 0 ? (unsigned)pmpi_layer.spin : 16;
+    if (++*spins >= limit) {
         *spins = 0;
         sched_yield();
     }
