@@ -42,6 +42,7 @@ static pmpi_why_t why_not(MPI_Comm comm)
     return inter ? PMPI_WHY_INTER : PMPI_WHY_SETUP; /* else: made by a constructor we do not see */
 }
 static int world_multinode; /* some rank of the job is on another node: poke the real MPI */
+static int init_seen;       /* our MPI_Init* ran (p2p_init) */
 
 /* ---- datatypes: a few recent ones cached (MPI_Type_free clears the cache) ---- */
 
@@ -216,6 +217,7 @@ static void idle_hook(void)
 P2P_HIDDEN int p2p_init(void)
 {
     int provided = MPI_THREAD_SINGLE, wsize = 1, wrank = 0;
+    init_seen = 1;
     PMPI_Query_thread(&provided);
     PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
@@ -626,4 +628,21 @@ BOBCAT_EXPORT int MPI_Buffer_detach(void *buffer_addr, int *size)
         p2p_relax(&spins);
     }
     return PMPI_Buffer_detach(buffer_addr, size);
+}
+
+/* A program whose MPI_Init bobcat never saw (Open MPI's Fortran bindings call PMPI_Init and every
+ * other PMPI_* directly) ran entirely on the real MPI: with BOBCAT_STATS, say so at exit instead of
+ * printing nothing. */
+__attribute__((destructor)) static void p2p_unseen_report(void)
+{
+    const char *v = getenv("BOBCAT_STATS");
+    if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "off") || init_seen || smap_world_size() == 0)
+        return;
+    int init = 0, fin = 0;
+    PMPI_Initialized(&init);
+    PMPI_Finalized(&fin);
+    if (init || fin)
+        fprintf(stderr, "bobcat: stats rank %d: layer=unused: this program called the real MPI's PMPI_Init directly "
+                        "(Open MPI's Fortran bindings do), so every MPI call it made went to the real MPI\n",
+                smap_world_rank());
 }
