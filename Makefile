@@ -11,7 +11,7 @@ JOBS        ?= $(shell nproc)
 EVALUATE_ARGS ?=
 export BOBCAT_HOME := $(STAGE)
 
-.PHONY: all deps build test test-c test-python evaluate install clean check-leftovers bench-smartmap
+.PHONY: all deps build test test-c test-python evaluate install clean check-leftovers bench-smartmap bench-coll
 
 all: build
 
@@ -35,6 +35,9 @@ evaluate: build
 
 bench-smartmap: build
 	$(PY) -m bobcat.bench_smartmap
+
+bench-coll: build
+	$(PY) -m bobcat.bench_coll
 
 install: build
 	bash scripts/install.sh "$(PREFIX)" "$(BUILD)"

@@ -50,7 +50,7 @@ def run_once(flavour: str, cmd: list[str], extra: dict[str, str]) -> dict[tuple[
     out = {}
     for m in parsers.parse_jsonl(r.stdout).metrics:
         if m.name == "t_avg":
-            out[(m.bench, int(m.params.get("bytes", 0)))] = m.value
+            out[(m.bench.lower(), int(m.params.get("bytes", 0)))] = m.value
     if r.returncode != 0 or '"valid": false' in r.stdout:
         print(f"warning: {cmd[0]} {flavour} exited {r.returncode}: {r.stderr[-300:]}", file=sys.stderr)
     return out
@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, (fl, cmd, extra) in vs.items():
             rows[name].append(run_once(fl, cmd, extra))
     after = probe()
-    med = {name: {f"{t}/{s}": statistics.median([r[(t, s)] for r in rs if (t, s) in r] or [float("nan")])
+    med = {name: {f"{t}/{s}": statistics.median([r[(t.lower(), s)] for r in rs if (t.lower(), s) in r]
+                                                 or [float("nan")])
                   for t, s in CASES} for name, rs in rows.items()}
     print(f"probe before {before}, after {after}")
     for t, s in CASES:

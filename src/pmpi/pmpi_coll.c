@@ -51,8 +51,12 @@ static const void *red_in(const void *in, size_t span, int inlined, void **tmp_p
     if (!span || inlined || smap_is_shared(in))
         return in;
     void *t = malloc(span);
-    if (t)
-        memcpy(t, in, span);
+    if (!t) {
+        /* Peers are about to wait for this rank in shared memory: no way back to PMPI. */
+        util_error("out of heap for a %zu-byte reduction buffer: raise the heap (yod --heap)", span);
+        abort();
+    }
+    memcpy(t, in, span);
     *tmp_p = t;
     return t;
 }
@@ -223,8 +227,6 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
     void *tin, *tout = NULL;
     int inl = span <= COLL_INLINE_MAX && (alg == COLL_ALG_SERIAL || n < (size_t)pc->node_size);
     const void *ip = red_in(in_place ? rbuf : sbuf, span, inl, &tin);
-    if (!ip)
-        ip = seg_alloc(span); /* unreachable in practice; keeps the analysis simple */
     int staged = tin != NULL;
     if (pc->nnodes == 1) {
         void *ro = rbuf;
@@ -285,8 +287,6 @@ BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
     void *tin, *tout = NULL;
     int inl = span <= COLL_INLINE_MAX && (alg == COLL_ALG_SERIAL || n < (size_t)pc->node_size);
     const void *ip = red_in(in_place ? rbuf : sbuf, span, inl, &tin);
-    if (!ip)
-        ip = seg_alloc(span);
     if (pc->nnodes == 1) {
         coll_allreduce(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, n, &cop, alg);
     } else {
@@ -346,8 +346,6 @@ static int reduce_scatter(pmpi_stat_t *st, const void *sbuf, void *rbuf, const i
     size_t span = coll_span(&cop, (size_t)total * mult);
     void *tin;
     const void *ip = red_in(in_place ? rbuf : sbuf, span, 0, &tin);
-    if (!ip)
-        ip = seg_alloc(span);
     coll_reduce_scatter(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, cnt, displ, &cop);
     pmpi_stat_path(st, tin ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, span, 0);
     free(tin);
@@ -384,8 +382,6 @@ static int scan(pmpi_stat_t *st, const void *sbuf, void *rbuf, int count, MPI_Da
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
     void *tin;
     const void *ip = red_in(in_place ? rbuf : sbuf, span, span <= COLL_INLINE_MAX, &tin);
-    if (!ip)
-        ip = seg_alloc(span);
     coll_scan(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, n, &cop, exclusive);
     pmpi_stat_path(st, tin ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, span, 0);
     free(tin);

@@ -54,9 +54,10 @@ static void print_block(const char *who, const uint64_t *all, int ranks)
     const char *lvl = L->thread_level == MPI_THREAD_SINGLE ? levels[0]
                       : L->thread_level == MPI_THREAD_FUNNELED ? levels[1]
                       : L->thread_level == MPI_THREAD_SERIALIZED ? levels[2] : levels[3];
-    len += (size_t)snprintf(out + len, cap - len, "bobcat: stats %s: layer=%s%s%s thread=%s%s\n", who,
+    (void)ranks;
+    len += (size_t)snprintf(out + len, cap - len, "bobcat: stats %s: layer=%s%s%s thread=%s\n", who,
                             L->on || !L->off_reason ? "on" : "off", L->off_reason ? " reason=" : "",
-                            L->off_reason ? L->off_reason : "", lvl, ranks > 1 ? "" : "");
+                            L->off_reason ? L->off_reason : "", lvl);
     int i = 0;
     for (const pmpi_stat_t *s = stats_head; s; s = s->next, i++) {
         const uint64_t *w = all + (size_t)i * STAT_WORDS, *calls = w, *bytes = w + PMPI_PATH_N,

@@ -640,11 +640,11 @@ static void run_comm(MPI_Comm comm, const char *name)
     if (getenv("MP_COLL_TRACE"))
         fprintf(stderr, "mp_coll: rank %d: communicator %s\n", wrank, name);
     /* (type, op) pairs on heap buffers: all of them (full), or one type per kind of element. */
-    static const int per_kind[] = {T_INT, T_UCHAR, T_DOUBLE, T_CDOUBLE, T_BOOL, T_BYTE, T_DOUBLE_INT, T_2INT};
-    size_t counts[] = {1, 7};
+    static const int per_kind[] = {T_INT, T_DOUBLE, T_DOUBLE_INT, T_BOOL, T_UCHAR, T_CDOUBLE, T_BYTE, T_2INT};
+    size_t counts[] = {1, 7}, kinds = level ? 8 : 4;
     for (int ti = 0; ti < T_N; ti++) {
         int pick = level == 2;
-        for (size_t k = 0; k < sizeof per_kind / sizeof per_kind[0]; k++)
+        for (size_t k = 0; k < kinds; k++)
             pick |= per_kind[k] == ti;
         if (!pick)
             continue;
