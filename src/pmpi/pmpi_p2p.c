@@ -23,6 +23,7 @@ enum { MODE_STD = 0, MODE_SYNC = 1, MODE_READY = 2, MODE_BUF = 3, MODE_RECV = -1
 
 P2P_HIDDEN p2p_stats_t p2p_stats;
 P2P_HIDDEN void p2p_comm_set_engine(int ok);
+P2P_HIDDEN void p2p_comm_set_nobody(int v);
 P2P_HIDDEN void p2p_comm_reset(void);
 
 static p2p_req_t *offq_head, *offq_tail;
@@ -237,6 +238,10 @@ P2P_HIDDEN int p2p_init(void)
         PMPI_Abort(MPI_COMM_WORLD, 3);
     }
     PMPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    int anyone = 0;
+    for (int w = 0; w < wsize; w++)
+        anyone |= all[w] != 0;
+    p2p_comm_set_nobody(!anyone);
     for (int w = 0; w < wsize; w++) {
         int l = smap_pe_is_local(w);
         if (l < 0)

@@ -19,6 +19,7 @@ static p2p_comm_t *buckets[NBUCKETS];
 static p2p_comm_t *last;      /* one-entry cache: most programs talk on one communicator */
 static int next_ctx = 2;      /* 0: WORLD, 1: SELF */
 static int engine_ok;         /* p2p_init succeeded here */
+static int nobody;            /* no rank of the job runs the engine (all agree: MPI_Init's allgather) */
 
 P2P_HIDDEN int p2p_enabled(void) { return engine_ok; }
 
@@ -27,6 +28,8 @@ static inline unsigned hash(MPI_Comm c)
     uintptr_t k = (uintptr_t)c;
     return (unsigned)((k >> 4) ^ (k >> 12) ^ k) % NBUCKETS;
 }
+
+P2P_HIDDEN void p2p_comm_set_nobody(int v) { nobody = v; }
 
 P2P_HIDDEN p2p_comm_t *p2p_comm_lookup(MPI_Comm comm)
 {
@@ -58,8 +61,8 @@ static void drop(MPI_Comm comm)
  * WORLD (whose context every member knows). */
 P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
 {
-    if (comm == MPI_COMM_NULL)
-        return;
+    if (comm == MPI_COMM_NULL || nobody)
+        return; /* nobody: the layer is off everywhere, no need to agree (and no collective) */
     int inter = 0;
     PMPI_Comm_test_inter(comm, &inter);
     if (inter)
