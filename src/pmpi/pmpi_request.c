@@ -193,20 +193,14 @@ P2P_HIDDEN int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p)
 {
     *err_p = MPI_SUCCESS;
     if (r->st_valid) {
-        if (st != MPI_STATUS_IGNORE) {
-            p2p_status_set(st, r->st_src, r->st_tag, r->st_bytes, r->st_cancelled);
-            st->MPI_ERROR = r->st_err;
-        }
+        /* MPI_ERROR is left alone: only the multiple-completion calls set it (MPI 3.2.5). */
+        p2p_status_set(st, r->st_src, r->st_tag, r->st_bytes, r->st_cancelled);
         *err_p = r->st_err;
         return 1;
     }
     switch (r->kind) {
     case P2P_K_NULL:
-        if (st != MPI_STATUS_IGNORE) {
-            p2p_status_set(st, r->mode == -1 ? MPI_PROC_NULL : MPI_ANY_SOURCE,
-                           r->mode == -1 ? MPI_ANY_TAG : MPI_ANY_TAG, 0, 0);
-            st->MPI_ERROR = MPI_SUCCESS;
-        }
+        p2p_status_set(st, r->mode == -1 ? MPI_PROC_NULL : MPI_ANY_SOURCE, MPI_ANY_TAG, 0, 0);
         return 1;
     case P2P_K_SEND:
         if (!bobcat_msg_test(&r->m)) {
@@ -297,10 +291,7 @@ P2P_HIDDEN int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p)
         return 0;
     }
     r->st_valid = 1;
-    if (st != MPI_STATUS_IGNORE) {
-        p2p_status_set(st, r->st_src, r->st_tag, r->st_bytes, r->st_cancelled);
-        st->MPI_ERROR = r->st_err;
-    }
+    p2p_status_set(st, r->st_src, r->st_tag, r->st_bytes, r->st_cancelled);
     *err_p = r->st_err;
     return 1;
 }
@@ -536,23 +527,29 @@ static int testall_impl(int n, MPI_Request *reqs, int *flag, MPI_Status *sts)
         return rc;
     }
     *flag = 1;
+    /* MPI_ERROR fields change only when the call returns MPI_ERR_IN_STATUS; then all of them. */
     int any_err = rc == MPI_ERR_IN_STATUS;
     MPI_Comm errcomm = MPI_COMM_NULL;
+    for (int i = 0; i < n; i++) {
+        p2p_req_t *r = p2p_req_of(reqs[i]);
+        if (r && p2p_req_test(r, MPI_STATUS_IGNORE, &err) && err != MPI_SUCCESS) {
+            any_err = 1;
+            if (errcomm == MPI_COMM_NULL)
+                errcomm = req_comm(r);
+        }
+    }
     for (int k = 0; rst && k < s.nreal; k++) {
+        int keep = sts[s.map[k]].MPI_ERROR;
         sts[s.map[k]] = rst[k];
-        if (rc != MPI_ERR_IN_STATUS)
-            sts[s.map[k]].MPI_ERROR = MPI_SUCCESS;
+        sts[s.map[k]].MPI_ERROR = !any_err ? keep : rc == MPI_ERR_IN_STATUS ? rst[k].MPI_ERROR : MPI_SUCCESS;
     }
     for (int i = 0; i < n; i++) {
         p2p_req_t *r = p2p_req_of(reqs[i]);
         if (!r)
             continue;
         p2p_req_test(r, st_at(sts, i), &err);
-        if (err != MPI_SUCCESS) {
-            any_err = 1;
-            if (errcomm == MPI_COMM_NULL)
-                errcomm = req_comm(r);
-        }
+        if (any_err && sts != MPI_STATUSES_IGNORE)
+            sts[i].MPI_ERROR = err;
         retire(r, &reqs[i]);
     }
     free(rst);
@@ -660,12 +657,22 @@ static int testsome_impl(int n, MPI_Request *reqs, int *outcount, int *idxs, MPI
     p2p_progress();
     int err, active = 0, out = 0, any_err = 0;
     MPI_Comm errcomm = MPI_COMM_NULL;
+    int errs_stack[32], *errs = n > 32 ? malloc(sizeof(int) * (size_t)n) : errs_stack; /* per output slot */
+    int keeps_stack[32], *keeps = n > 32 ? malloc(sizeof(int) * (size_t)n) : keeps_stack;
+    if (!errs || !keeps) {
+        if (errs != errs_stack)
+            free(errs);
+        if (keeps != keeps_stack)
+            free(keeps);
+        return MPI_ERR_NO_MEM;
+    }
     for (int i = 0; i < n; i++) {
         p2p_req_t *r = p2p_req_of(reqs[i]);
         if (!r || !active_mine(r))
             continue;
         active = 1;
         if (p2p_req_test(r, st_at(sts, out), &err)) {
+            errs[out] = err;
             if (err != MPI_SUCCESS) {
                 any_err = 1;
                 if (errcomm == MPI_COMM_NULL)
@@ -676,8 +683,13 @@ static int testsome_impl(int n, MPI_Request *reqs, int *outcount, int *idxs, MPI
         }
     }
     split_t s;
-    if (!split_init(&s, n, reqs))
+    if (!split_init(&s, n, reqs)) {
+        if (errs != errs_stack)
+            free(errs);
+        if (keeps != keeps_stack)
+            free(keeps);
         return MPI_ERR_NO_MEM;
+    }
     int rc = MPI_SUCCESS, k = 0;
     if (s.nreal) {
         int *ridx = malloc(sizeof(int) * (size_t)s.nreal);
@@ -691,10 +703,12 @@ static int testsome_impl(int n, MPI_Request *reqs, int *outcount, int *idxs, MPI
         }
         for (int j = 0; j < k; j++) {
             idxs[out] = s.map[ridx[j]];
+            errs[out] = rc == MPI_ERR_IN_STATUS ? MPI_ERR_IN_STATUS : MPI_SUCCESS; /* marks "real" */
             if (sts != MPI_STATUSES_IGNORE) {
+                keeps[out] = sts[out].MPI_ERROR;
                 sts[out] = rst[j];
                 if (rc != MPI_ERR_IN_STATUS)
-                    sts[out].MPI_ERROR = MPI_SUCCESS;
+                    sts[out].MPI_ERROR = keeps[out];
             }
             out++;
         }
@@ -706,6 +720,15 @@ static int testsome_impl(int n, MPI_Request *reqs, int *outcount, int *idxs, MPI
     }
     split_done(&s);
     *outcount = active ? out : MPI_UNDEFINED;
+    if (any_err && sts != MPI_STATUSES_IGNORE)
+        for (int j = 0; j < out; j++) {
+            if (errs[j] != MPI_ERR_IN_STATUS) /* bobcat's, or real ones when the real call succeeded */
+                sts[j].MPI_ERROR = errs[j];
+        }
+    if (errs != errs_stack)
+        free(errs);
+    if (keeps != keeps_stack)
+        free(keeps);
     if (any_err) {
         if (errcomm != MPI_COMM_NULL)
             PMPI_Comm_call_errhandler(errcomm, MPI_ERR_IN_STATUS);

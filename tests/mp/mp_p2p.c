@@ -284,9 +284,11 @@ static void t_cancel(void)
     int v = rank + 1000;
     MPI_Request sq;
     MPI_Isend(&v, 1, MPI_INT, to, 600, MPI_COMM_WORLD, &sq);
+    st.MPI_ERROR = 12345; /* single-completion calls leave MPI_ERROR alone (MPI 3.2.5) */
     MPI_Recv(&x, 1, MPI_INT, from, 600, MPI_COMM_WORLD, &st);
     MPI_Test_cancelled(&st, &flag);
     CHECK(x == from + 1000 && !flag, "after cancel: got %d", x);
+    CHECK(st.MPI_ERROR == 12345, "MPI_Recv changed MPI_ERROR to %d", st.MPI_ERROR);
     MPI_Wait(&sq, MPI_STATUS_IGNORE);
 }
 
