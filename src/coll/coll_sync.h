@@ -45,16 +45,16 @@ static inline void coll_publish(coll_node_t *cn, const uint64_t *w, int n)
 {
     coll_slot_t *s = coll_slot(cn, cn->rank);
     for (int i = 0; i < n; i++)
-        s->pub.word[i] = w[i];
-    atomic_store_explicit(&s->pub.seq, cn->seq, memory_order_release);
+        s->pub[cn->seq & 1].word[i] = w[i];
+    atomic_store_explicit(&s->pub[cn->seq & 1].seq, cn->seq, memory_order_release);
 }
 
 /* Rank r's publication for this call (waits for it). */
 static inline const coll_pub_t *coll_pub_of(const coll_node_t *cn, int r)
 {
     coll_slot_t *s = coll_slot(cn, r);
-    coll_wait_ge(cn, &s->pub.seq, cn->seq);
-    return &s->pub;
+    coll_wait_ge(cn, &s->pub[cn->seq & 1].seq, cn->seq);
+    return &s->pub[cn->seq & 1];
 }
 
 /* I am done with every peer's data of this call (release: my reads happen before). */
