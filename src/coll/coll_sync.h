@@ -13,15 +13,18 @@ static inline void coll_relax(void)
 }
 
 /* Wait until *p >= v. Polls cn->spin times between sched_yield()s, so ranks that outnumber the
- * cores hand theirs to the rank they wait for instead of spinning out their time slice; before
- * each yield the real MPI gets a progress call (a rank blocked in a collective must still let MPI
- * progress: MPICH grants passive-target RMA locks only from inside its progress engine). */
+ * cores hand theirs to the rank they wait for instead of spinning out their time slice; every
+ * COLL_PROGRESS_EVERY yields the real MPI gets a progress call (a rank blocked in a collective
+ * must still let MPI progress: MPICH grants passive-target RMA locks only from inside its
+ * progress engine). Not on every yield: Open MPI's progress pass can take tens of microseconds
+ * (it runs its event library), which a peer only a little late must not pay. */
+#define COLL_PROGRESS_EVERY 16
 static inline void coll_wait_ge(const coll_node_t *cn, _Atomic uint64_t *p, uint64_t v)
 {
-    int n = 0;
+    int n = 0, yields = 0;
     while (atomic_load_explicit(p, memory_order_acquire) < v) {
         if (++n >= cn->spin) {
-            if (cn->progress)
+            if (cn->progress && ++yields % COLL_PROGRESS_EVERY == 0)
                 cn->progress();
             sched_yield();
             n = 0;
