@@ -32,9 +32,9 @@
  *           costs two line transfers instead of three.
  *   line 1: (unused, keeps refs away from the barrier line)
  *   line 2: refs    — ranks still using the area (freed by the owner when it reaches 0)
- *   then per rank two lines: pub (seq + 7 words written by the owner, seq stored last with
- *   release order so a reader that acquires seq sees the words) and done (seq of the last call
- *   whose peers' data this rank has finished with). */
+ *   then per rank three lines: pub[2] (seq + 7 words written by the owner, seq stored last with
+ *   release order so a reader that acquires seq sees the words; one line per call parity) and
+ *   done (seq of the last call whose peers' data this rank has finished with). */
 typedef struct {
     _Alignas(COLL_LINE) _Atomic uint64_t seq;
     uint64_t word[7];
@@ -45,8 +45,12 @@ typedef struct {
     uint64_t pad[7];
 } coll_done_t;
 
+/* Two publication lines, used by call parity (seq & 1): a rank writes call s's line while a slow
+ * peer may still read its call s-1 line. It writes the line of call s-2 again only when every
+ * peer is past s-2 (the completion rule, or for two ranks: every call waits on something the peer
+ * wrote in that call, which the peer writes only after finishing the call before). */
 typedef struct {
-    coll_pub_t pub;
+    coll_pub_t pub[2];
     coll_done_t done;
 } coll_slot_t;
 
@@ -59,7 +63,7 @@ typedef struct {
 } coll_ctrl_t;
 
 _Static_assert(sizeof(coll_pub_t) == COLL_LINE, "pub is one cache line");
-_Static_assert(sizeof(coll_slot_t) == 2 * COLL_LINE, "a slot is two cache lines");
+_Static_assert(sizeof(coll_slot_t) == 3 * COLL_LINE, "a slot is three cache lines");
 _Static_assert(offsetof(coll_ctrl_t, release) < COLL_LINE, "arrive and release share line 0");
 _Static_assert(offsetof(coll_ctrl_t, refs) == 2 * COLL_LINE, "refs on its own line");
 _Static_assert(offsetof(coll_ctrl_t, slot) == 3 * COLL_LINE, "three shared lines precede the slots");

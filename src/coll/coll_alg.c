@@ -221,8 +221,13 @@ int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, 
         int inl = publish_input(cn, sbuf, span);
         inputs_t in = {cn, 0, inl};
         fold(&in, 0, cn->size - 1, acc, count, op);
-        coll_signal_done(cn);
-        coll_wait_all_done(cn);
+        /* Inline data between two ranks needs no done round: nothing points into a buffer, and
+         * the peer cannot reuse this call's slot line before it has seen mine of the next call
+         * (double-buffered slots, coll.h). Otherwise the inputs must stay until all have read. */
+        if (!(inl && cn->size == 2)) {
+            coll_signal_done(cn);
+            coll_wait_all_done(cn);
+        }
         memcpy(rbuf, acc, span);
         if (acc != small)
             free(acc);
@@ -254,7 +259,7 @@ int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, 
         if (!rcnt)
             continue;
         const void *src = r == cn->rank ? (const void *)mine
-                                         : coll_peer(cn, r, coll_slot(cn, r)->pub.word[1]);
+                                         : coll_peer(cn, r, coll_slot(cn, r)->pub[(cn->seq - 1) & 1].word[1]);
         memcpy((char *)rbuf + rlo * op->extent, src, coll_span(op, rcnt));
     }
     coll_signal_done(cn);

@@ -14,15 +14,18 @@ static inline void coll_relax(void)
 }
 
 /* Wait until *p >= v. Polls cn->spin times between sched_yield()s, so ranks that outnumber the
- * cores hand theirs to the rank they wait for instead of spinning out their time slice; before
- * each yield the real MPI gets a progress call (a rank blocked in a collective must still let MPI
- * progress: MPICH grants passive-target RMA locks only from inside its progress engine). */
+ * cores hand theirs to the rank they wait for instead of spinning out their time slice; every
+ * COLL_PROGRESS_EVERY yields the real MPI gets a progress call (a rank blocked in a collective
+ * must still let MPI progress: MPICH grants passive-target RMA locks only from inside its
+ * progress engine). Not on every yield: Open MPI's progress pass can take tens of microseconds
+ * (it runs its event library), which a peer only a little late must not pay. */
+#define COLL_PROGRESS_EVERY 16
 static inline void coll_wait_ge(const coll_node_t *cn, _Atomic uint64_t *p, uint64_t v)
 {
-    int n = 0;
+    int n = 0, yields = 0;
     while (atomic_load_explicit(p, memory_order_acquire) < v) {
         if (++n >= cn->spin) {
-            if (cn->progress)
+            if (cn->progress && ++yields % COLL_PROGRESS_EVERY == 0)
                 cn->progress();
             if (bobcat_msg_idle_hook) /* issue 10: serve point-to-point and the real MPI meanwhile */
                 bobcat_msg_idle_hook();
@@ -48,16 +51,16 @@ static inline void coll_publish(coll_node_t *cn, const uint64_t *w, int n)
 {
     coll_slot_t *s = coll_slot(cn, cn->rank);
     for (int i = 0; i < n; i++)
-        s->pub.word[i] = w[i];
-    atomic_store_explicit(&s->pub.seq, cn->seq, memory_order_release);
+        s->pub[cn->seq & 1].word[i] = w[i];
+    atomic_store_explicit(&s->pub[cn->seq & 1].seq, cn->seq, memory_order_release);
 }
 
 /* Rank r's publication for this call (waits for it). */
 static inline const coll_pub_t *coll_pub_of(const coll_node_t *cn, int r)
 {
     coll_slot_t *s = coll_slot(cn, r);
-    coll_wait_ge(cn, &s->pub.seq, cn->seq);
-    return &s->pub;
+    coll_wait_ge(cn, &s->pub[cn->seq & 1].seq, cn->seq);
+    return &s->pub[cn->seq & 1];
 }
 
 /* I am done with every peer's data of this call (release: my reads happen before). */
