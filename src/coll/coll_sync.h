@@ -27,7 +27,7 @@ static inline void coll_wait_ge(const coll_node_t *cn, _Atomic uint64_t *p, uint
         if (++n >= cn->spin) {
             if (cn->progress && ++yields % COLL_PROGRESS_EVERY == 0)
                 cn->progress();
-            if (bobcat_msg_idle_hook) /* issue 10: serve point-to-point and the real MPI meanwhile */
+            if (bobcat_msg_idle_hook) /* issue 10: match on-node point-to-point arrivals meanwhile */
                 bobcat_msg_idle_hook();
             sched_yield();
             n = 0;

@@ -157,8 +157,8 @@ BOBCAT_MSG_API msg_unexp_t *bobcat_msg_probe(int32_t ctx, int32_t src, int32_t t
 BOBCAT_MSG_API void bobcat_msg_mrecv(msg_req_t *req, msg_unexp_t *m, void *buf, size_t cap);
 
 /* Called by waits of the layers above (coll/) each time they yield the core: the MPI layer sets
- * it to serve on-node point-to-point and poke the real MPI's progress, so a rank waiting in an
- * on-node collective does not stall a message another rank waits for. NULL: nothing to do. */
+ * it to serve on-node point-to-point, so a rank waiting in an on-node collective does not stall a
+ * message another rank waits for. NULL: nothing to do. */
 BOBCAT_MSG_API extern void (*bobcat_msg_idle_hook)(void);
 
 /* Requests: zeroed, in the segment, recycled. */

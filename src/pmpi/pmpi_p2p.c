@@ -195,21 +195,16 @@ P2P_HIDDEN void p2p_poke_mpi(void)
     }
 }
 
-/* While a rank waits inside an on-node collective: match on-node arrivals (a rendezvous sender
- * may wait for a receive posted before the collective) and let the real MPI move off-node data
- * (Open MPI's TCP transport only sends when the sender's progress runs). */
+/* While a rank waits inside an on-node collective: match on-node arrivals (a rendezvous or
+ * synchronous sender may wait for a receive posted before the collective). The real MPI's
+ * progress there is coll's own hook (cn->progress, every few yields: it is expensive). */
 static void idle_hook(void)
 {
     static int inside;
-    if (inside)
+    if (inside || !p2p_need_progress())
         return;
     inside = 1;
-    if (p2p_need_progress())
-        p2p_progress();
-    if (world_multinode) {
-        int flag;
-        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
-    }
+    p2p_progress();
     inside = 0;
 }
 
@@ -251,7 +246,7 @@ P2P_HIDDEN int p2p_init(void)
     }
     free(all);
     p2p_comm_set_engine(ok);
-    if (ok || world_multinode)
+    if (ok)
         bobcat_msg_idle_hook = idle_hook;
     p2p_comm_register(MPI_COMM_WORLD, 0);
     p2p_comm_register(MPI_COMM_SELF, 1);
