@@ -11,7 +11,7 @@ JOBS        ?= $(shell nproc)
 EVALUATE_ARGS ?=
 export BOBCAT_HOME := $(STAGE)
 
-.PHONY: all deps build test test-c test-python evaluate install clean check-leftovers bench-smartmap bench-mpi bench-scaling
+.PHONY: all deps build test test-c test-python evaluate install clean check-leftovers bench-smartmap bench-mpi bench-scaling bench-coll
 
 all: build
 
@@ -42,6 +42,8 @@ bench-mpi: build
 # Issue 8: ranks per node 2..64 x page kinds; BENCH_SCALING_ARGS e.g. --json scaling.json
 bench-scaling: build
 	$(PY) -m bobcat.bench_scaling $(BENCH_SCALING_ARGS)
+bench-coll: build
+	$(PY) -m bobcat.bench_coll
 
 install: build
 	bash scripts/install.sh "$(PREFIX)" "$(BUILD)"

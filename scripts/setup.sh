@@ -7,7 +7,7 @@ APT_PKGS=(build-essential cmake pkg-config git
   openmpi-bin libopenmpi-dev mpich libmpich-dev
   hwloc libhwloc-dev hpcc libmimalloc-dev
   libfftw3-dev libfftw3-mpi-dev libsqlite3-dev sqlite3
-  python3 python3-venv python3-dev chromium util-linux procps)
+  python3 python3-venv python3-dev chromium util-linux procps gfortran)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -235,6 +235,22 @@ def onnode_mpi(vendor: str) -> str:
     return "real MPI (single-copy layer not built yet)"
 
 
+def mpi_layer(vendor: str) -> str:
+    """Whether lwk's MPI calls go through libbobcat's MPI layer (collectives in place over
+    SMARTMAP, node communicators, shared windows): the installed library exports the marker
+    symbol bobcat_coll_layer. The layer is on unless BOBCAT_MPI=off, which runs never set."""
+    lib = paths.lib_dir() / f"libbobcat-{vendor}.so"
+    if lib.exists() and shutil.which("nm"):
+        try:
+            syms = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
+                                  text=True, timeout=20).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            syms = ""
+        if any(line.split()[-1:] == ["bobcat_coll_layer"] for line in syms.splitlines()):
+            return "libbobcat MPI layer: on-node collectives in place over SMARTMAP (bobcat_coll_layer exported)"
+    return "real MPI only (libbobcat's MPI layer not built)"
+
+
 def availability(cs: ConfigSet, config: Config, vendor: str) -> tuple[bool, str]:
     """Whether (config, vendor) can run here, and why not."""
     if vendor not in config.mpis:
@@ -315,7 +331,7 @@ def build(cs: ConfigSet, config: Config, vendor: str, mode: str, ranks: int,
         argv = [yod, *mode_args, "--mpi", vendor, *vs.yod_args,
                 *(f"--launcher-arg={a}" for a in launcher_args), *program]
         detail.update(yod=yod, yod_version=version, yod_args=list(vs.yod_args),
-                      onnode_mpi=onnode_mpi(vendor))
+                      onnode_mpi=onnode_mpi(vendor), mpi_layer=mpi_layer(vendor))
     else:
         launcher = shutil.which(mpi.launcher) or mpi.launcher
         pass_env: list[str] = []

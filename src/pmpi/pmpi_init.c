@@ -1,13 +1,13 @@
-/* pmpi_init: the MPI boundary of libbobcat. For now it checks, once MPI is up, that the MPI world
- * is the one yod planned (a mismatch means the launcher placed ranks differently than the plan and
- * SMARTMAP's idea of "my node" would be wrong). Message and collective layers arrive later; every
- * call not defined here goes straight to the real MPI. This is the only file that includes mpi.h. */
-#include <mpi.h>
+/* pmpi_init: the MPI boundary of libbobcat: MPI_Init* checks that the MPI world is the one yod
+ * planned (a mismatch means the launcher placed ranks differently than the plan and SMARTMAP's
+ * idea of "my node" would be wrong) and starts the layer (pmpi_comm.c); MPI_Finalize prints the
+ * statistics and stops it. Every MPI call not defined in src/pmpi goes straight to the real MPI.
+ * src/pmpi is the only place that includes mpi.h. */
+#include "pmpi_comm.h"
+#include "pmpi_coll.h"
+#include "pmpi_p2p.h"
+
 #include <stdio.h>
-
-#include <bobcat/smartmap.h>
-
-#define BOBCAT_EXPORT __attribute__((visibility("default")))
 
 static void check_world(void)
 {
@@ -22,11 +22,23 @@ static void check_world(void)
     }
 }
 
+static void layer_start(void)
+{
+    check_world();
+    int provided = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&provided);
+    pmpi_layer.thread_level = provided;
+    pmpi_comm_layer_init();
+    if (pmpi_layer.on)
+        pc_knobs_init();
+    p2p_init(); /* point-to-point (pmpi_p2p.c): collective over WORLD, on every rank */
+}
+
 BOBCAT_EXPORT int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS)
-        check_world();
+        layer_start();
     return rc;
 }
 
@@ -34,6 +46,18 @@ BOBCAT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *pr
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)
-        check_world();
+        layer_start();
     return rc;
+}
+
+BOBCAT_EXPORT int MPI_Finalize(void)
+{
+    p2p_finalize(); /* before the statistics: it reports its own */
+    if (pmpi_layer.initialized) {
+        pmpi_run_finalize_hooks();
+        pmpi_stats_report();
+        pmpi_comm_layer_fini();
+        pmpi_layer.initialized = 0;
+    }
+    return PMPI_Finalize();
 }

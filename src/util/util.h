@@ -8,12 +8,16 @@
 
 #define BOBCAT_HIDDEN __attribute__((visibility("hidden")))
 #define BOBCAT_EXPORT __attribute__((visibility("default")))
+/* Internal calls between libbobcat.so and the per-MPI libbobcat-<mpi>.so (util_options, coll_*,
+ * msg_*): exported from the shared object because the MPI layer is a separate one, but not public
+ * API — no header under include/ declares them and their signatures may change at any time. */
+#define BOBCAT_LAYER_API __attribute__((visibility("default")))
 
 typedef enum { UTIL_LOG_ERROR, UTIL_LOG_WARN, UTIL_LOG_INFO, UTIL_LOG_DEBUG } util_log_level_t;
 
 /* Log to stderr as "bobcat: rank <w>: ...". Uses write(2) on a stack buffer: safe before the
  * allocator is ready and inside the allocator itself. %m works after a failed syscall. */
-void util_log(util_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+BOBCAT_LAYER_API void util_log(util_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void util_log_set_rank(int rank);
 void util_log_set_verbose(int verbose);
 #define util_error(...) util_log(UTIL_LOG_ERROR, __VA_ARGS__)
@@ -36,6 +40,9 @@ typedef struct {
 /* Parse every knob from the environment; warns about unknown BOBCAT_* variables.
  * Returns BOBCAT_ERR_INVAL (after logging which variable and why) on a malformed value. */
 bobcat_status_t util_options_load(util_options_t *opts_p);
+/* The knobs as parsed by the last successful util_options_load (loads them on first use);
+ * NULL if a value is malformed (already logged). For the MPI layer. */
+const util_options_t *util_options(void);
 
 /* "512M", "4k", "1G", "123" -> bytes. Returns BOBCAT_ERR_INVAL on junk or overflow. */
 bobcat_status_t util_parse_size(const char *text, size_t *bytes_p);

@@ -11,6 +11,9 @@
 
 extern char **environ;
 
+static util_options_t util_options_cache;
+static int util_options_cached;
+
 typedef enum { T_SIZE, T_ENUM, T_BOOL, T_DOUBLE, T_STRING } opt_type_t;
 
 typedef struct {
@@ -30,6 +33,10 @@ static const opt_desc_t opt_table[] = {
 static const char *const enum_pages[] = {"auto", "huge", "thp", "small", NULL};
 static const char *const enum_bind[] = {"core", "none", NULL};
 static const char *const enum_windows[] = {"auto", "eager", "lazy", NULL};
+static const char *const enum_stats[] = {"0", "off", "1", "rank", "node", NULL};
+static const char *const enum_coll_plain[] = {"auto", "inplace", "mpi", NULL};
+static const char *const enum_coll_reduce[] = {"auto", "serial", "parallel", "mpi", NULL};
+static const char *const enum_coll_barrier[] = {"auto", "counter", "mpi", NULL};
 
 static const char *const *enum_values(const char *name)
 {
@@ -39,6 +46,14 @@ static const char *const *enum_values(const char *name)
         return enum_bind;
     if (!strcmp(name, "WINDOWS"))
         return enum_windows;
+    if (!strcmp(name, "STATS"))
+        return enum_stats;
+    if (!strcmp(name, "COLL_BARRIER"))
+        return enum_coll_barrier;
+    if (!strcmp(name, "COLL_REDUCE") || !strcmp(name, "COLL_ALLREDUCE") || !strcmp(name, "COLL_REDUCE_SCATTER"))
+        return enum_coll_reduce;
+    if (!strncmp(name, "COLL_", 5) && strcmp(name, "COLL_SPIN") && strcmp(name, "COLL_PARALLEL_MIN"))
+        return enum_coll_plain;
     return NULL;
 }
 
@@ -155,7 +170,21 @@ bobcat_status_t util_options_load(util_options_t *opts_p)
         }
     }
     *opts_p = opts;
+    util_options_cache = opts;
+    util_options_cached = 1;
     return BOBCAT_OK;
+}
+
+/* The MPI layer lives in another shared object (libbobcat-<mpi>.so) and reads the knobs the
+ * constructor already parsed, so unknown-variable warnings are printed once per process. */
+BOBCAT_LAYER_API const util_options_t *util_options(void)
+{
+    if (!util_options_cached) {
+        util_options_t o;
+        if (util_options_load(&o) != BOBCAT_OK)
+            return NULL;
+    }
+    return &util_options_cache;
 }
 
 BOBCAT_EXPORT void bobcat_options_print(int fd, int markdown)

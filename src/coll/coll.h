@@ -1,0 +1,163 @@
+/* coll: on-node collectives in place over SMARTMAP, without MPI. The ranks of one node group
+ * (a communicator's ranks on one node) meet in a control area in shared memory, publish pointers
+ * to their buffers, and copy or reduce straight between the buffers through the windows (the
+ * SMARTMAP slides' algorithms). The MPI layer (src/pmpi) supplies the group, stages buffers that
+ * are outside the segment, describes datatypes and ops as coll_op_t, and does the inter-node
+ * phase through the real MPI.
+ *
+ * Buffer rule: a buffer another rank reads or writes must be in the caller's segment
+ * (smap_is_shared); each algorithm below says which. Pointers are in the caller's own view.
+ *
+ * Completion rule (why no rank can be overtaken): a rank whose published slot or buffer another
+ * rank uses in call k leaves call k only after every such user has signalled done for k, so it
+ * cannot overwrite its slot (call k+1) or its buffer (the program) while someone still reads it. */
+#ifndef BOBCAT_COLL_H
+#define BOBCAT_COLL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/util.h"
+
+#define COLL_LINE 64
+
+/* Control area layout (one per node group, in the node group's first rank's segment). Each
+ * field a rank writes sits on its own cache line, so a rank's publication costs one line
+ * transfer to each reader and no false sharing:
+ *   line 0: arrive and release — the barrier counter, fetch_add by every rank (contended by
+ *           design: the slides' "each process atomically increments a counter"), and the
+ *           generation the last arriver releases, which everyone polls. One line: the last
+ *           arriver already holds it exclusively when it stores the release, so a barrier of two
+ *           costs two line transfers instead of three.
+ *   line 1: (unused, keeps refs away from the barrier line)
+ *   line 2: refs    — ranks still using the area (freed by the owner when it reaches 0)
+ *   then per rank three lines: pub[2] (seq + 7 words written by the owner, seq stored last with
+ *   release order so a reader that acquires seq sees the words; one line per call parity) and
+ *   done (seq of the last call whose peers' data this rank has finished with). */
+typedef struct {
+    _Alignas(COLL_LINE) _Atomic uint64_t seq;
+    uint64_t word[7];
+} coll_pub_t;
+
+typedef struct {
+    _Alignas(COLL_LINE) _Atomic uint64_t done;
+    uint64_t pad[7];
+} coll_done_t;
+
+/* Two publication lines, used by call parity (seq & 1): a rank writes call s's line while a slow
+ * peer may still read its call s-1 line. It writes the line of call s-2 again only when every
+ * peer is past s-2 (the completion rule, or for two ranks: every call waits on something the peer
+ * wrote in that call, which the peer writes only after finishing the call before). */
+typedef struct {
+    coll_pub_t pub[2];
+    coll_done_t done;
+} coll_slot_t;
+
+typedef struct {
+    _Alignas(COLL_LINE) _Atomic uint64_t arrive;
+    _Atomic uint64_t release;
+    _Alignas(COLL_LINE) uint64_t unused;
+    _Alignas(COLL_LINE) _Atomic int64_t refs;
+    coll_slot_t slot[];
+} coll_ctrl_t;
+
+_Static_assert(sizeof(coll_pub_t) == COLL_LINE, "pub is one cache line");
+_Static_assert(sizeof(coll_slot_t) == 3 * COLL_LINE, "a slot is three cache lines");
+_Static_assert(offsetof(coll_ctrl_t, release) < COLL_LINE, "arrive and release share line 0");
+_Static_assert(offsetof(coll_ctrl_t, refs) == 2 * COLL_LINE, "refs on its own line");
+_Static_assert(offsetof(coll_ctrl_t, slot) == 3 * COLL_LINE, "three shared lines precede the slots");
+
+/* Data of at most this many bytes travels inside the publishing slot (Bcast, and the serial
+ * reductions and Scan): then no peer reads the caller's buffer, which may be private. */
+#define COLL_INLINE_MAX 48
+
+static inline size_t coll_ctrl_size(int nranks) { return sizeof(coll_ctrl_t) + (size_t)nranks * sizeof(coll_slot_t); }
+
+/* One node group as seen by one of its ranks. */
+typedef struct {
+    int size, rank;          /* ranks in the group, mine */
+    const uintptr_t *base;   /* group rank -> offset from its heap pointers to my view of them */
+    coll_ctrl_t *ctrl;       /* the control area, in my view */
+    uint64_t seq;            /* collectives started on this group (equal on every rank between calls) */
+    uint64_t bar;            /* barriers started */
+    int spin;                /* polls before sched_yield */
+    void (*progress)(void);  /* called before each yield: drives the real MPI's progress engine, so
+                                operations that need this rank's MPI to move (passive-target RMA,
+                                rendezvous, nonblocking collectives) advance while it waits here */
+    void *scratch;           /* my scratch buffer, in my segment (others read it) */
+    size_t scratch_size;
+} coll_node_t;
+
+/* Initialise the control area (by its owner, before anyone else sees it). */
+BOBCAT_LAYER_API void coll_ctrl_init(coll_ctrl_t *ctrl, int nranks);
+/* Stop using the group; returns 1 if the caller was the last user (the owner may free ctrl). */
+BOBCAT_LAYER_API int coll_node_release(coll_node_t *cn);
+/* My scratch of at least `bytes` (grown with malloc; NULL on out of memory). Only between calls. */
+BOBCAT_LAYER_API void *coll_scratch(coll_node_t *cn, size_t bytes);
+
+/* ---- ops on raw bytes ----------------------------------------------------------------------- */
+
+typedef enum {
+    COLL_OP_SUM, COLL_OP_PROD, COLL_OP_MAX, COLL_OP_MIN, COLL_OP_LAND, COLL_OP_LOR, COLL_OP_LXOR,
+    COLL_OP_BAND, COLL_OP_BOR, COLL_OP_BXOR, COLL_OP_MAXLOC, COLL_OP_MINLOC, COLL_OP_N
+} coll_opk_t;
+
+typedef enum {
+    COLL_T_I8, COLL_T_U8, COLL_T_I16, COLL_T_U16, COLL_T_I32, COLL_T_U32, COLL_T_I64, COLL_T_U64,
+    COLL_T_F32, COLL_T_F64, COLL_T_LD, COLL_T_CF, COLL_T_CD, COLL_T_CLD, COLL_T_BOOL,
+    /* MINLOC/MAXLOC pairs: value then int index, as C lays out the struct */
+    COLL_T_FLOAT_INT, COLL_T_DOUBLE_INT, COLL_T_LONG_INT, COLL_T_2INT, COLL_T_SHORT_INT, COLL_T_LD_INT,
+    COLL_T_N
+} coll_type_t;
+
+struct coll_op;
+/* inout[i] = in[i] op inout[i] for count elements (in on the left, as MPI's user functions). */
+typedef void (*coll_op_fn)(const void *in, void *inout, size_t count, const struct coll_op *op);
+
+typedef struct coll_op {
+    coll_op_fn fn;
+    size_t extent;   /* bytes from one element to the next */
+    size_t tail;     /* bytes of the last element up to its last data byte (<= extent): a buffer
+                        of n elements spans (n - 1) * extent + tail bytes */
+    int commutative;
+    void *user[2];   /* for a caller-supplied fn (the MPI layer's op and datatype handles) */
+} coll_op_t;
+
+/* A built-in op on a built-in element type; BOBCAT_ERR_INVAL if MPI does not define the pair. */
+BOBCAT_LAYER_API bobcat_status_t coll_op_builtin(coll_opk_t opk, coll_type_t type, coll_op_t *op_p);
+static inline size_t coll_span(const coll_op_t *op, size_t count) { return count ? (count - 1) * op->extent + op->tail : 0; }
+
+/* ---- algorithms (collective over the node group) -------------------------------------------- */
+
+typedef enum { COLL_ALG_SERIAL, COLL_ALG_PARALLEL } coll_alg_t;
+
+BOBCAT_LAYER_API void coll_barrier(coll_node_t *cn);
+/* root's buf shared; others may be private. */
+BOBCAT_LAYER_API void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes);
+/* Every rank's sbuf shared (at the root sbuf may equal rbuf: in place). Parallel: root's rbuf shared. */
+BOBCAT_LAYER_API void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op, coll_alg_t alg);
+/* Every rank's sbuf shared (may equal rbuf). rbuf private ok. Uses scratch. */
+BOBCAT_LAYER_API int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op, coll_alg_t alg);
+/* Every rank's sbuf shared (may equal rbuf); rank r gets elements [displ[r], displ[r] + counts[r]). */
+BOBCAT_LAYER_API int coll_reduce_scatter(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t *counts, const size_t *displs,
+                        const coll_op_t *op);
+/* Every rank's sbuf shared (may equal rbuf). exclusive: rank 0's rbuf untouched. */
+BOBCAT_LAYER_API int coll_scan(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op, int exclusive);
+/* Each rank writes its piece at the root: root's rbuf shared. sbuf NULL at the root = in place. */
+BOBCAT_LAYER_API void coll_gather(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf);
+/* Each rank reads its piece at the root: root's sbuf shared. rbuf NULL at the root = in place. */
+BOBCAT_LAYER_API void coll_scatter(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf);
+/* Root reads every piece: non-roots' sbuf shared; piece r lands at rbuf + displs[r] (bytes). */
+BOBCAT_LAYER_API void coll_gatherv(coll_node_t *cn, int root, const void *sbuf, size_t sbytes, void *rbuf, const size_t *bytes,
+                  const size_t *displs);
+/* Root writes every piece: non-roots' rbuf shared; piece r is sbuf + displs[r]. */
+BOBCAT_LAYER_API void coll_scatterv(coll_node_t *cn, int root, const void *sbuf, const size_t *bytes, const size_t *displs, void *rbuf,
+                   size_t rbytes);
+/* Each rank reads every piece: every sbuf shared; piece r lands at rbuf + displs[r]. sbuf NULL =
+ * in place (my piece is already at rbuf + displs[me], and then rbuf must be shared). */
+BOBCAT_LAYER_API void coll_allgatherv(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t *bytes, const size_t *displs);
+/* Each rank reads block `me` of every rank's sbuf (shared, not overlapping rbuf). */
+BOBCAT_LAYER_API void coll_alltoall(coll_node_t *cn, const void *sbuf, size_t bytes, void *rbuf);
+
+#endif

@@ -1,0 +1,438 @@
+/* coll_alg: the on-node collectives of the SMARTMAP slides, over one node group's control area.
+ *
+ * Every call (but the barrier) is one or two "rounds": each rank publishes up to seven words in
+ * its slot (buffer pointers, or the data itself when it fits: small reductions move one cache
+ * line per rank), reads what its peers published, copies or reduces straight between buffers
+ * through the windows, then signals done. A rank whose slot or buffer others use waits for their
+ * done before it returns (coll.h, completion rule).
+ *
+ * Reductions fold from the highest rank down, acc = x[i] op acc, so the result is
+ * x[0] op x[1] op ... op x[n-1] in rank order with the accumulator always on the right, which
+ * is what MPI requires of non-commutative ops and what MPI's user functions compute (inoutvec =
+ * invec op inoutvec). */
+#include "coll_sync.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void coll_ctrl_init(coll_ctrl_t *ctrl, int nranks)
+{
+    memset(ctrl, 0, coll_ctrl_size(nranks));
+    atomic_store_explicit(&ctrl->refs, nranks, memory_order_release);
+}
+
+int coll_node_release(coll_node_t *cn)
+{
+    free(cn->scratch);
+    cn->scratch = NULL;
+    cn->scratch_size = 0;
+    if (!cn->ctrl)
+        return 0;
+    return atomic_fetch_sub_explicit(&cn->ctrl->refs, 1, memory_order_acq_rel) == 1;
+}
+
+void *coll_scratch(coll_node_t *cn, size_t bytes)
+{
+    if (bytes <= cn->scratch_size)
+        return cn->scratch;
+    size_t want = bytes < 2 * cn->scratch_size ? 2 * cn->scratch_size : bytes;
+    want = (want + 4095) & ~(size_t)4095;
+    void *p = aligned_alloc(COLL_LINE, want);
+    if (!p)
+        return NULL;
+    free(cn->scratch);
+    cn->scratch = p;
+    cn->scratch_size = want;
+    return p;
+}
+
+static inline uint64_t W(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+void coll_barrier(coll_node_t *cn)
+{
+    if (cn->size == 1) {
+        atomic_thread_fence(memory_order_seq_cst);
+        return;
+    }
+    coll_ctrl_t *c = cn->ctrl;
+    uint64_t g = ++cn->bar;
+    /* acq_rel: the last arriver sees everyone's earlier writes and its release store passes them
+     * on, so the barrier also orders memory (MPI_Win_sync + MPI_Barrier on shared windows). */
+    uint64_t old = atomic_fetch_add_explicit(&c->arrive, 1, memory_order_acq_rel);
+    if (old == g * (uint64_t)cn->size - 1)
+        atomic_store_explicit(&c->release, g, memory_order_release);
+    else
+        coll_wait_ge(cn, &c->release, g);
+}
+
+/* Inline data fills words 1..6 of the slot. */
+#define INLINE_MAX COLL_INLINE_MAX
+_Static_assert(COLL_INLINE_MAX <= 6 * sizeof(uint64_t), "inline data fits the slot");
+
+void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
+{
+    if (cn->size == 1 || !bytes)
+        return;
+    cn->seq++;
+    if (cn->rank == root) {
+        uint64_t w[7] = {W(buf)};
+        int n = 1;
+        if (bytes <= INLINE_MAX) {
+            memcpy(&w[1], buf, bytes);
+            n = 1 + (int)((bytes + 7) / 8);
+        }
+        coll_publish(cn, w, n);
+        coll_wait_all_done(cn);
+    } else {
+        const coll_pub_t *p = coll_pub_of(cn, root);
+        memcpy(buf, bytes <= INLINE_MAX ? (const void *)&p->word[1] : coll_peer(cn, root, p->word[0]), bytes);
+        coll_signal_done(cn);
+    }
+}
+
+/* acc = x[hi] op ... op x[lo] folded from the top: acc starts as a copy of x[hi]. in(i) is rank
+ * i's input at the slice. */
+typedef struct {
+    const coll_node_t *cn;
+    size_t off;       /* byte offset of the slice in every input */
+    int inlined;      /* inputs travel in the slots */
+} inputs_t;
+
+static inline const char *input_of(const inputs_t *in, int r)
+{
+    const coll_pub_t *p = coll_pub_of(in->cn, r);
+    if (in->inlined)
+        return (const char *)&p->word[1] + in->off;
+    return (const char *)coll_peer(in->cn, r, p->word[0]) + in->off;
+}
+
+static void fold(const inputs_t *in, int lo, int hi, void *acc, size_t count, const coll_op_t *op)
+{
+    memcpy(acc, input_of(in, hi), coll_span(op, count));
+    for (int i = hi - 1; i >= lo; i--)
+        op->fn(input_of(in, i), acc, count, op);
+}
+
+static void slice_of(size_t count, int n, int r, size_t *lo_p, size_t *cnt_p)
+{
+    size_t q = count / (size_t)n, rem = count % (size_t)n;
+    *lo_p = (size_t)r * q + ((size_t)r < rem ? (size_t)r : rem);
+    *cnt_p = q + ((size_t)r < rem);
+}
+
+/* Publish my input: inline when small (word 0 = 0), else its address. */
+static int publish_input(coll_node_t *cn, const void *sbuf, size_t span)
+{
+    uint64_t w[7] = {W(sbuf)};
+    if (span <= INLINE_MAX) {
+        w[0] = 0;
+        memcpy(&w[1], sbuf, span);
+        coll_publish(cn, w, 1 + (int)((span + 7) / 8));
+        return 1;
+    }
+    coll_publish(cn, w, 1);
+    return 0;
+}
+
+/* Private memory for an accumulator. Running out in the middle of a collective leaves no way to
+ * agree on a fallback with the peers, so it ends the job with a message. */
+static void *acc_alloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        util_error("out of memory for a %zu-byte reduction buffer: raise the heap (yod --heap)", bytes);
+        abort();
+    }
+    return p;
+}
+
+void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op,
+                 coll_alg_t alg)
+{
+    if (!count)
+        return;
+    size_t span = coll_span(op, count);
+    if (cn->size == 1) {
+        if (sbuf != rbuf)
+            memcpy(rbuf, sbuf, span);
+        return;
+    }
+    cn->seq++;
+    if (alg == COLL_ALG_SERIAL || count < (size_t)cn->size) {
+        /* The root folds every rank's buffer; the others wait until it has read theirs. */
+        int inl = publish_input(cn, sbuf, span);
+        if (cn->rank == root) {
+            inputs_t in = {cn, 0, inl};
+            void *acc = rbuf;
+            if (sbuf == rbuf)
+                acc = acc_alloc(span);
+            fold(&in, 0, cn->size - 1, acc, count, op);
+            if (acc != rbuf) {
+                memcpy(rbuf, acc, span);
+                free(acc);
+            }
+            coll_signal_done(cn);
+        } else {
+            coll_wait_done(cn, root);
+        }
+        return;
+    }
+    /* Parallel: rank r reduces slice r of every buffer into the root's result (the slides'
+     * "each process takes a piece of the buffer"). Only rank r touches slice r of the result, so
+     * an in-place root is safe. The root publishes its result buffer in word 1. */
+    uint64_t w[7] = {W(sbuf), cn->rank == root ? W(rbuf) : 0};
+    coll_publish(cn, w, 2);
+    size_t lo, cnt;
+    slice_of(count, cn->size, cn->rank, &lo, &cnt);
+    if (cnt) {
+        inputs_t in = {cn, lo * op->extent, 0};
+        char *dst = (char *)coll_peer(cn, root, coll_pub_of(cn, root)->word[1]) + lo * op->extent;
+        int root_in_place = coll_pub_of(cn, root)->word[0] == coll_pub_of(cn, root)->word[1];
+        size_t sspan = coll_span(op, cnt);
+        void *acc = dst;
+        if (root_in_place)
+            acc = acc_alloc(sspan);
+        fold(&in, 0, cn->size - 1, acc, cnt, op);
+        if (acc != dst) {
+            memcpy(dst, acc, sspan);
+            free(acc);
+        }
+    }
+    coll_signal_done(cn);
+    coll_wait_all_done(cn);
+}
+
+int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op, coll_alg_t alg)
+{
+    if (!count)
+        return 0;
+    size_t span = coll_span(op, count);
+    if (cn->size == 1) {
+        if (sbuf != rbuf)
+            memcpy(rbuf, sbuf, span);
+        return 0;
+    }
+    if (alg == COLL_ALG_SERIAL || count < (size_t)cn->size) {
+        /* Every rank folds every buffer into a private accumulator, then (once nobody reads its
+         * input any more) stores it: the input may be the output (MPI_IN_PLACE). */
+        char small[256];
+        void *acc = span <= sizeof small ? small : acc_alloc(span);
+        cn->seq++;
+        int inl = publish_input(cn, sbuf, span);
+        inputs_t in = {cn, 0, inl};
+        fold(&in, 0, cn->size - 1, acc, count, op);
+        /* Inline data between two ranks needs no done round: nothing points into a buffer, and
+         * the peer cannot reuse this call's slot line before it has seen mine of the next call
+         * (double-buffered slots, coll.h). Otherwise the inputs must stay until all have read. */
+        if (!(inl && cn->size == 2)) {
+            coll_signal_done(cn);
+            coll_wait_all_done(cn);
+        }
+        memcpy(rbuf, acc, span);
+        if (acc != small)
+            free(acc);
+        return 0;
+    }
+    /* Parallel: rank r reduces slice r of every input into its scratch (round 1), then every rank
+     * copies every slice into its own result (round 2). */
+    size_t lo, cnt;
+    slice_of(count, cn->size, cn->rank, &lo, &cnt);
+    char *mine = coll_scratch(cn, coll_span(op, cnt) + 1);
+    if (!mine) {
+        util_error("out of heap for a %zu-byte reduction slice: raise the heap (yod --heap)", coll_span(op, cnt));
+        abort();
+    }
+    cn->seq++;
+    uint64_t w[7] = {W(sbuf), W(mine)};
+    coll_publish(cn, w, 2);
+    if (cnt) {
+        inputs_t in = {cn, lo * op->extent, 0};
+        fold(&in, 0, cn->size - 1, mine, cnt, op);
+    }
+    coll_signal_done(cn);
+    coll_wait_all_done(cn);
+    cn->seq++;
+    for (int k = 0; k < cn->size; k++) {
+        int r = (cn->rank + k) % cn->size; /* start at my own slice: spread the readers */
+        size_t rlo, rcnt;
+        slice_of(count, cn->size, r, &rlo, &rcnt);
+        if (!rcnt)
+            continue;
+        const void *src = r == cn->rank ? (const void *)mine
+                                         : coll_peer(cn, r, coll_slot(cn, r)->pub[(cn->seq - 1) & 1].word[1]);
+        memcpy((char *)rbuf + rlo * op->extent, src, coll_span(op, rcnt));
+    }
+    coll_signal_done(cn);
+    coll_wait_all_done(cn);
+    return 0;
+}
+
+int coll_reduce_scatter(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t *counts, const size_t *displs,
+                        const coll_op_t *op)
+{
+    size_t cnt = counts[cn->rank], sspan = coll_span(op, cnt);
+    void *acc = rbuf;
+    if (sbuf == rbuf && cnt)
+        acc = acc_alloc(sspan);
+    if (cn->size == 1) {
+        if (cnt && acc != sbuf)
+            memcpy(acc, (const char *)sbuf + displs[0] * op->extent, sspan);
+    } else {
+        cn->seq++;
+        uint64_t w[7] = {W(sbuf)};
+        coll_publish(cn, w, 1);
+        if (cnt) {
+            inputs_t in = {cn, displs[cn->rank] * op->extent, 0};
+            fold(&in, 0, cn->size - 1, acc, cnt, op);
+        }
+        coll_signal_done(cn);
+        coll_wait_all_done(cn);
+    }
+    if (acc != rbuf) {
+        memmove(rbuf, acc, sspan);
+        free(acc);
+    }
+    return 0;
+}
+
+int coll_scan(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op, int exclusive)
+{
+    if (!count)
+        return 0;
+    size_t span = coll_span(op, count);
+    int hi = exclusive ? cn->rank - 1 : cn->rank;
+    if (cn->size == 1) {
+        if (!exclusive && sbuf != rbuf)
+            memcpy(rbuf, sbuf, span);
+        return 0;
+    }
+    void *acc = rbuf;
+    if (sbuf == rbuf && hi >= 0)
+        acc = acc_alloc(span);
+    cn->seq++;
+    int inl = publish_input(cn, sbuf, span);
+    if (hi >= 0) {
+        inputs_t in = {cn, 0, inl};
+        fold(&in, 0, hi, acc, count, op);
+    }
+    coll_signal_done(cn);
+    coll_wait_all_done(cn);
+    if (acc != rbuf) {
+        memcpy(rbuf, acc, span);
+        free(acc);
+    }
+    return 0;
+}
+
+void coll_gather(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf)
+{
+    if (cn->rank == root && sbuf)
+        memcpy((char *)rbuf + (size_t)root * bytes, sbuf, bytes);
+    if (cn->size == 1 || !bytes)
+        return;
+    cn->seq++;
+    if (cn->rank == root) {
+        uint64_t w[7] = {W(rbuf)};
+        coll_publish(cn, w, 1);
+        coll_wait_all_done(cn);
+    } else {
+        char *dst = coll_peer(cn, root, coll_pub_of(cn, root)->word[0]);
+        memcpy(dst + (size_t)cn->rank * bytes, sbuf, bytes);
+        coll_signal_done(cn);
+    }
+}
+
+void coll_scatter(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf)
+{
+    if (cn->rank == root && rbuf)
+        memcpy(rbuf, (const char *)sbuf + (size_t)root * bytes, bytes);
+    if (cn->size == 1 || !bytes)
+        return;
+    cn->seq++;
+    if (cn->rank == root) {
+        uint64_t w[7] = {W(sbuf)};
+        coll_publish(cn, w, 1);
+        coll_wait_all_done(cn);
+    } else {
+        const char *src = coll_peer(cn, root, coll_pub_of(cn, root)->word[0]);
+        memcpy(rbuf, src + (size_t)cn->rank * bytes, bytes);
+        coll_signal_done(cn);
+    }
+}
+
+void coll_gatherv(coll_node_t *cn, int root, const void *sbuf, size_t sbytes, void *rbuf, const size_t *bytes,
+                  const size_t *displs)
+{
+    if (cn->rank == root && sbuf && bytes[root])
+        memcpy((char *)rbuf + displs[root], sbuf, bytes[root]);
+    if (cn->size == 1)
+        return;
+    cn->seq++;
+    uint64_t w[7] = {W(sbuf)};
+    coll_publish(cn, w, 1);
+    if (cn->rank == root) {
+        for (int r = 0; r < cn->size; r++)
+            if (r != root && bytes[r])
+                memcpy((char *)rbuf + displs[r], coll_peer(cn, r, coll_pub_of(cn, r)->word[0]), bytes[r]);
+        coll_signal_done(cn);
+    } else {
+        coll_wait_done(cn, root);
+    }
+}
+
+void coll_scatterv(coll_node_t *cn, int root, const void *sbuf, const size_t *bytes, const size_t *displs, void *rbuf,
+                   size_t rbytes)
+{
+    if (cn->rank == root && rbuf && bytes[root])
+        memcpy(rbuf, (const char *)sbuf + displs[root], bytes[root]);
+    if (cn->size == 1)
+        return;
+    cn->seq++;
+    uint64_t w[7] = {W(rbuf)};
+    coll_publish(cn, w, 1);
+    if (cn->rank == root) {
+        for (int r = 0; r < cn->size; r++)
+            if (r != root && bytes[r])
+                memcpy(coll_peer(cn, r, coll_pub_of(cn, r)->word[0]), (const char *)sbuf + displs[r], bytes[r]);
+        coll_signal_done(cn);
+    } else {
+        coll_wait_done(cn, root);
+    }
+}
+
+void coll_allgatherv(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t *bytes, const size_t *displs)
+{
+    int me = cn->rank;
+    if (sbuf && bytes[me])
+        memcpy((char *)rbuf + displs[me], sbuf, bytes[me]);
+    if (cn->size == 1)
+        return;
+    cn->seq++;
+    uint64_t w[7] = {W(sbuf ? sbuf : (const char *)rbuf + displs[me])};
+    coll_publish(cn, w, 1);
+    for (int k = 1; k < cn->size; k++) {
+        int r = (me + k) % cn->size;
+        if (bytes[r])
+            memcpy((char *)rbuf + displs[r], coll_peer(cn, r, coll_pub_of(cn, r)->word[0]), bytes[r]);
+    }
+    coll_signal_done(cn);
+    coll_wait_all_done(cn);
+}
+
+void coll_alltoall(coll_node_t *cn, const void *sbuf, size_t bytes, void *rbuf)
+{
+    int me = cn->rank;
+    memcpy((char *)rbuf + (size_t)me * bytes, (const char *)sbuf + (size_t)me * bytes, bytes);
+    if (cn->size == 1 || !bytes)
+        return;
+    cn->seq++;
+    uint64_t w[7] = {W(sbuf)};
+    coll_publish(cn, w, 1);
+    for (int k = 1; k < cn->size; k++) {
+        int r = (me + k) % cn->size;
+        const char *src = coll_peer(cn, r, coll_pub_of(cn, r)->word[0]);
+        memcpy((char *)rbuf + (size_t)r * bytes, src + (size_t)me * bytes, bytes);
+    }
+    coll_signal_done(cn);
+    coll_wait_all_done(cn);
+}

@@ -1,0 +1,174 @@
+/* msg: on-node point-to-point over SMARTMAP, without MPI.
+ *
+ * Each rank owns one inbox in its own segment: an unbounded multi-producer single-consumer queue
+ * of message nodes (Vyukov's intrusive MPSC list). A sender takes a node from its own pool (in its
+ * own segment), fills it and links it at the tail of the receiver's inbox with one atomic
+ * exchange; only the owner takes nodes out, in order, and marks each one consumed so its sender
+ * can reuse it. So a sender never waits for room (an eager send is complete when it is linked,
+ * whatever the receiver does, and no message ever waits in the sender for its next MPI call),
+ * memory is per outstanding message, never per pair of ranks, and one sender's messages reach a
+ * receiver in the order they were sent (MPI's non-overtaking rule).
+ *
+ *  - eager (len <= eager limit): header and payload travel in the node. No syscall, malloc or
+ *    lock on this path (the pool only grows when every node is in flight).
+ *  - rendezvous (len > eager limit): the node carries the sender's buffer address; the receiver
+ *    copies once, straight out of the sender's window, when the receive is matched, then sets
+ *    the sender's completion word. A sender buffer outside the segment (stack, static data) is
+ *    first staged into a segment buffer.
+ *
+ * Pointers in shared structures are node-universal: an address in local rank r's heap is kept in
+ * its window form (`own address | (r + 1) << 39`), which every rank of the node, r included,
+ * has mapped.
+ *
+ * Matching is MPI's: (context, source, tag) with wildcards, posted receives in post order against
+ * arrivals in arrival order. The receiver's posted and unexpected lists are private. Everything
+ * here is single-threaded per process (the pmpi layer disables itself under MPI_THREAD_MULTIPLE).
+ * Callers (pmpi) speak bytes: datatypes are packed/unpacked above this layer. */
+#ifndef BOBCAT_MSG_H
+#define BOBCAT_MSG_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <bobcat/status.h>
+
+#define BOBCAT_MSG_API __attribute__((visibility("default")))
+
+#define MSG_ANY (-1)      /* wildcard source / tag */
+#define MSG_LINE 64
+
+/* ---- shared-memory layout (a unit test checks these sizes and offsets) ----
+ * Node: line 0 is the header, the payload follows from line 1. Written by the sender before it
+ * is linked; then `next` is written once by whichever sender links the following node (release,
+ * so that node's contents are visible to the consumer's acquire load of `next`), and `consumed`
+ * once by the receiver (release: its reads of the node are done before the sender reuses it,
+ * which loads it with acquire). `pool_next` is the sender's private bookkeeping. */
+typedef struct msg_node {
+    _Atomic uint64_t next;     /* 0: universal address of the next node, 0 if none yet */
+    _Atomic uint32_t consumed; /* 8: the receiver is done with this node */
+    uint32_t kind;             /* 12: MSG_NODE_* */
+    int32_t ctx;               /* 16: matching context (the communicator) */
+    int32_t src;               /* 20: sender's rank in the communicator */
+    int32_t tag;               /* 24 */
+    int32_t from_local;        /* 28: sender's local rank (window of addr/done) */
+    uint64_t len;              /* 32: message bytes */
+    uint64_t addr;             /* 40: rendezvous: sender's buffer, in the sender's own address space */
+    uint64_t done;             /* 48: sender's completion word (its own address) or 0 */
+    struct msg_node *pool_next; /* 56: sender-private: its in-flight / free lists */
+} msg_node_t;                  /* 64: payload starts here */
+
+enum { MSG_NODE_EAGER = 1, MSG_NODE_RTS = 2, MSG_NODE_STUB = 3 };
+
+/* Ticket: the sender's completion word for a rendezvous or synchronous send, in the sender's
+ * segment (a node's `done` points here). It outlives the request when the sender detaches: a
+ * rendezvous whose receiver is slow to match is copied into a segment buffer (`bounce`) so the
+ * send completes; the receiver then copies from there. `claim` decides the race, by CAS from 0:
+ * the receiver sets 1 before it reads the sender's buffer (so the sender keeps it intact until
+ * `done`), the sender sets 2 after `bounce` holds the data (release; the receiver's failed CAS
+ * acquires it). */
+typedef struct msg_ticket {
+    _Atomic uint32_t done;     /* 0: set to 1 by the receiver when it has the data / matched */
+    _Atomic uint32_t claim;    /* 4: 0 open, 1 receiver copies from the buffer, 2 sender detached */
+    uint64_t bounce;           /* 8: detached copy (sender's own address) */
+    struct msg_ticket *next;   /* 16: sender-private: free / detached lists */
+    void *owned;               /* 24: sender-private: buffer to free when done */
+} msg_ticket_t;
+
+/* Inbox: producers exchange `tail` (line 0); the consumer's head is private. The stub node lets
+ * the list never be empty (Vyukov). */
+typedef struct {
+    _Atomic uint64_t tail;     /* 0: universal address of the last node */
+    uint8_t pad0_[MSG_LINE - 8];
+    uint64_t magic;            /* 64 */
+    uint8_t pad1_[MSG_LINE - 8];
+    msg_node_t stub;           /* 128 */
+} msg_inbox_t;
+
+#define MSG_INBOX_MAGIC 0x62636d73676e6279ull
+
+/* ---- private objects ---- */
+
+/* An arrival nobody has asked for yet (also what Mprobe hands out). */
+typedef struct msg_unexp {
+    struct msg_unexp *next, *prev;
+    int32_t ctx, src, tag, from_local;
+    uint32_t kind;
+    uint64_t len, addr, done;
+    char *data; /* eager payload copy (capacity: eager limit) */
+} msg_unexp_t;
+
+enum { MSG_REQ_SEND = 1, MSG_REQ_RECV = 2 };
+
+/* A request (private). */
+typedef struct msg_req {
+    msg_ticket_t *ticket;      /* send waiting for the receiver: rendezvous or synchronous */
+    int sync;
+    const void *sbuf;          /* send: the data (for a detach) */
+    uint64_t slen;
+    uint32_t kind;             /* MSG_REQ_* */
+    int complete;              /* the operation finished (status fields valid) */
+    int posted;                /* receive on the posted list */
+    int32_t ctx, src, tag;     /* receive: what to match (src/tag may be MSG_ANY) */
+    void *buf;                 /* receive: contiguous destination */
+    uint64_t cap;              /* receive: capacity in bytes */
+    /* result of a receive */
+    int32_t st_src, st_tag;
+    uint64_t st_len;           /* bytes delivered (min(len, cap)) */
+    int truncated, cancelled;
+    /* send side */
+    int waits_done;            /* complete when the ticket is done */
+    struct msg_req *next, *prev; /* posted list */
+} msg_req_t;
+
+typedef struct {
+    uint64_t eager_sent, rndv_sent, staged_sent, detached, pool_nodes;
+    uint64_t eager_recv, rndv_recv, unexpected, bytes_sent, bytes_single_copy;
+} msg_stats_t;
+
+/* Set up this rank's inbox (in the segment). eager: payload bytes per node; nodes: the pool's
+ * initial size. Returns the inbox address (this rank's own address) for the peers. */
+BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p);
+/* Tell the engine where local rank `local` has its inbox (that rank's own address). */
+BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox); /* 0 if its window is missing */
+BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void);
+BOBCAT_MSG_API int bobcat_msg_active(void);
+
+/* Start a send of `len` bytes at buf to local rank `dest_local` (matching key ctx/src/tag).
+ * sync: complete only once matched. req must be in the segment (bobcat_msg_req_alloc). */
+BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
+                                    const void *buf, size_t len, int sync);
+/* Post a receive; it may complete at once (check req->complete). */
+BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap);
+/* Cancel a posted receive: 1 if cancelled, 0 if it had already matched. */
+BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req);
+/* 1 once a send request is complete. */
+BOBCAT_MSG_API int bobcat_msg_test(msg_req_t *req);
+/* A rendezvous send the receiver has not matched yet: copy the data aside and complete it now
+ * (not for synchronous sends). Returns 1 if the request is complete. */
+BOBCAT_MSG_API int bobcat_msg_detach(msg_req_t *req);
+
+/* Drain the inbox. Returns how many messages arrived. */
+BOBCAT_MSG_API int bobcat_msg_progress(void);
+
+/* Look for an unexpected message (after progress). Returns it or NULL; with `take` it is removed
+ * from the unexpected list and belongs to the caller until bobcat_msg_mrecv. */
+BOBCAT_MSG_API msg_unexp_t *bobcat_msg_probe(int32_t ctx, int32_t src, int32_t tag, int take);
+/* Receive a message taken by probe into req (completes at once). */
+BOBCAT_MSG_API void bobcat_msg_mrecv(msg_req_t *req, msg_unexp_t *m, void *buf, size_t cap);
+
+/* Called by waits of the layers above (coll/) each time they yield the core: the MPI layer sets
+ * it to serve on-node point-to-point, so a rank waiting in an on-node collective does not stall a
+ * message another rank waits for. NULL: nothing to do. */
+BOBCAT_MSG_API extern void (*bobcat_msg_idle_hook)(void);
+
+/* Requests: zeroed, in the segment, recycled. */
+BOBCAT_MSG_API void *bobcat_msg_alloc_shared(size_t size);
+
+/* Posted receives exist: this rank's progress matters to its peers (rendezvous, sync sends). */
+BOBCAT_MSG_API int bobcat_msg_busy(void);
+/* Read the knobs (BOBCAT_P2P, P2P_EAGER, P2P_NODES) and, if the layer is on, set up the inbox.
+ * BOBCAT_ERR_INVAL when it is off or cannot run here (no segment). */
+BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p);
+BOBCAT_MSG_API const msg_stats_t *bobcat_msg_stats(void);
+
+#endif

@@ -1,0 +1,558 @@
+/* msg_engine: the inbox queue, matching and the single-copy rendezvous (see msg.h for the
+ * protocol and the memory orderings). Everything except the inbox, the message nodes and the senders'
+ * completion words is private to the process. */
+#include "msg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <bobcat/smartmap.h>
+#include "../util/util.h"
+
+BOBCAT_MSG_API void (*bobcat_msg_idle_hook)(void);
+
+static struct {
+    int active;
+    size_t eager;          /* payload bytes per node */
+    size_t node_size;
+    unsigned grow;         /* nodes per pool chunk */
+    int my_local;
+    uintptr_t delta;       /* own address + delta = universal (window) address */
+    msg_inbox_t *inbox;    /* own inbox (own address) */
+    msg_node_t *head;      /* consumer: current head (universal address) */
+    msg_inbox_t *peer[SMAP_MAX_LOCAL_RANKS]; /* peers' inboxes, through their windows */
+    msg_node_t *free_nodes, *flight_head, *flight_tail; /* sender's pool */
+    msg_ticket_t *free_tickets, *detached;              /* sender's tickets */
+    msg_req_t *posted_head, *posted_tail;
+    msg_unexp_t *unexp_head, *unexp_tail;
+    msg_unexp_t *unexp_free;
+    msg_stats_t stats;
+} E;
+
+_Static_assert(sizeof(msg_node_t) == MSG_LINE, "node header is one line");
+_Static_assert(sizeof(msg_inbox_t) == 3 * MSG_LINE, "inbox is three lines");
+
+/* Translate an address of local rank `local`'s own space into ours. */
+static inline void *peer_addr(int local, uint64_t addr)
+{
+    if (local == E.my_local)
+        return (void *)(uintptr_t)addr;
+    return smap_remote_address(local, (const void *)(uintptr_t)addr);
+}
+
+static inline uint64_t universal(const void *own) { return (uint64_t)((uintptr_t)own + E.delta); }
+
+/* Grow the sender's pool by one chunk of nodes (in the segment: receivers read them). */
+static int pool_grow(void)
+{
+    char *chunk = NULL;
+    if (posix_memalign((void **)&chunk, MSG_LINE, E.node_size * E.grow) != 0 || !smap_is_shared(chunk)) {
+        util_error("msg: cannot allocate message nodes in the segment: raise BOBCAT_HEAP");
+        free(chunk);
+        return 0;
+    }
+    for (unsigned i = 0; i < E.grow; i++) {
+        msg_node_t *n = (msg_node_t *)(chunk + (size_t)i * E.node_size);
+        n->pool_next = E.free_nodes;
+        E.free_nodes = n;
+    }
+    E.stats.pool_nodes += E.grow;
+    return 1;
+}
+
+/* A free node: recycle what receivers have consumed (acquire: their reads are done) when the
+ * free list runs dry, and only grow the pool when every node is still in flight. */
+static msg_node_t *node_get(void)
+{
+    if (!E.free_nodes) {
+        msg_node_t **pp = &E.flight_head, *last = NULL;
+        while (*pp) {
+            msg_node_t *n = *pp;
+            if (atomic_load_explicit(&n->consumed, memory_order_acquire)) {
+                *pp = n->pool_next;
+                n->pool_next = E.free_nodes;
+                E.free_nodes = n;
+            } else {
+                last = n;
+                pp = &n->pool_next;
+            }
+        }
+        E.flight_tail = last;
+        if (!E.free_nodes && !pool_grow()) {
+            abort();
+        }
+    }
+    msg_node_t *n = E.free_nodes;
+    E.free_nodes = n->pool_next;
+    n->pool_next = NULL;
+    if (E.flight_tail)
+        E.flight_tail->pool_next = n;
+    else
+        E.flight_head = n;
+    E.flight_tail = n;
+    return n;
+}
+
+/* Link a filled node at the tail of an inbox: exchange the tail, then publish the link. Between
+ * the two the list is briefly cut; the consumer then sees no next node and retries later. */
+static inline void inbox_push(msg_inbox_t *ib, msg_node_t *n_own)
+{
+    uint64_t u = universal(n_own);
+    atomic_store_explicit(&n_own->next, 0, memory_order_relaxed);
+    uint64_t prev = atomic_exchange_explicit(&ib->tail, u, memory_order_acq_rel);
+    atomic_store_explicit(&((msg_node_t *)(uintptr_t)prev)->next, u, memory_order_release);
+}
+
+BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p)
+{
+    if (E.active) {
+        *inbox_p = E.inbox;
+        return BOBCAT_OK;
+    }
+    if (eager > (1u << 20)) {
+        util_error("msg: BOBCAT_P2P_EAGER must be <= 1M (got %zu)", eager);
+        return BOBCAT_ERR_INVAL;
+    }
+    E.my_local = smap_local_rank();
+    msg_inbox_t *ib = NULL;
+    if (posix_memalign((void **)&ib, 4096, sizeof *ib) != 0 || !smap_is_shared(ib)) {
+        util_error("msg: cannot allocate the inbox in the segment (raise BOBCAT_HEAP)");
+        free(ib);
+        return BOBCAT_ERR_NOMEM;
+    }
+    void *win = smap_remote_address(E.my_local, ib);
+    if (!win) {
+        util_error("msg: this rank's own window is not mapped; point-to-point stays with the real MPI");
+        free(ib);
+        return BOBCAT_ERR_LAYOUT;
+    }
+    E.delta = (uintptr_t)win - (uintptr_t)ib;
+    memset(ib, 0, sizeof *ib);
+    ib->magic = MSG_INBOX_MAGIC;
+    ib->stub.kind = MSG_NODE_STUB;
+    atomic_store_explicit(&ib->tail, universal(&ib->stub), memory_order_release);
+    E.head = (msg_node_t *)(uintptr_t)universal(&ib->stub);
+    E.eager = eager;
+    E.node_size = (sizeof(msg_node_t) + eager + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
+    E.grow = nodes ? nodes : 64;
+    E.inbox = ib;
+    if (!pool_grow()) {
+        free(ib);
+        return BOBCAT_ERR_NOMEM;
+    }
+    E.active = 1;
+    *inbox_p = ib;
+    return BOBCAT_OK;
+}
+
+BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox)
+{
+    if (local < 0 || local >= SMAP_MAX_LOCAL_RANKS || !inbox)
+        return 0;
+    E.peer[local] = smap_remote_address(local, inbox); /* the universal form, also for ourselves */
+    return E.peer[local] != NULL && E.peer[local]->magic == MSG_INBOX_MAGIC;
+}
+
+BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void) { return E.eager; }
+BOBCAT_MSG_API int bobcat_msg_active(void) { return E.active; }
+BOBCAT_MSG_API int bobcat_msg_busy(void) { return E.posted_head != NULL; }
+BOBCAT_MSG_API const msg_stats_t *bobcat_msg_stats(void) { return &E.stats; }
+
+BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
+{
+    util_options_t o;
+    if (util_options_load(&o) != BOBCAT_OK || !o.P2P)
+        return BOBCAT_ERR_INVAL;
+    size_t page;
+    if (smap_world_size() == 0 || smap_segment_info(&page, NULL) == SMAP_PAGES_NONE)
+        return BOBCAT_ERR_INVAL; /* not started by yod: no segment, no windows */
+    return bobcat_msg_init(o.P2P_EAGER, (unsigned)o.P2P_NODES, inbox_p);
+}
+
+static msg_ticket_t *ticket_get(void)
+{
+    msg_ticket_t *t = E.free_tickets;
+    if (t != NULL) {
+        E.free_tickets = t->next;
+    } else {
+        t = calloc(1, sizeof *t);
+        if (!t || !smap_is_shared(t)) {
+            util_error("msg: cannot allocate a send ticket in the segment: raise BOBCAT_HEAP");
+            abort();
+        }
+    }
+    atomic_store_explicit(&t->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->claim, 0, memory_order_relaxed);
+    t->bounce = 0;
+    t->owned = NULL;
+    t->next = NULL;
+    return t;
+}
+
+static void ticket_put(msg_ticket_t *t)
+{
+    free(t->owned);
+    t->owned = NULL;
+    t->next = E.free_tickets;
+    E.free_tickets = t;
+}
+
+/* Detached tickets whose receiver has finished: free their copies. */
+static void reap_detached(void)
+{
+    msg_ticket_t **pp = &E.detached;
+    while (*pp) {
+        msg_ticket_t *t = *pp;
+        if (atomic_load_explicit(&t->done, memory_order_acquire)) {
+            *pp = t->next;
+            ticket_put(t);
+        } else {
+            pp = &t->next;
+        }
+    }
+}
+
+BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
+                                    const void *buf, size_t len, int sync)
+{
+    msg_node_t *n = node_get();
+    n->ctx = ctx;
+    n->src = src;
+    n->tag = tag;
+    n->len = len;
+    n->from_local = E.my_local;
+    n->addr = 0;
+    n->done = 0;
+    atomic_store_explicit(&n->consumed, 0, memory_order_relaxed);
+    req->kind = MSG_REQ_SEND;
+    req->complete = 0;
+    req->sync = sync;
+    req->ticket = NULL;
+    req->sbuf = buf;
+    req->slen = len;
+    if (len <= E.eager) {
+        n->kind = MSG_NODE_EAGER;
+        if (sync) {
+            req->ticket = ticket_get();
+            n->done = (uint64_t)(uintptr_t)req->ticket;
+        }
+        if (len)
+            memcpy(n + 1, buf, len);
+        E.stats.eager_sent++;
+    } else {
+        req->ticket = ticket_get();
+        n->kind = MSG_NODE_RTS;
+        n->addr = (uint64_t)(uintptr_t)buf;
+        n->done = (uint64_t)(uintptr_t)req->ticket;
+        if (!smap_is_shared(buf)) {
+            /* Stack, static data or a foreign mapping: peers cannot see it. Stage it, and the
+             * send is detached from the start (the receiver reads the copy). */
+            void *b = malloc(len);
+            if (!b || !smap_is_shared(b)) {
+                util_error("msg: cannot stage a %zu-byte send in the segment: raise BOBCAT_HEAP", len);
+                abort();
+            }
+            memcpy(b, buf, len);
+            req->ticket->bounce = (uint64_t)(uintptr_t)b;
+            req->ticket->owned = b;
+            atomic_store_explicit(&req->ticket->claim, 2, memory_order_relaxed); /* published by the push */
+            E.stats.staged_sent++;
+            if (!sync) {
+                req->ticket->next = E.detached;
+                E.detached = req->ticket;
+                req->ticket = NULL;
+            }
+        }
+        E.stats.rndv_sent++;
+    }
+    E.stats.bytes_sent += len;
+    inbox_push(E.peer[dest_local], n);
+    req->waits_done = req->ticket != NULL;
+    if (!req->waits_done)
+        req->complete = 1;
+}
+
+BOBCAT_MSG_API int bobcat_msg_test(msg_req_t *req)
+{
+    if (!req->complete && req->waits_done && atomic_load_explicit(&req->ticket->done, memory_order_acquire)) {
+        ticket_put(req->ticket);
+        req->ticket = NULL;
+        req->complete = 1;
+    }
+    return req->complete;
+}
+
+BOBCAT_MSG_API int bobcat_msg_detach(msg_req_t *req)
+{
+    if (bobcat_msg_test(req) || req->sync || !req->ticket)
+        return req->complete;
+    msg_ticket_t *t = req->ticket;
+    if (atomic_load_explicit(&t->claim, memory_order_relaxed) != 0)
+        return 0; /* the receiver is copying: wait for it */
+    void *b = malloc(req->slen);
+    if (!b || !smap_is_shared(b)) {
+        free(b);
+        return 0; /* no room for a copy: keep waiting for the receiver */
+    }
+    memcpy(b, req->sbuf, req->slen);
+    t->bounce = (uint64_t)(uintptr_t)b;
+    uint32_t open = 0;
+    if (!atomic_compare_exchange_strong_explicit(&t->claim, &open, 2, memory_order_release, memory_order_relaxed)) {
+        t->bounce = 0;
+        free(b); /* the receiver claimed the buffer meanwhile */
+        return 0;
+    }
+    t->owned = b;
+    t->next = E.detached;
+    E.detached = t;
+    req->ticket = NULL;
+    req->complete = 1;
+    E.stats.detached++;
+    return 1;
+}
+
+static inline int matches(int32_t want_ctx, int32_t want_src, int32_t want_tag, int32_t ctx, int32_t src, int32_t tag)
+{
+    return want_ctx == ctx && (want_src == MSG_ANY || want_src == src) && (want_tag == MSG_ANY || want_tag == tag);
+}
+
+/* Tell the sender its message was taken (rendezvous: after the copy; release orders the copy's
+ * reads of its buffer before the sender may reuse it). */
+static inline void signal_sender(int from_local, uint64_t done)
+{
+    if (!done)
+        return;
+    msg_ticket_t *t = peer_addr(from_local, done);
+    atomic_store_explicit(&t->done, 1, memory_order_release);
+}
+
+/* Complete receive `r` with a message described by a header, eager payload at `data`. */
+static void deliver(msg_req_t *r, int32_t src, int32_t tag, uint32_t kind, uint64_t len, uint64_t addr,
+                    uint64_t done, int from_local, const void *data)
+{
+    uint64_t n = len <= r->cap ? len : r->cap;
+    if (kind == MSG_NODE_EAGER) {
+        if (n)
+            memcpy(r->buf, data, n);
+        E.stats.eager_recv++;
+    } else {
+        /* Claim the sender's buffer, unless the sender has already detached to a copy. */
+        msg_ticket_t *t = peer_addr(from_local, done);
+        uint32_t open = 0;
+        uint64_t from = addr;
+        if (!atomic_compare_exchange_strong_explicit(&t->claim, &open, 1, memory_order_acquire,
+                                                     memory_order_acquire))
+            from = t->bounce; /* open == 2: the copy is complete (the sender's release) */
+        const void *s = peer_addr(from_local, from);
+        if (n)
+            memcpy(r->buf, s, n);
+        E.stats.rndv_recv++;
+        E.stats.bytes_single_copy += n;
+    }
+    signal_sender(from_local, done);
+    r->st_src = src;
+    r->st_tag = tag;
+    r->st_len = n;
+    r->truncated = len > r->cap;
+    r->complete = 1;
+}
+
+static void unlink_posted(msg_req_t *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        E.posted_head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        E.posted_tail = r->prev;
+    r->next = r->prev = NULL;
+    r->posted = 0;
+}
+
+static msg_unexp_t *unexp_get(void)
+{
+    msg_unexp_t *u = E.unexp_free;
+    if (u) {
+        E.unexp_free = u->next;
+        return u;
+    }
+    u = malloc(sizeof *u + E.eager);
+    if (!u) {
+        util_error("msg: out of memory holding an unexpected message");
+        abort();
+    }
+    u->data = (char *)(u + 1);
+    return u;
+}
+
+static void unexp_put(msg_unexp_t *u)
+{
+    u->next = E.unexp_free;
+    E.unexp_free = u;
+}
+
+static void unexp_unlink(msg_unexp_t *u)
+{
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        E.unexp_head = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    else
+        E.unexp_tail = u->prev;
+    u->next = u->prev = NULL;
+}
+
+/* One arrival: the first posted receive it matches takes it, else it waits as unexpected. */
+static void arrive(const msg_node_t *c)
+{
+    for (msg_req_t *r = E.posted_head; r; r = r->next) {
+        if (matches(r->ctx, r->src, r->tag, c->ctx, c->src, c->tag)) {
+            unlink_posted(r);
+            deliver(r, c->src, c->tag, c->kind, c->len, c->addr, c->done, c->from_local, c + 1);
+            return;
+        }
+    }
+    msg_unexp_t *u = unexp_get();
+    u->ctx = c->ctx;
+    u->src = c->src;
+    u->tag = c->tag;
+    u->from_local = c->from_local;
+    u->kind = c->kind;
+    u->len = c->len;
+    u->addr = c->addr;
+    u->done = c->done;
+    if (c->kind == MSG_NODE_EAGER && c->len)
+        memcpy(u->data, c + 1, c->len);
+    u->next = NULL;
+    u->prev = E.unexp_tail;
+    if (E.unexp_tail)
+        E.unexp_tail->next = u;
+    else
+        E.unexp_head = u;
+    E.unexp_tail = u;
+    E.stats.unexpected++;
+}
+
+/* Take the next node out of the inbox (Vyukov's pop); NULL if none is fully linked yet. */
+static msg_node_t *inbox_pop(void)
+{
+    msg_node_t *stub = (msg_node_t *)(uintptr_t)universal(&E.inbox->stub);
+    msg_node_t *head = E.head;
+    uint64_t next = atomic_load_explicit(&head->next, memory_order_acquire);
+    if (head == stub) {
+        if (!next)
+            return NULL;
+        E.head = head = (msg_node_t *)(uintptr_t)next;
+        next = atomic_load_explicit(&head->next, memory_order_acquire);
+    }
+    if (next) {
+        E.head = (msg_node_t *)(uintptr_t)next;
+        return head;
+    }
+    if (atomic_load_explicit(&E.inbox->tail, memory_order_acquire) != (uint64_t)(uintptr_t)head)
+        return NULL; /* a sender is between its exchange and its link */
+    inbox_push(E.inbox, &E.inbox->stub);
+    next = atomic_load_explicit(&head->next, memory_order_acquire);
+    if (next) {
+        E.head = (msg_node_t *)(uintptr_t)next;
+        return head;
+    }
+    return NULL;
+}
+
+BOBCAT_MSG_API int bobcat_msg_progress(void)
+{
+    if (!E.active)
+        return 0;
+    int n = 0;
+    msg_node_t *c;
+    if (E.detached)
+        reap_detached();
+    while ((c = inbox_pop()) != NULL) {
+        arrive(c);
+        atomic_store_explicit(&c->consumed, 1, memory_order_release);
+        n++;
+    }
+    return n;
+}
+
+BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap)
+{
+    req->kind = MSG_REQ_RECV;
+    req->complete = 0;
+    req->cancelled = 0;
+    req->truncated = 0;
+    req->ctx = ctx;
+    req->src = src;
+    req->tag = tag;
+    req->buf = buf;
+    req->cap = cap;
+    req->waits_done = 0;
+    /* Arrivals still in the inbox are later than every unexpected one; drain first so the
+     * unexpected list is complete, then the earliest match wins. */
+    bobcat_msg_progress();
+    for (msg_unexp_t *u = E.unexp_head; u; u = u->next) {
+        if (matches(ctx, src, tag, u->ctx, u->src, u->tag)) {
+            unexp_unlink(u);
+            deliver(req, u->src, u->tag, u->kind, u->len, u->addr, u->done, u->from_local, u->data);
+            unexp_put(u);
+            return;
+        }
+    }
+    req->posted = 1;
+    req->next = NULL;
+    req->prev = E.posted_tail;
+    if (E.posted_tail)
+        E.posted_tail->next = req;
+    else
+        E.posted_head = req;
+    E.posted_tail = req;
+}
+
+BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req)
+{
+    if (req->kind != MSG_REQ_RECV || !req->posted)
+        return 0;
+    unlink_posted(req);
+    req->cancelled = 1;
+    req->complete = 1;
+    req->st_len = 0;
+    return 1;
+}
+
+BOBCAT_MSG_API msg_unexp_t *bobcat_msg_probe(int32_t ctx, int32_t src, int32_t tag, int take)
+{
+    bobcat_msg_progress();
+    for (msg_unexp_t *u = E.unexp_head; u; u = u->next)
+        if (matches(ctx, src, tag, u->ctx, u->src, u->tag)) {
+            if (take)
+                unexp_unlink(u);
+            return u;
+        }
+    return NULL;
+}
+
+BOBCAT_MSG_API void bobcat_msg_mrecv(msg_req_t *req, msg_unexp_t *m, void *buf, size_t cap)
+{
+    req->kind = MSG_REQ_RECV;
+    req->cancelled = 0;
+    req->buf = buf;
+    req->cap = cap;
+    req->waits_done = 0;
+    deliver(req, m->src, m->tag, m->kind, m->len, m->addr, m->done, m->from_local, m->data);
+    unexp_put(m);
+}
+
+BOBCAT_MSG_API void *bobcat_msg_alloc_shared(size_t size)
+{
+    void *p = calloc(1, size);
+    if (p && !smap_is_shared(p)) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}

@@ -1,0 +1,399 @@
+/* pmpi_coll: MPI_Barrier, MPI_Bcast and the reductions over coll/'s on-node algorithms, with the
+ * inter-node phase on the leaders' communicator through PMPI_* (as Cray's MPICH2 on SMARTMAP).
+ *
+ * Every decision that picks a path is made from what all ranks share (the communicator, the
+ * signature's byte count, the datatype and op of a reduction, the knobs), never from a rank's own
+ * buffers: one rank's stack buffer must not send it to PMPI while its peers wait in shared memory.
+ * A buffer a peer must reach but that is outside the segment is copied through it (staged). */
+#include "pmpi_coll.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Marker the evaluation looks for (bobcat.configs.mpi_layer) to record that lwk runs this layer. */
+BOBCAT_EXPORT const char bobcat_coll_layer[] = "in-place collectives over SMARTMAP";
+
+enum { A_SERIAL, A_PARALLEL, A_HIER };
+static pmpi_stat_t st_barrier = {.name = "Barrier", .alg_names = {"counter", "hier"}};
+static pmpi_stat_t st_bcast = {.name = "Bcast", .alg_names = {"inplace", "hier"}};
+static pmpi_stat_t st_reduce = {.name = "Reduce", .alg_names = {"serial", "parallel", "hier"}};
+static pmpi_stat_t st_allreduce = {.name = "Allreduce", .alg_names = {"serial", "parallel", "hier"}};
+static pmpi_stat_t st_rsb = {.name = "Reduce_scatter_block", .alg_names = {"parallel"}};
+static pmpi_stat_t st_rs = {.name = "Reduce_scatter", .alg_names = {"parallel"}};
+static pmpi_stat_t st_scan = {.name = "Scan", .alg_names = {"inplace"}};
+static pmpi_stat_t st_exscan = {.name = "Exscan", .alg_names = {"inplace"}};
+
+__attribute__((constructor)) static void register_stats(void)
+{
+    pmpi_stat_t *all[] = {&st_barrier, &st_bcast, &st_reduce, &st_allreduce, &st_rsb, &st_rs, &st_scan, &st_exscan};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pmpi_stats_register(all[i]);
+}
+
+/* Why a communicator is not ours (pmpi_comm_get_coll gave NULL). */
+static pmpi_why_t why_not(void) { return pmpi_layer.on ? PMPI_WHY_INTER : PMPI_WHY_OFF; }
+
+/* The node-comm rank of comm rank r (r on my node). */
+static int node_rank_of(const pmpi_comm_t *pc, int r)
+{
+    for (int i = 0; i < pc->node_size; i++)
+        if (pc->node_ranks[i] == r)
+            return i;
+    return -1;
+}
+
+/* A reduction input peers read: the user's buffer if in the segment (or if it travels inline:
+ * small and serial), else a copy of its span. */
+static const void *red_in(const void *in, size_t span, int inlined, void **tmp_p)
+{
+    *tmp_p = NULL;
+    if (!span || inlined || smap_is_shared(in))
+        return in;
+    void *t = malloc(span);
+    if (!t) {
+        /* Peers are about to wait for this rank in shared memory: no way back to PMPI. */
+        util_error("out of heap for a %zu-byte reduction buffer: raise the heap (yod --heap)", span);
+        abort();
+    }
+    memcpy(t, in, span);
+    *tmp_p = t;
+    return t;
+}
+
+static void *seg_alloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        util_error("out of heap for a %zu-byte collective buffer: raise the heap (yod --heap)", bytes);
+        abort();
+    }
+    return p;
+}
+
+/* Byte counts of a whole call over int-counted MPI calls: big ones in pieces of 1 GiB. */
+static int bcast_bytes(void *buf, size_t bytes, int root, MPI_Comm comm)
+{
+    int rc = MPI_SUCCESS;
+    for (size_t off = 0; off < bytes && rc == MPI_SUCCESS;) {
+        int n = bytes - off > ((size_t)1 << 30) ? 1 << 30 : (int)(bytes - off);
+        rc = PMPI_Bcast((char *)buf + off, n, MPI_BYTE, root, comm);
+        off += (size_t)n;
+    }
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Barrier(MPI_Comm comm)
+{
+    pmpi_comm_t *pc = NULL;
+    if (pc_knobs.barrier == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
+        pmpi_stat_mpi(&st_barrier, pc_knobs.barrier == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
+        return PMPI_Barrier(comm);
+    }
+    coll_barrier(&pc->cn);
+    if (pc->nnodes > 1) {
+        /* Node arrived, leaders meet, node released: nobody leaves before everyone arrived. */
+        if (pc->leaders_comm != MPI_COMM_NULL)
+            PMPI_Barrier(pc->leaders_comm);
+        coll_barrier(&pc->cn);
+    }
+    pmpi_stat_path(&st_barrier, PMPI_PATH_INPLACE, 0, pc->nnodes > 1 ? 1 : 0);
+    return MPI_SUCCESS;
+}
+
+BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    pmpi_comm_t *pc = NULL;
+    pc_dt_t d;
+    if (pc_knobs.bcast == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
+        pmpi_stat_mpi(&st_bcast, pc_knobs.bcast == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
+        return PMPI_Bcast(buf, count, dt, root, comm);
+    }
+    if (count <= 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, &d) != 0 || d.size == 0) {
+        pmpi_stat_mpi(&st_bcast, PMPI_WHY_VARIANT, 0);
+        return PMPI_Bcast(buf, count, dt, root, comm); /* nothing to move, or an error for the MPI to report */
+    }
+    size_t bytes = (size_t)count * (size_t)d.size;
+    int me = pc->rank, hier = pc->nnodes > 1;
+    pc_buf_t b;
+    /* Small broadcasts travel in the root's slot: no peer reads its buffer then. */
+    int shared = bytes > COLL_INLINE_MAX;
+    int ok = me == root ? pc_in(&b, buf, count, dt, &d, shared)
+                        : pc_out(&b, buf, count, dt, &d, shared && hier && pc->leader == me, 0);
+    if (ok != 0) {
+        util_error("out of heap for a %zu-byte broadcast: raise the heap (yod --heap)", bytes);
+        abort();
+    }
+    if (!hier) {
+        coll_bcast(&pc->cn, root, b.p, bytes);
+    } else {
+        int rnode = pc->node[root];
+        if (pc->node[me] == rnode)
+            coll_bcast(&pc->cn, node_rank_of(pc, root), b.p, bytes);
+        if (pc->leaders_comm != MPI_COMM_NULL)
+            bcast_bytes(b.p, bytes, pc->leader_rank[root], pc->leaders_comm);
+        if (pc->node[me] != rnode)
+            coll_bcast(&pc->cn, 0, b.p, bytes);
+    }
+    pmpi_stat_path(&st_bcast, b.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes, hier);
+    if (me == root)
+        pc_in_done(&b);
+    else
+        pc_out_done(&b);
+    return MPI_SUCCESS;
+}
+
+/* Common checks of the reductions: NULL (and the reason) when the real MPI must do it. */
+static pmpi_comm_t *red_setup(MPI_Comm comm, pc_alg_t knob, int count, MPI_Datatype dt, MPI_Op op, coll_op_t *cop,
+                              size_t *mult_p, pmpi_why_t *why_p, int multinode_ok)
+{
+    pmpi_comm_t *pc = NULL;
+    if (knob == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
+        *why_p = knob == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not();
+        return NULL;
+    }
+    if (count <= 0) {
+        *why_p = PMPI_WHY_VARIANT;
+        return NULL;
+    }
+    if (pc_op(op, dt, cop, mult_p, why_p) != 0)
+        return NULL;
+    if ((unsigned long long)count * *mult_p > INT_MAX) {
+        *why_p = PMPI_WHY_VARIANT;
+        return NULL;
+    }
+    if (pc->nnodes > 1) {
+        if (!multinode_ok) {
+            *why_p = PMPI_WHY_MULTINODE;
+            return NULL;
+        }
+        if (!cop->commutative && !pc->blocked) {
+            *why_p = PMPI_WHY_ORDER;
+            return NULL;
+        }
+    }
+    return pc;
+}
+
+static coll_alg_t pick(pc_alg_t knob, size_t span)
+{
+    if (knob == PC_SERIAL)
+        return COLL_ALG_SERIAL;
+    if (knob == PC_PARALLEL)
+        return COLL_ALG_PARALLEL;
+    return span >= pc_knobs.parallel_min ? COLL_ALG_PARALLEL : COLL_ALG_SERIAL;
+}
+
+/* PMPI_Reduce, working around MPICH 4.0's crash when a root other than 0 passes MPI_IN_PLACE
+ * (pmodels/mpich#6540, fixed in 4.1.2): the root hands a copy of its buffer's span as sbuf. */
+static int reduce_pmpi(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
+{
+    int rank = -1, inter = 1;
+    MPI_Aint tlb, text, lb, ext;
+    if (sbuf != MPI_IN_PLACE || root == 0 || count <= 0 || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
+        PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || rank != root ||
+        PMPI_Type_get_true_extent(dt, &tlb, &text) != MPI_SUCCESS || PMPI_Type_get_extent(dt, &lb, &ext) != MPI_SUCCESS ||
+        ext < 0)
+        return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
+    size_t span = (size_t)(count - 1) * (size_t)ext + (size_t)text;
+    char *tmp = malloc(span ? span : 1);
+    if (!tmp)
+        return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
+    memcpy(tmp, (char *)rbuf + tlb, span);
+    int rc = PMPI_Reduce(tmp - tlb, rbuf, count, dt, op, root, comm);
+    free(tmp);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+                             MPI_Comm comm)
+{
+    coll_op_t cop;
+    pmpi_why_t why;
+    size_t mult;
+    pmpi_comm_t *pc = red_setup(comm, pc_knobs.reduce, count, dt, op, &cop, &mult, &why, 1);
+    /* Erroneous arguments (the real MPI reports them): a bad root, MPI_IN_PLACE off the root,
+     * the same buffer twice without MPI_IN_PLACE. */
+    if (pc && (root < 0 || root >= pc->size || (pc->rank != root && sbuf == MPI_IN_PLACE) ||
+               (pc->rank == root && sbuf == rbuf)))
+        pc = NULL, why = PMPI_WHY_VARIANT;
+    if (!pc) {
+        pmpi_stat_mpi(&st_reduce, why, 0);
+        return reduce_pmpi(sbuf, rbuf, count, dt, op, root, comm);
+    }
+    int me = pc->rank, in_place = me == root && sbuf == MPI_IN_PLACE;
+    size_t n = (size_t)count * mult, span = coll_span(&cop, n);
+    coll_alg_t alg = pick(pc_knobs.reduce, span);
+    void *tin, *tout = NULL;
+    int inl = span <= COLL_INLINE_MAX && (alg == COLL_ALG_SERIAL || n < (size_t)pc->node_size);
+    const void *ip = red_in(in_place ? rbuf : sbuf, span, inl, &tin);
+    int staged = tin != NULL;
+    if (pc->nnodes == 1) {
+        void *ro = rbuf;
+        if (me == root && alg == COLL_ALG_PARALLEL && !smap_is_shared(rbuf)) {
+            /* Peers write the result: it must be in the segment. In place, the staged input is it. */
+            ro = in_place ? (void *)ip : (tout = seg_alloc(span));
+            staged = 1;
+        } else if (me == root && in_place) {
+            ro = (void *)ip;
+        }
+        coll_reduce(&pc->cn, root, ip, ro, n, &cop, alg);
+        if (me == root && ro != rbuf)
+            memcpy(rbuf, ro, span);
+    } else {
+        int leader = pc->leader == me, lme = pc->leader_rank[me], lroot = pc->leader_rank[root];
+        void *partial = NULL, *result = NULL;
+        if (leader)
+            partial = tout = seg_alloc(span);
+        coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
+        if (leader) {
+            result = lme == lroot ? seg_alloc(span) : NULL;
+            PMPI_Reduce(partial, result, (int)n, pc_op_base(&cop), op, lroot, pc->leaders_comm);
+            if (result) {
+                memcpy(partial, result, span);
+                free(result);
+            }
+        }
+        if (pc->node[me] == pc->node[root] && root != pc->leader) {
+            if (leader)
+                PMPI_Send(partial, (int)n, pc_op_base(&cop), node_rank_of(pc, root), 1, pc->node_comm);
+            else if (me == root)
+                PMPI_Recv(rbuf, (int)n, pc_op_base(&cop), 0, 1, pc->node_comm, MPI_STATUS_IGNORE);
+        } else if (me == root) {
+            memcpy(rbuf, partial, span);
+        }
+    }
+    pmpi_stat_path(&st_reduce, staged ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, span, pc->nnodes > 1 ? A_HIER : (int)alg);
+    free(tin);
+    free(tout);
+    return MPI_SUCCESS;
+}
+
+BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    coll_op_t cop;
+    pmpi_why_t why;
+    size_t mult;
+    pmpi_comm_t *pc = red_setup(comm, pc_knobs.allreduce, count, dt, op, &cop, &mult, &why, 1);
+    if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
+        pc = NULL, why = PMPI_WHY_VARIANT; /* erroneous: the real MPI reports it */
+    if (!pc) {
+        pmpi_stat_mpi(&st_allreduce, why, 0);
+        return PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
+    }
+    int in_place = sbuf == MPI_IN_PLACE;
+    size_t n = (size_t)count * mult, span = coll_span(&cop, n);
+    coll_alg_t alg = pick(pc_knobs.allreduce, span);
+    void *tin, *tout = NULL;
+    int inl = span <= COLL_INLINE_MAX && (alg == COLL_ALG_SERIAL || n < (size_t)pc->node_size);
+    const void *ip = red_in(in_place ? rbuf : sbuf, span, inl, &tin);
+    if (pc->nnodes == 1) {
+        coll_allreduce(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, n, &cop, alg);
+    } else {
+        int leader = pc->leader == pc->rank;
+        void *partial = NULL;
+        if (leader)
+            partial = tout = seg_alloc(span);
+        coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
+        if (leader)
+            PMPI_Allreduce(MPI_IN_PLACE, partial, (int)n, pc_op_base(&cop), op, pc->leaders_comm);
+        coll_bcast(&pc->cn, 0, leader ? partial : rbuf, span);
+        if (leader)
+            memcpy(rbuf, partial, span);
+    }
+    pmpi_stat_path(&st_allreduce, tin ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, span, pc->nnodes > 1 ? A_HIER : (int)alg);
+    free(tin);
+    free(tout);
+    return MPI_SUCCESS;
+}
+
+/* Reduce_scatter(_block) on one node: rank r reduces its block of every rank's input. */
+static int reduce_scatter(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *counts, int bcount,
+                          MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    coll_op_t cop;
+    pmpi_why_t why;
+    pmpi_comm_t *pc = NULL;
+    int total = 0;
+    size_t mult;
+    if (pc_knobs.reduce_scatter != PC_MPI && (pc = pmpi_comm_get_coll(comm)) != NULL) {
+        long long t = 0;
+        for (int r = 0; r < pc->size; r++) {
+            int c = counts ? counts[r] : bcount;
+            if (c < 0)
+                t = -(1LL << 40);
+            t += c;
+        }
+        total = t > 0 && t <= (1LL << 30) ? (int)t : 0;
+    }
+    pc = red_setup(comm, pc_knobs.reduce_scatter, total, dt, op, &cop, &mult, &why, 0);
+    if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
+        pc = NULL, why = PMPI_WHY_VARIANT;
+    if (!pc) {
+        pmpi_stat_mpi(st, why, 0);
+        return counts ? PMPI_Reduce_scatter(sbuf, rbuf, counts, dt, op, comm)
+                      : PMPI_Reduce_scatter_block(sbuf, rbuf, bcount, dt, op, comm);
+    }
+    size_t *cnt = malloc(2 * (size_t)pc->size * sizeof(size_t)), *displ = cnt + pc->size, off = 0;
+    if (!cnt)
+        abort();
+    for (int r = 0; r < pc->size; r++) {
+        cnt[r] = (size_t)(counts ? counts[r] : bcount) * mult;
+        displ[r] = off;
+        off += cnt[r];
+    }
+    int in_place = sbuf == MPI_IN_PLACE;
+    size_t span = coll_span(&cop, (size_t)total * mult);
+    void *tin;
+    const void *ip = red_in(in_place ? rbuf : sbuf, span, 0, &tin);
+    coll_reduce_scatter(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, cnt, displ, &cop);
+    pmpi_stat_path(st, tin ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, span, 0);
+    free(tin);
+    free(cnt);
+    return MPI_SUCCESS;
+}
+
+BOBCAT_EXPORT int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt, MPI_Op op,
+                                           MPI_Comm comm)
+{
+    return reduce_scatter(&st_rsb, sbuf, rbuf, NULL, rcount, dt, op, comm);
+}
+
+BOBCAT_EXPORT int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt, MPI_Op op,
+                                     MPI_Comm comm)
+{
+    return reduce_scatter(&st_rs, sbuf, rbuf, rcounts, 0, dt, op, comm);
+}
+
+static int scan(pmpi_stat_t *st, const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                int exclusive)
+{
+    coll_op_t cop;
+    pmpi_why_t why;
+    size_t mult;
+    pmpi_comm_t *pc = red_setup(comm, pc_knobs.scan, count, dt, op, &cop, &mult, &why, 0);
+    if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
+        pc = NULL, why = PMPI_WHY_VARIANT;
+    if (!pc) {
+        pmpi_stat_mpi(st, why, 0);
+        return exclusive ? PMPI_Exscan(sbuf, rbuf, count, dt, op, comm) : PMPI_Scan(sbuf, rbuf, count, dt, op, comm);
+    }
+    int in_place = sbuf == MPI_IN_PLACE;
+    size_t n = (size_t)count * mult, span = coll_span(&cop, n);
+    void *tin;
+    const void *ip = red_in(in_place ? rbuf : sbuf, span, span <= COLL_INLINE_MAX, &tin);
+    coll_scan(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, n, &cop, exclusive);
+    pmpi_stat_path(st, tin ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, span, 0);
+    free(tin);
+    return MPI_SUCCESS;
+}
+
+BOBCAT_EXPORT int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    return scan(&st_scan, sbuf, rbuf, count, dt, op, comm, 0);
+}
+
+BOBCAT_EXPORT int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    return scan(&st_exscan, sbuf, rbuf, count, dt, op, comm, 1);
+}

@@ -1,0 +1,63 @@
+/* pmpi_coll: MPI glue of the collectives (internal to src/pmpi): datatypes and ops described for
+ * coll/, buffers staged into the segment when a peer must reach them, and the per-collective
+ * algorithm knobs. */
+#ifndef BOBCAT_PMPI_COLL_H
+#define BOBCAT_PMPI_COLL_H
+
+#include "pmpi_comm.h"
+
+#include <string.h>
+
+/* Algorithm choice per collective, fixed at MPI_Init from the knobs. */
+typedef enum { PC_AUTO, PC_INPLACE, PC_SERIAL, PC_PARALLEL, PC_MPI } pc_alg_t;
+typedef struct {
+    pc_alg_t barrier, bcast, reduce, allreduce, reduce_scatter, scan, gather, scatter, allgather, alltoall;
+    size_t parallel_min;
+} pc_knobs_t;
+extern pc_knobs_t pc_knobs;
+void pc_knobs_init(void);
+
+/* Datatype facts: dense = its bytes in memory are exactly its packed signature (a predefined
+ * type without gaps, or contiguous/dup of one), so a byte copy moves it. */
+typedef struct {
+    int size;             /* MPI_Type_size */
+    MPI_Aint lb, extent;  /* MPI_Type_get_extent */
+    int dense;
+    int predefined;
+} pc_dt_t;
+int pc_dt(MPI_Datatype dt, pc_dt_t *d_p); /* 0, or -1 if dt is not usable here (null, error) */
+
+/* A reduction (op, datatype) as coll/ runs it; -1 with *why_p set if not handled here. A
+ * predefined op on a contiguous type of a predefined type runs on the base type: *mult_p base
+ * elements per element of dt (1 otherwise); an inter-node phase through PMPI then moves
+ * count * *mult_p elements of pc_op_base(op_p) instead. */
+int pc_op(MPI_Op op, MPI_Datatype dt, coll_op_t *op_p, size_t *mult_p, pmpi_why_t *why_p);
+static inline MPI_Datatype pc_op_base(const coll_op_t *op)
+{
+    MPI_Datatype dt;
+    memcpy(&dt, &op->user[1], sizeof dt);
+    return dt;
+}
+
+/* A buffer as the algorithm sees it: the user's, or a segment copy (packed if not dense). */
+typedef struct {
+    void *user;        /* the user's buffer */
+    void *p;           /* what the algorithm uses */
+    int count;
+    MPI_Datatype dt;
+    size_t bytes;      /* count * type size */
+    int tmp;           /* p is ours (free it; for an output, unpack into user) */
+} pc_buf_t;
+
+/* Input: peers read it if shared is asked. Returns -1 on out of memory. */
+int pc_in(pc_buf_t *b, const void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared);
+/* Output: peers write it if shared is asked. keep: the user's contents are needed (in place). */
+int pc_out(pc_buf_t *b, void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared, int keep);
+void pc_in_done(pc_buf_t *b);
+void pc_out_done(pc_buf_t *b); /* unpacks into the user's buffer */
+
+/* Pack/unpack count elements between user memory and contiguous bytes. */
+void pc_pack(const void *ubuf, int count, MPI_Datatype dt, const pc_dt_t *d, void *bytes);
+void pc_unpack(const void *bytes, int count, MPI_Datatype dt, const pc_dt_t *d, void *ubuf);
+
+#endif

@@ -1,0 +1,323 @@
+/* pmpi_coll_dt: datatypes and ops for the collectives. Predefined ops on predefined types run
+ * coll/'s own loops; every other op (user-defined, or a predefined op on a type coll/ has no loop
+ * for) runs through PMPI_Reduce_local, which calls the user's function with the user's datatype —
+ * the one MPI call that applies an op, so bobcat never needs the function pointer. */
+#include "pmpi_coll.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+pc_knobs_t pc_knobs;
+
+static pc_alg_t alg_of(const char *v)
+{
+    if (!strcmp(v, "mpi"))
+        return PC_MPI;
+    if (!strcmp(v, "serial"))
+        return PC_SERIAL;
+    if (!strcmp(v, "parallel"))
+        return PC_PARALLEL;
+    if (!strcmp(v, "inplace") || !strcmp(v, "counter"))
+        return PC_INPLACE;
+    return PC_AUTO;
+}
+
+/* Predefined datatypes coll/ has loops for, checked against the MPI's own sizes at start-up (a
+ * type whose size differs from the C type bobcat assumes is left to the real MPI). */
+typedef struct {
+    MPI_Datatype dt;
+    coll_type_t t;
+    int only; /* 1: MPI_BYTE, only BAND/BOR/BXOR are defined; 2: Fortran INTEGER, no logical ops */
+} dt_map_t;
+static dt_map_t dt_map[48];
+static int dt_map_n;
+
+static void map_add(MPI_Datatype dt, coll_type_t t, size_t csize, int only)
+{
+    int size = 0;
+    if (dt == MPI_DATATYPE_NULL || PMPI_Type_size(dt, &size) != MPI_SUCCESS || (size_t)size != csize)
+        return;
+    if (dt_map_n < (int)(sizeof dt_map / sizeof dt_map[0]))
+        dt_map[dt_map_n++] = (dt_map_t){dt, t, only};
+}
+
+void pc_knobs_init(void)
+{
+    const util_options_t *o = pmpi_layer.opt;
+    pc_knobs = (pc_knobs_t){alg_of(o->COLL_BARRIER), alg_of(o->COLL_BCAST), alg_of(o->COLL_REDUCE),
+                            alg_of(o->COLL_ALLREDUCE), alg_of(o->COLL_REDUCE_SCATTER), alg_of(o->COLL_SCAN),
+                            alg_of(o->COLL_GATHER), alg_of(o->COLL_SCATTER), alg_of(o->COLL_ALLGATHER),
+                            alg_of(o->COLL_ALLTOALL), o->COLL_PARALLEL_MIN};
+    dt_map_n = 0;
+    map_add(MPI_INT, COLL_T_I32, sizeof(int), 0);
+    map_add(MPI_DOUBLE, COLL_T_F64, sizeof(double), 0);
+    map_add(MPI_LONG, COLL_T_I64, sizeof(long), 0);
+    map_add(MPI_FLOAT, COLL_T_F32, sizeof(float), 0);
+    map_add(MPI_UNSIGNED, COLL_T_U32, 4, 0);
+    map_add(MPI_UNSIGNED_LONG, COLL_T_U64, 8, 0);
+    map_add(MPI_LONG_LONG_INT, COLL_T_I64, 8, 0);
+    map_add(MPI_LONG_LONG, COLL_T_I64, 8, 0);
+    map_add(MPI_UNSIGNED_LONG_LONG, COLL_T_U64, 8, 0);
+    map_add(MPI_SHORT, COLL_T_I16, 2, 0);
+    map_add(MPI_UNSIGNED_SHORT, COLL_T_U16, 2, 0);
+    map_add(MPI_SIGNED_CHAR, COLL_T_I8, 1, 0);
+    map_add(MPI_UNSIGNED_CHAR, COLL_T_U8, 1, 0);
+    map_add(MPI_BYTE, COLL_T_U8, 1, 1);
+    map_add(MPI_INT8_T, COLL_T_I8, 1, 0);
+    map_add(MPI_UINT8_T, COLL_T_U8, 1, 0);
+    map_add(MPI_INT16_T, COLL_T_I16, 2, 0);
+    map_add(MPI_UINT16_T, COLL_T_U16, 2, 0);
+    map_add(MPI_INT32_T, COLL_T_I32, 4, 0);
+    map_add(MPI_UINT32_T, COLL_T_U32, 4, 0);
+    map_add(MPI_INT64_T, COLL_T_I64, 8, 0);
+    map_add(MPI_UINT64_T, COLL_T_U64, 8, 0);
+    map_add(MPI_AINT, COLL_T_I64, 8, 0);
+    map_add(MPI_OFFSET, COLL_T_I64, 8, 0);
+    map_add(MPI_COUNT, COLL_T_I64, 8, 0);
+    map_add(MPI_LONG_DOUBLE, COLL_T_LD, sizeof(long double), 0);
+    map_add(MPI_C_FLOAT_COMPLEX, COLL_T_CF, 2 * sizeof(float), 0);
+    map_add(MPI_C_DOUBLE_COMPLEX, COLL_T_CD, 2 * sizeof(double), 0);
+    map_add(MPI_C_LONG_DOUBLE_COMPLEX, COLL_T_CLD, 2 * sizeof(long double), 0);
+    map_add(MPI_C_BOOL, COLL_T_BOOL, sizeof(_Bool), 0);
+    map_add(MPI_INTEGER, COLL_T_I32, 4, 2);
+    map_add(MPI_REAL, COLL_T_F32, 4, 0);
+    map_add(MPI_DOUBLE_PRECISION, COLL_T_F64, 8, 0);
+    map_add(MPI_COMPLEX, COLL_T_CF, 8, 0);
+    map_add(MPI_DOUBLE_COMPLEX, COLL_T_CD, 16, 0);
+    /* The pair types' sizes are their data bytes (no padding): value + int. */
+    map_add(MPI_FLOAT_INT, COLL_T_FLOAT_INT, sizeof(float) + sizeof(int), 0);
+    map_add(MPI_DOUBLE_INT, COLL_T_DOUBLE_INT, sizeof(double) + sizeof(int), 0);
+    map_add(MPI_LONG_INT, COLL_T_LONG_INT, sizeof(long) + sizeof(int), 0);
+    map_add(MPI_2INT, COLL_T_2INT, 2 * sizeof(int), 0);
+    map_add(MPI_SHORT_INT, COLL_T_SHORT_INT, sizeof(short) + sizeof(int), 0);
+    map_add(MPI_LONG_DOUBLE_INT, COLL_T_LD_INT, sizeof(long double) + sizeof(int), 0);
+}
+
+/* Is dt's memory exactly its signature? Predefined types other than the pairs are; contiguous or
+ * dup of such a type is. Everything else is packed (copies) or left to the real MPI (reductions). */
+static int dense_of(MPI_Datatype dt, int *predefined_p)
+{
+    int ni, na, nd, comb;
+    *predefined_p = 0;
+    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return -1;
+    if (comb == MPI_COMBINER_NAMED) {
+        *predefined_p = 1;
+        return 1; /* size == extent checked by the caller (false for the pair types) */
+    }
+    if ((comb != MPI_COMBINER_CONTIGUOUS && comb != MPI_COMBINER_DUP) || ni > 1 || nd != 1)
+        return 0;
+    int ints[1];
+    MPI_Aint addrs[1];
+    MPI_Datatype inner;
+    if (PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, &inner) != MPI_SUCCESS)
+        return -1;
+    int pre, d = dense_of(inner, &pre);
+    int inner_size;
+    MPI_Aint lb, ext;
+    if (d == 1 && (PMPI_Type_size(inner, &inner_size) != MPI_SUCCESS || PMPI_Type_get_extent(inner, &lb, &ext) != MPI_SUCCESS ||
+                   lb != 0 || ext != inner_size))
+        d = 0;
+    if (!pre)
+        PMPI_Type_free(&inner);
+    return d;
+}
+
+int pc_dt(MPI_Datatype dt, pc_dt_t *d_p)
+{
+    pc_dt_t d = {0};
+    if (dt == MPI_DATATYPE_NULL)
+        return -1;
+    if (PMPI_Type_size(dt, &d.size) != MPI_SUCCESS || PMPI_Type_get_extent(dt, &d.lb, &d.extent) != MPI_SUCCESS)
+        return -1;
+    int dense = dense_of(dt, &d.predefined);
+    if (dense < 0)
+        return -1;
+    MPI_Aint tlb, text;
+    d.dense = dense && d.lb == 0 && d.extent == d.size && PMPI_Type_get_true_extent(dt, &tlb, &text) == MPI_SUCCESS &&
+              tlb == 0 && text == d.size;
+    *d_p = d;
+    return 0;
+}
+
+static void reduce_local(const void *in, void *inout, size_t count, const coll_op_t *op)
+{
+    MPI_Op mop;
+    MPI_Datatype dt;
+    memcpy(&mop, &op->user[0], sizeof mop); /* a pointer in Open MPI, an int in MPICH */
+    memcpy(&dt, &op->user[1], sizeof dt);
+    while (count) {
+        int n = count > (size_t)1 << 30 ? 1 << 30 : (int)count;
+        PMPI_Reduce_local((void *)in, inout, n, dt, mop);
+        in = (const char *)in + (size_t)n * op->extent;
+        inout = (char *)inout + (size_t)n * op->extent;
+        count -= (size_t)n;
+    }
+}
+
+/* The predefined type under a chain of contiguous/dup types, and how many of it one dt holds. */
+static int base_of(MPI_Datatype dt, MPI_Datatype *base_p, size_t *mult_p)
+{
+    size_t mult = 1;
+    MPI_Datatype cur = dt;
+    for (int depth = 0; depth < 16; depth++) {
+        int ni, na, nd, comb;
+        if (PMPI_Type_get_envelope(cur, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+            break;
+        if (comb == MPI_COMBINER_NAMED) {
+            *base_p = cur;
+            *mult_p = mult;
+            return 0;
+        }
+        if ((comb != MPI_COMBINER_CONTIGUOUS && comb != MPI_COMBINER_DUP) || ni > 1 || nd != 1 || na != 0)
+            break;
+        int ints[1] = {1};
+        MPI_Aint addrs[1];
+        MPI_Datatype inner;
+        if (PMPI_Type_get_contents(cur, ni, na, nd, ints, addrs, &inner) != MPI_SUCCESS)
+            break;
+        if (comb == MPI_COMBINER_CONTIGUOUS)
+            mult *= (size_t)(ints[0] > 0 ? ints[0] : 0);
+        if (cur != dt)
+            PMPI_Type_free(&cur); /* contents handed out a derived type we own */
+        cur = inner;
+    }
+    if (cur != dt) {
+        int ni, na, nd, comb;
+        if (PMPI_Type_get_envelope(cur, &ni, &na, &nd, &comb) == MPI_SUCCESS && comb != MPI_COMBINER_NAMED)
+            PMPI_Type_free(&cur);
+    }
+    return -1;
+}
+
+int pc_op(MPI_Op op, MPI_Datatype dt, coll_op_t *op_p, size_t *mult_p, pmpi_why_t *why_p)
+{
+    *why_p = PMPI_WHY_OP;
+    *mult_p = 1;
+    if (op == MPI_OP_NULL || op == MPI_REPLACE || op == MPI_NO_OP || dt == MPI_DATATYPE_NULL)
+        return -1;
+    coll_opk_t k = COLL_OP_N;
+    if (op == MPI_SUM) k = COLL_OP_SUM;
+    else if (op == MPI_PROD) k = COLL_OP_PROD;
+    else if (op == MPI_MAX) k = COLL_OP_MAX;
+    else if (op == MPI_MIN) k = COLL_OP_MIN;
+    else if (op == MPI_LAND) k = COLL_OP_LAND;
+    else if (op == MPI_LOR) k = COLL_OP_LOR;
+    else if (op == MPI_LXOR) k = COLL_OP_LXOR;
+    else if (op == MPI_BAND) k = COLL_OP_BAND;
+    else if (op == MPI_BOR) k = COLL_OP_BOR;
+    else if (op == MPI_BXOR) k = COLL_OP_BXOR;
+    else if (op == MPI_MAXLOC) k = COLL_OP_MAXLOC;
+    else if (op == MPI_MINLOC) k = COLL_OP_MINLOC;
+    if (k != COLL_OP_N) {
+        MPI_Datatype base = dt;
+        size_t mult = 1;
+        int found = 0;
+        for (int i = 0; i < dt_map_n && !found; i++)
+            found = dt_map[i].dt == dt;
+        pc_dt_t d;
+        if (!found && pc_dt(dt, &d) == 0 && d.dense && !d.predefined && base_of(dt, &base, &mult) == 0 && mult)
+            *mult_p = mult;
+        else
+            base = dt;
+        for (int i = 0; i < dt_map_n; i++)
+            if (dt_map[i].dt == base) {
+                if (dt_map[i].only == 1 && k != COLL_OP_BAND && k != COLL_OP_BOR && k != COLL_OP_BXOR)
+                    return -1;
+                if (dt_map[i].only == 2 && (k == COLL_OP_LAND || k == COLL_OP_LOR || k == COLL_OP_LXOR))
+                    return -1;
+                if (coll_op_builtin(k, dt_map[i].t, op_p) != BOBCAT_OK)
+                    return -1;
+                /* The MPIs refuse predefined ops on derived types, so phases through PMPI use the base. */
+                memcpy(&op_p->user[1], &base, sizeof base);
+                return 0;
+            }
+    }
+    /* Any other op or type: the real MPI applies it (PMPI_Reduce_local), on a layout bobcat can
+     * copy: dense, or predefined (its gaps are padding inside one element). */
+    pc_dt_t d;
+    if (pc_dt(dt, &d) != 0 || d.size == 0) {
+        *why_p = PMPI_WHY_DATATYPE;
+        return -1;
+    }
+    if (!d.dense && !d.predefined) {
+        *why_p = PMPI_WHY_DATATYPE;
+        return -1;
+    }
+    MPI_Aint tlb, text;
+    if (PMPI_Type_get_true_extent(dt, &tlb, &text) != MPI_SUCCESS || tlb != 0 || d.lb != 0 || text > d.extent) {
+        *why_p = PMPI_WHY_DATATYPE;
+        return -1;
+    }
+    int commute = 1;
+    if (PMPI_Op_commutative(op, &commute) != MPI_SUCCESS)
+        return -1;
+    *op_p = (coll_op_t){.fn = reduce_local, .extent = (size_t)d.extent, .tail = (size_t)text, .commutative = commute};
+    _Static_assert(sizeof(MPI_Op) <= sizeof(void *) && sizeof(MPI_Datatype) <= sizeof(void *), "handles fit");
+    memcpy(&op_p->user[0], &op, sizeof op);
+    memcpy(&op_p->user[1], &dt, sizeof dt);
+    return 0;
+}
+
+void pc_pack(const void *ubuf, int count, MPI_Datatype dt, const pc_dt_t *d, void *bytes)
+{
+    if (d->dense) {
+        memcpy(bytes, ubuf, (size_t)count * (size_t)d->size);
+        return;
+    }
+    int pos = 0;
+    PMPI_Pack(ubuf, count, dt, bytes, count * d->size, &pos, MPI_COMM_SELF);
+}
+
+void pc_unpack(const void *bytes, int count, MPI_Datatype dt, const pc_dt_t *d, void *ubuf)
+{
+    if (d->dense) {
+        memcpy(ubuf, bytes, (size_t)count * (size_t)d->size);
+        return;
+    }
+    int pos = 0;
+    PMPI_Unpack(bytes, count * d->size, &pos, ubuf, count, dt, MPI_COMM_SELF);
+}
+
+int pc_in(pc_buf_t *b, const void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared)
+{
+    *b = (pc_buf_t){(void *)buf, (void *)buf, count, dt, (size_t)count * (size_t)d->size, 0};
+    if (d->dense && (!shared || smap_is_shared(buf) || !b->bytes))
+        return 0;
+    if (!(b->p = malloc(b->bytes ? b->bytes : 1)))
+        return -1;
+    b->tmp = 1;
+    pc_pack(buf, count, dt, d, b->p);
+    return 0;
+}
+
+int pc_out(pc_buf_t *b, void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared, int keep)
+{
+    *b = (pc_buf_t){buf, buf, count, dt, (size_t)count * (size_t)d->size, 0};
+    if (d->dense && (!shared || smap_is_shared(buf) || !b->bytes))
+        return 0;
+    if (!(b->p = malloc(b->bytes ? b->bytes : 1)))
+        return -1;
+    b->tmp = 1;
+    if (keep)
+        pc_pack(buf, count, dt, d, b->p);
+    return 0;
+}
+
+void pc_in_done(pc_buf_t *b)
+{
+    if (b->tmp)
+        free(b->p);
+    b->tmp = 0;
+}
+
+void pc_out_done(pc_buf_t *b)
+{
+    if (b->tmp) {
+        pc_dt_t d;
+        if (pc_dt(b->dt, &d) == 0)
+            pc_unpack(b->p, b->count, b->dt, &d, b->user);
+        free(b->p);
+    }
+    b->tmp = 0;
+}

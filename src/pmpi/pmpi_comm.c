@@ -1,0 +1,405 @@
+/* pmpi_comm: layer state and per-communicator info (see pmpi_comm.h for the contract).
+ *
+ * The info hangs on the communicator as an attribute: MPI_Comm_free (and MPI_Finalize for
+ * communicators still alive) runs our delete callback, which frees it; MPI_Comm_dup's copy
+ * callback is MPI_COMM_NULL_COPY_FN, so a dup starts without one and builds its own (its node
+ * part must be its own: a dup's collectives are a separate stream from the parent's). The rank
+ * tables come from the plan yod wrote (BOBCAT_PLAN) and MPI's group translation: local
+ * computation only, so point-to-point calls may ask for them. The node part needs PMPI
+ * collectives on the communicator and is built by the first bobcat collective on it. */
+#include "pmpi_comm.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+pmpi_layer_t pmpi_layer;
+
+static int comm_keyval = MPI_KEYVAL_INVALID;
+static pmpi_comm_t *world_pc;
+/* One-entry cache in front of MPI_Comm_get_attr (a hash lookup in both MPIs): programs run most
+ * of their calls on one or two communicators. The delete callback clears it, so a handle the MPI
+ * reuses after a free never finds stale info. */
+static MPI_Comm cache_comm = MPI_COMM_NULL;
+static pmpi_comm_t *cache_pc;
+/* The attribute value of a communicator bobcat does not handle (intercommunicator, ranks outside
+ * MPI_COMM_WORLD): remembered so the check is not redone on every call. */
+static pmpi_comm_t not_handled;
+
+static pmpi_comm_ext_free_fn ext_free[PMPI_COMM_EXT_MAX];
+static int ext_count;
+
+/* Control areas whose owner (node rank 0) has let go but whose peers may still hold them; freed
+ * once every peer has (refs == 0). Only the owner may free: the memory is its heap. */
+typedef struct zombie {
+    coll_ctrl_t *ctrl;
+    struct zombie *next;
+} zombie_t;
+static zombie_t *zombies;
+
+static void (*fini_hooks[8])(void);
+static int fini_count;
+
+void pmpi_at_finalize(void (*fn)(void))
+{
+    if (fini_count < 8)
+        fini_hooks[fini_count++] = fn;
+    else
+        util_error("internal: more than 8 MPI_Finalize hooks");
+}
+
+void pmpi_run_finalize_hooks(void)
+{
+    for (int i = 0; i < fini_count; i++)
+        fini_hooks[i]();
+}
+
+int pmpi_comm_ext_register(pmpi_comm_ext_free_fn free_fn)
+{
+    if (ext_count >= PMPI_COMM_EXT_MAX) {
+        util_error("internal: more than %d communicator extensions (raise PMPI_COMM_EXT_MAX)", PMPI_COMM_EXT_MAX);
+        return -1;
+    }
+    ext_free[ext_count] = free_fn;
+    return ext_count++;
+}
+
+static void reap_zombies(void)
+{
+    for (zombie_t **z = &zombies; *z;) {
+        if (atomic_load_explicit(&(*z)->ctrl->refs, memory_order_acquire) == 0) {
+            zombie_t *dead = *z;
+            *z = dead->next;
+            free(dead->ctrl);
+            free(dead);
+        } else {
+            z = &(*z)->next;
+        }
+    }
+}
+
+static void comm_destroy(pmpi_comm_t *pc)
+{
+    for (int i = 0; i < ext_count; i++)
+        if (pc->ext[i] && ext_free[i])
+            ext_free[i](pc, pc->ext[i]);
+    if (pc->coll_ready) {
+        coll_ctrl_t *ctrl = pc->cn.ctrl;
+        int last = coll_node_release(&pc->cn);
+        if (pc->node_rank == 0) {
+            if (last) {
+                free(ctrl);
+            } else {
+                zombie_t *z = malloc(sizeof *z);
+                if (z) {
+                    *z = (zombie_t){ctrl, zombies};
+                    zombies = z;
+                }
+            }
+        }
+        free((void *)pc->cn.base);
+        free(pc->node_ranks);
+        free(pc->leader_rank);
+        /* Inside MPI_Finalize the MPI is tearing communicators down itself. */
+        if (!pmpi_layer.finalizing) {
+            if (pc->node_comm != MPI_COMM_NULL)
+                PMPI_Comm_free(&pc->node_comm);
+            if (pc->leaders_comm != MPI_COMM_NULL)
+                PMPI_Comm_free(&pc->leaders_comm);
+        }
+    }
+    reap_zombies();
+    free(pc);
+}
+
+static int comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)keyval;
+    (void)extra;
+    if (cache_comm == comm) {
+        cache_comm = MPI_COMM_NULL;
+        cache_pc = NULL;
+    }
+    if (attr && attr != &not_handled)
+        comm_destroy(attr);
+    return MPI_SUCCESS;
+}
+
+/* Plan node and local index of every world rank (docs/design/contracts.md section 1). */
+static int parse_plan(const char *plan, int world_size, int *node_p, int *local_p)
+{
+    const char *p = plan;
+    long first = 0, node_base = 0;
+    while (p && *p) {
+        char *end;
+        long n = strtol(p, &end, 10);
+        if (end == p || *end != ':' || n <= 0)
+            return -1;
+        long rpn = strtol(end + 1, &end, 10);
+        if (rpn <= 0 || (*end && *end != ';'))
+            return -1;
+        for (long i = 0; i < n && first + i < world_size; i++) {
+            node_p[first + i] = (int)(node_base + i / rpn);
+            local_p[first + i] = (int)(i % rpn);
+        }
+        first += n;
+        node_base += (n + rpn - 1) / rpn;
+        p = *end ? end + 1 : end;
+    }
+    return first == world_size ? 0 : -1;
+}
+
+static pmpi_comm_t *comm_build(MPI_Comm comm)
+{
+    int inter = 0, size, rank;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        return &not_handled;
+    PMPI_Comm_size(comm, &size);
+    PMPI_Comm_rank(comm, &rank);
+    size_t n = (size_t)size;
+    pmpi_comm_t *pc = calloc(1, sizeof *pc + n * (3 * sizeof(int) + sizeof(uintptr_t)));
+    if (!pc)
+        return NULL;
+    pc->peer_base = (uintptr_t *)(pc + 1);
+    pc->world = (int *)(pc->peer_base + n);
+    pc->node = pc->world + n;
+    pc->local = pc->node + n;
+    pc->comm = comm;
+    pc->rank = rank;
+    pc->size = size;
+    pc->node_comm = pc->leaders_comm = MPI_COMM_NULL;
+    if (comm == MPI_COMM_WORLD) {
+        for (int r = 0; r < size; r++)
+            pc->world[r] = r;
+    } else {
+        MPI_Group g, wg;
+        int *idx = malloc(n * sizeof(int));
+        if (!idx) {
+            free(pc);
+            return NULL;
+        }
+        for (int r = 0; r < size; r++)
+            idx[r] = r;
+        PMPI_Comm_group(comm, &g);
+        PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+        PMPI_Group_translate_ranks(g, size, idx, wg, pc->world);
+        PMPI_Group_free(&g);
+        PMPI_Group_free(&wg);
+        free(idx);
+    }
+    const pmpi_layer_t *L = &pmpi_layer;
+    pc->single_node = 1;
+    for (int r = 0; r < size; r++) {
+        int w = pc->world[r];
+        if (w == MPI_UNDEFINED || w < 0 || w >= L->world_size) {
+            free(pc); /* a process from outside MPI_COMM_WORLD (dynamic processes) */
+            return &not_handled;
+        }
+        pc->node[r] = L->world_node[w];
+        pc->local[r] = pc->node[r] == L->node ? smap_pe_is_local(w) : -1;
+        if (pc->local[r] >= 0) {
+            pc->on_node++;
+            if (r != rank)
+                pc->peer_base[r] = (uintptr_t)smap_remote_address(pc->local[r], (void *)SMAP_HEAP_BASE) - SMAP_HEAP_BASE;
+        } else {
+            pc->single_node = 0;
+        }
+    }
+    return pc;
+}
+
+pmpi_comm_t *pmpi_comm_get(MPI_Comm comm)
+{
+    if (!pmpi_layer.on)
+        return NULL;
+    if (comm == MPI_COMM_WORLD)
+        return world_pc;
+    if (comm == cache_comm)
+        return cache_pc;
+    if (comm == MPI_COMM_NULL)
+        return NULL;
+    void *v = NULL;
+    int flag = 0;
+    if (PMPI_Comm_get_attr(comm, comm_keyval, &v, &flag) != MPI_SUCCESS)
+        return NULL;
+    pmpi_comm_t *pc = v;
+    if (!flag) {
+        pc = comm_build(comm);
+        if (!pc)
+            return NULL;
+        if (PMPI_Comm_set_attr(comm, comm_keyval, pc) != MPI_SUCCESS) {
+            if (pc != &not_handled)
+                free(pc);
+            return NULL;
+        }
+    }
+    if (pc == &not_handled)
+        pc = NULL;
+    cache_comm = comm;
+    cache_pc = pc;
+    return pc;
+}
+
+/* A receive on a private communicator that nothing ever matches: testing it drives the real
+ * MPI's whole progress engine (MPI_Test runs a progress pass in both MPIs; MPICH's Iprobe may not
+ * reach the netmod), and it is cancelled at MPI_Finalize. */
+static MPI_Comm progress_comm = MPI_COMM_NULL;
+static MPI_Request progress_req = MPI_REQUEST_NULL;
+static int progress_dummy;
+
+static void mpi_progress(void)
+{
+    int flag;
+    if (progress_req != MPI_REQUEST_NULL)
+        PMPI_Test(&progress_req, &flag, MPI_STATUS_IGNORE);
+}
+
+static int node_part_build(pmpi_comm_t *pc)
+{
+    const pmpi_layer_t *L = &pmpi_layer;
+    int me = pc->rank, mynode = pc->node[me];
+    /* Leaders, node runs and the node's ranks, all from the tables. */
+    int nn = 0, blocked = 1;
+    pc->leader = -1;
+    pc->node_ranks = malloc((size_t)pc->on_node * sizeof(int));
+    pc->leader_rank = malloc((size_t)pc->size * sizeof(int));
+    uintptr_t *base = malloc((size_t)pc->on_node * sizeof(uintptr_t));
+    if (!pc->node_ranks || !pc->leader_rank || !base)
+        goto fail;
+    for (int r = 0; r < pc->size; r++) {
+        int first = 1;
+        for (int q = 0; q < r && first; q++)
+            first = pc->node[q] != pc->node[r];
+        if (first)
+            pc->leader_rank[r] = nn++;
+        else
+            for (int q = 0; q < r; q++)
+                if (pc->node[q] == pc->node[r]) {
+                    pc->leader_rank[r] = pc->leader_rank[q];
+                    break;
+                }
+        if (!first && pc->node[r - 1] != pc->node[r])
+            blocked = 0; /* a node seen before, but not just before r: its ranks are not one run */
+        if (pc->node[r] == mynode) {
+            if (pc->leader < 0)
+                pc->leader = r;
+            if (r == me)
+                pc->node_rank = pc->node_size;
+            base[pc->node_size] = pc->peer_base[r];
+            pc->node_ranks[pc->node_size++] = r;
+        }
+    }
+    pc->nnodes = nn;
+    pc->blocked = blocked;
+    if (PMPI_Comm_split(pc->comm, mynode, me, &pc->node_comm) != MPI_SUCCESS ||
+        PMPI_Comm_split(pc->comm, pc->leader == me ? 0 : MPI_UNDEFINED, me, &pc->leaders_comm) != MPI_SUCCESS)
+        goto fail;
+    /* The control area lives in the node's first rank's heap; the others learn its address. */
+    uint64_t addr = 0;
+    coll_ctrl_t *ctrl = NULL;
+    if (pc->node_rank == 0) {
+        ctrl = aligned_alloc(COLL_LINE, (coll_ctrl_size(pc->node_size) + COLL_LINE - 1) & ~(size_t)(COLL_LINE - 1));
+        if (ctrl && smap_is_shared(ctrl))
+            coll_ctrl_init(ctrl, pc->node_size);
+        addr = (uint64_t)(uintptr_t)ctrl;
+    }
+    if (PMPI_Bcast(&addr, 1, MPI_UINT64_T, 0, pc->node_comm) != MPI_SUCCESS)
+        goto fail;
+    if (!addr) {
+        util_error("no heap for a communicator's control area: raise the heap (yod --heap)");
+        goto fail;
+    }
+    pc->cn = (coll_node_t){.size = pc->node_size, .rank = pc->node_rank, .base = base,
+                           .ctrl = (coll_ctrl_t *)(uintptr_t)(addr + base[0]), .spin = L->spin,
+                           .progress = mpi_progress};
+    base = NULL;
+    pc->coll_ready = 1;
+    return 0;
+fail:
+    free(base);
+    return -1;
+}
+
+pmpi_comm_t *pmpi_comm_get_coll(MPI_Comm comm)
+{
+    pmpi_comm_t *pc = pmpi_comm_get(comm);
+    if (!pc || pc->coll_ready)
+        return pc;
+    if (node_part_build(pc) != 0) {
+        util_warn("could not set up bobcat's collectives on a communicator: it uses the real MPI's");
+        /* Every rank ran the same PMPI calls, so all fail alike or the MPI aborted already. */
+        return NULL;
+    }
+    return pc;
+}
+
+void pmpi_comm_layer_init(void)
+{
+    pmpi_layer_t *L = &pmpi_layer;
+    L->initialized = 1;
+    L->opt = util_options();
+    L->world_rank = smap_world_rank();
+    L->world_size = smap_world_size();
+    L->local_rank = smap_local_rank();
+    L->local_size = smap_local_size();
+    if (!L->opt) {
+        L->off_reason = "malformed-BOBCAT-knob";
+        return;
+    }
+    pmpi_stats_on = strcmp(L->opt->STATS, "off") && strcmp(L->opt->STATS, "0");
+    if (L->world_size == 0) {
+        L->off_reason = "not-started-by-yod";
+        return;
+    }
+    if (!L->opt->MPI) {
+        L->off_reason = "BOBCAT_MPI=off";
+        return;
+    }
+    if (L->thread_level == MPI_THREAD_MULTIPLE) {
+        L->off_reason = "MPI_THREAD_MULTIPLE";
+        return;
+    }
+    L->world_node = malloc((size_t)L->world_size * sizeof(int));
+    L->world_local = malloc((size_t)L->world_size * sizeof(int));
+    if (!L->world_node || !L->world_local || parse_plan(L->opt->PLAN, L->world_size, L->world_node, L->world_local)) {
+        util_warn("cannot read the node plan BOBCAT_PLAN='%s': the MPI layer is off", L->opt->PLAN);
+        L->off_reason = "bad-plan";
+        return;
+    }
+    L->node = L->world_node[L->world_rank];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    L->spin = L->local_size > cpus ? 1 : (int)(L->opt->COLL_SPIN ? L->opt->COLL_SPIN : 1);
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &comm_keyval, NULL) != MPI_SUCCESS) {
+        L->off_reason = "no-keyval";
+        return;
+    }
+    if (PMPI_Comm_dup(MPI_COMM_SELF, &progress_comm) == MPI_SUCCESS)
+        PMPI_Irecv(&progress_dummy, 1, MPI_INT, 0, 1, progress_comm, &progress_req);
+    L->on = 1;
+    world_pc = comm_build(MPI_COMM_WORLD);
+    if (!world_pc || world_pc == &not_handled) {
+        world_pc = NULL;
+        L->on = 0;
+        L->off_reason = "no-memory";
+    }
+}
+
+void pmpi_comm_layer_fini(void)
+{
+    pmpi_layer_t *L = &pmpi_layer;
+    if (world_pc) {
+        comm_destroy(world_pc);
+        world_pc = NULL;
+    }
+    cache_comm = MPI_COMM_NULL;
+    cache_pc = NULL;
+    if (progress_req != MPI_REQUEST_NULL) {
+        PMPI_Cancel(&progress_req);
+        PMPI_Wait(&progress_req, MPI_STATUS_IGNORE);
+    }
+    if (progress_comm != MPI_COMM_NULL)
+        PMPI_Comm_free(&progress_comm);
+    L->finalizing = 1;
+    L->on = 0;
+}

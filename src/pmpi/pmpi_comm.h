@@ -1,0 +1,183 @@
+/* pmpi_comm: the base of libbobcat's MPI layer, shared by the collectives (pmpi_coll*.c) and the
+ * single-copy point-to-point (pmpi_p2p*.c). Everything here is internal to libbobcat-<mpi>.so.
+ *
+ * Three things:
+ *  1. pmpi_layer: layer-wide state fixed at MPI_Init (is the layer on, and if not why; thread
+ *     level; the plan's node of every world rank; the knobs).
+ *  2. pmpi_comm_t: what bobcat knows about one communicator, built lazily on first use and freed
+ *     with the communicator (an attribute whose delete callback frees it; MPI_Comm_dup does not
+ *     copy it, so a dup builds its own). Two parts:
+ *       - the rank tables (pmpi_comm_get, NOT collective: safe from a point-to-point call): each
+ *         comm rank's world rank, plan node and SMARTMAP local index (-1 off my node), and the
+ *         per-peer base table that turns a peer's heap pointer into mine without a call;
+ *       - the node part (pmpi_comm_get_coll, COLLECTIVE over the communicator: call it only where
+ *         every rank calls it in the same order, i.e. from a collective): the node communicator,
+ *         the leaders' communicator and the node's control area in shared memory.
+ *  3. statistics (pmpi_stats.c): counters by call and path that BOBCAT_STATS prints at
+ *     MPI_Finalize. Any part of the layer registers its own counters.
+ *
+ * Rule for every MPI_* entry point: `pmpi_comm_t *pc = pmpi_comm_get(comm); if (!pc) -> PMPI_*`.
+ * NULL means bobcat must not handle the communicator: the layer is off (BOBCAT_MPI=off, not
+ * started by yod, MPI_THREAD_MULTIPLE, MPI not initialised or already finalised) or the
+ * communicator is an intercommunicator. */
+#ifndef BOBCAT_PMPI_COMM_H
+#define BOBCAT_PMPI_COMM_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bobcat/smartmap.h>
+#include "../util/util.h"
+#include "../coll/coll.h"
+
+/* ---- 1. the layer --------------------------------------------------------------------------- */
+
+typedef struct {
+    int on;                 /* 1: bobcat handles what it can; 0: every call goes to PMPI_* */
+    const char *off_reason; /* why not on ("BOBCAT_MPI=off", "MPI_THREAD_MULTIPLE", ...) */
+    int initialized;        /* between our MPI_Init* and MPI_Finalize */
+    int finalizing;         /* inside MPI_Finalize: attribute callbacks must not communicate */
+    int thread_level;       /* provided by the real MPI */
+    int world_rank, world_size;
+    int node;               /* my plan node */
+    int local_rank, local_size; /* my SMARTMAP index on my node, ranks on my node */
+    int *world_node;        /* plan node of every world rank (world_size entries) */
+    int *world_local;       /* local index on its own node of every world rank */
+    int spin;               /* polls of a shared flag before yielding (1 when oversubscribed) */
+    const util_options_t *opt; /* the knobs (never NULL while on) */
+} pmpi_layer_t;
+
+extern pmpi_layer_t pmpi_layer;
+
+/* ---- 2. communicators ----------------------------------------------------------------------- */
+
+/* Extension slots: another part of the layer hangs its own per-communicator state here.
+ * pmpi_comm_ext_register (call once, at MPI_Init time or from a constructor) returns a slot
+ * index; when the communicator is freed, free_fn(pc, pc->ext[slot]) runs for non-NULL slots
+ * (before the node part is torn down, and possibly during MPI_Finalize: see pmpi_layer.finalizing). */
+#define PMPI_COMM_EXT_MAX 4
+struct pmpi_comm;
+typedef void (*pmpi_comm_ext_free_fn)(struct pmpi_comm *pc, void *ext);
+int pmpi_comm_ext_register(pmpi_comm_ext_free_fn free_fn);
+
+typedef struct pmpi_comm {
+    MPI_Comm comm;        /* the communicator this describes */
+    int rank, size;       /* mine in comm, and comm's size */
+    /* Rank tables, indexed by comm rank. */
+    int *world;           /* world rank */
+    int *node;            /* plan node (simulated nodes are real nodes here) */
+    int *local;           /* SMARTMAP local index if on my node, else -1 */
+    uintptr_t *peer_base; /* added to a pointer into that rank's own heap (its slot-0 address, as
+                             it sees it) gives the same byte as seen here; 0 for me and for
+                             off-node ranks (check local[r] >= 0 first): see pmpi_peer_ptr */
+    int single_node;      /* every rank of comm is on my node */
+    int on_node;          /* ranks of comm on my node (me included) */
+
+    /* Node part: valid once coll_ready (pmpi_comm_get_coll). */
+    int coll_ready;
+    MPI_Comm node_comm;     /* the ranks of comm on my node, ordered by comm rank (private) */
+    MPI_Comm leaders_comm;  /* the lowest comm rank of every node, ordered by comm rank; MPI_COMM_NULL
+                               on non-leaders (private) */
+    int node_rank, node_size; /* mine in node_comm, its size */
+    int *node_ranks;        /* node_comm rank -> comm rank */
+    int nnodes;             /* nodes comm spans */
+    int leader;             /* comm rank of my node's leader (node_comm rank 0) */
+    int *leader_rank;       /* comm rank -> leaders_comm rank of that rank's node leader */
+    int blocked;            /* comm ranks are grouped by node in increasing node order (so a node's
+                               partial reduction is a contiguous run of ranks: non-commutative
+                               ops may go hierarchical) */
+    coll_node_t cn;         /* the node as coll/ sees it: size, my index, base table, control area */
+    void *ext[PMPI_COMM_EXT_MAX];
+} pmpi_comm_t;
+
+/* The communicator's info, building the rank tables if needed (local: no communication).
+ * NULL when bobcat must not handle comm (see the banner). */
+pmpi_comm_t *pmpi_comm_get(MPI_Comm comm);
+/* Same plus the node part (COLLECTIVE over comm the first time). NULL as pmpi_comm_get, or if
+ * building the node part failed (then logged, and the comm stays with the real MPI). */
+pmpi_comm_t *pmpi_comm_get_coll(MPI_Comm comm);
+
+/* A pointer p into comm rank r's heap, as r sees it, seen from here. r must be on my node
+ * (pc->local[r] >= 0) and p inside r's segment (smap_is_shared(p) on r). No call, no branch. */
+static inline void *pmpi_peer_ptr(const pmpi_comm_t *pc, int r, const void *p)
+{
+    return (void *)((uintptr_t)p + pc->peer_base[r]);
+}
+
+/* Other parts of the layer run fn at the start of MPI_Finalize (before the statistics are printed
+ * and the layer stops; MPI still works), in registration order. Up to 8. */
+void pmpi_at_finalize(void (*fn)(void));
+void pmpi_run_finalize_hooks(void);
+
+/* Layer start and end (pmpi_init.c calls them). */
+void pmpi_comm_layer_init(void);  /* after PMPI_Init*: keyval, world tables */
+void pmpi_comm_layer_fini(void);  /* in MPI_Finalize before PMPI_Finalize */
+
+/* ---- 3. statistics -------------------------------------------------------------------------- */
+
+typedef enum {
+    PMPI_PATH_INPLACE, /* through SMARTMAP, straight from/to the user's buffers */
+    PMPI_PATH_STAGED,  /* through SMARTMAP, but at least one buffer copied through the segment
+                          (stack/static/foreign memory, or a non-contiguous datatype packed) */
+    PMPI_PATH_MPI,     /* handed to the real MPI (PMPI_*) */
+    PMPI_PATH_N
+} pmpi_path_t;
+
+/* Why a call went to the real MPI. Append new reasons before PMPI_WHY_N and name them in
+ * pmpi_why_names (pmpi_stats.c). */
+typedef enum {
+    PMPI_WHY_NONE,
+    PMPI_WHY_OFF,        /* the layer is off (see pmpi_layer.off_reason) */
+    PMPI_WHY_INTER,      /* intercommunicator */
+    PMPI_WHY_FORCED,     /* a knob chose mpi */
+    PMPI_WHY_DATATYPE,   /* datatype not handled (non-contiguous derived type for a reduction) */
+    PMPI_WHY_OP,         /* op/datatype pair not handled here */
+    PMPI_WHY_MULTINODE,  /* this collective runs across nodes through the real MPI */
+    PMPI_WHY_ORDER,      /* non-commutative op across nodes whose ranks are not blocked by node */
+    PMPI_WHY_SETUP,      /* the node part could not be built */
+    PMPI_WHY_VARIANT,    /* v/w variant or argument combination left to the real MPI */
+    PMPI_WHY_OFFNODE,    /* point-to-point: the peer is on another node */
+    PMPI_WHY_N
+} pmpi_why_t;
+
+#define PMPI_STAT_ALGS 4
+typedef struct pmpi_stat {
+    const char *name;                  /* "Allreduce", "Send", ... */
+    const char *alg_names[PMPI_STAT_ALGS]; /* algorithm names, NULL-terminated if fewer */
+    uint64_t calls[PMPI_PATH_N], bytes[PMPI_PATH_N];
+    uint64_t alg[PMPI_STAT_ALGS];      /* SMARTMAP calls by algorithm */
+    uint64_t why[PMPI_WHY_N];          /* real-MPI calls by reason */
+    struct pmpi_stat *next;
+} pmpi_stat_t;
+
+extern int pmpi_stats_on;              /* BOBCAT_STATS != off */
+extern const char *const pmpi_why_names[PMPI_WHY_N];
+
+/* Register a counter (static storage, zeroed; name and alg_names set). Register from a library
+ * constructor so every rank registers the same counters in the same order (the node sum relies
+ * on it). */
+void pmpi_stats_register(pmpi_stat_t *s);
+
+static inline void pmpi_stat_path(pmpi_stat_t *s, pmpi_path_t path, size_t bytes, int alg)
+{
+    if (pmpi_stats_on) {
+        s->calls[path]++;
+        s->bytes[path] += bytes;
+        if (alg >= 0 && alg < PMPI_STAT_ALGS)
+            s->alg[alg]++;
+    }
+}
+static inline void pmpi_stat_mpi(pmpi_stat_t *s, pmpi_why_t why, size_t bytes)
+{
+    if (pmpi_stats_on) {
+        s->calls[PMPI_PATH_MPI]++;
+        s->bytes[PMPI_PATH_MPI] += bytes;
+        s->why[why]++;
+    }
+}
+
+/* Print (BOBCAT_STATS=rank|node) at MPI_Finalize; collective over MPI_COMM_WORLD for node. */
+void pmpi_stats_report(void);
+
+#endif

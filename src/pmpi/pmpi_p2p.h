@@ -1,0 +1,115 @@
+/* pmpi_p2p: MPI point-to-point over the msg engine (internal to the MPI layer).
+ *
+ * Routing rule (the consistency that keeps MPI's non-overtaking order): a communicator is either
+ * registered — then every message between two members on one node goes through bobcat and every
+ * other one through the real MPI, for its whole life — or not registered, and then all of its
+ * traffic goes to the real MPI. Registration happens collectively when the communicator is made
+ * (MPI_Init for WORLD/SELF, the constructors in pmpi_p2p_comm.c), where the members also agree
+ * on a matching context; intercommunicators and anything made by a constructor not intercepted
+ * here are never registered.
+ *
+ * Requests: bobcat's live in the segment and carry a handle the real MPI never produces (Open MPI:
+ * the address of a p2p_req_t, whose first word is a non-canonical magic value; MPICH: an int whose
+ * two top bits are 00, HANDLE_KIND_INVALID, with 0x0BC in bits 20-31). Everything that takes a
+ * request tells the two kinds apart and hands the real ones to PMPI_*. */
+#ifndef BOBCAT_PMPI_P2P_H
+#define BOBCAT_PMPI_P2P_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "../msg/msg.h"
+#include "pmpi_comm.h"
+
+#define P2P_HIDDEN __attribute__((visibility("hidden")))
+
+typedef struct p2p_req p2p_req_t;
+
+/* Tests of an unmatched rendezvous send before it is copied aside and completed. */
+#define P2P_DETACH_POLLS 2000
+
+typedef struct p2p_comm {
+    MPI_Comm comm;
+    int ctx, rank, size;
+    int mixed;        /* some members on other nodes */
+    int *local;       /* comm rank -> local index on this node, -1 if on another node */
+    struct p2p_comm *next; /* hash chain */
+} p2p_comm_t;
+
+enum {
+    P2P_K_NULL = 1, /* complete from the start (MPI_PROC_NULL, buffered send) */
+    P2P_K_SEND,     /* engine send */
+    P2P_K_RECV,     /* engine receive (maybe also waiting for off-node traffic: wildcard, mixed comm) */
+    P2P_K_DEFER,    /* off-node receive held back behind an earlier wildcard on its comm */
+    P2P_K_PERSIST,  /* persistent: `inner` is the started operation (either kind of request) */
+};
+
+struct p2p_req {
+    uint64_t magic;           /* first word: tells bobcat's Open MPI handles from real ones */
+    msg_req_t m;
+    int kind, idx;
+    int persistent, active, freed;
+    int mode;                 /* persistent sends: 0 standard, 1 sync, 2 ready, 3 buffered; -1 recv */
+    /* the call's arguments (persistent start, unpack, switching to the real MPI) */
+    void *buf;
+    MPI_Count count;
+    MPI_Datatype type;
+    int peer, tag;
+    MPI_Comm comm;
+    p2p_comm_t *c;
+    void *pack;               /* packed bytes of a non-contiguous datatype (or a Bsend copy) */
+    MPI_Request real;         /* a real request this one now waits on */
+    MPI_Request inner;        /* P2P_K_PERSIST: the started operation */
+    int switched;             /* K_RECV/K_DEFER: matched an off-node message, now `real` */
+    unsigned polls;           /* K_SEND: times tested incomplete (see P2P_DETACH_POLLS) */
+    int done_err;             /* completion: error class (truncation) */
+    /* a finished request's status (when `real` completed, copied from it) */
+    int st_src, st_tag, st_err, st_cancelled;
+    MPI_Count st_bytes;
+    int st_valid;
+    p2p_req_t *onext, *oprev; /* the off-node queue (mixed comms) */
+    p2p_req_t *fnext;         /* free list / orphans */
+};
+
+/* pmpi_p2p_comm.c. Constructors not in that file (MPI_Comm_split_type, pmpi_shm.c) call
+ * p2p_comm_register on their result: collective over the new communicator. */
+P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx);
+P2P_HIDDEN p2p_comm_t *p2p_comm_lookup(MPI_Comm comm);
+P2P_HIDDEN int p2p_enabled(void);
+
+/* pmpi_p2p.c */
+P2P_HIDDEN int p2p_init(void);     /* after PMPI_Init: engine + WORLD/SELF (collective over WORLD) */
+P2P_HIDDEN void p2p_finalize(void); /* before PMPI_Finalize */
+P2P_HIDDEN int p2p_need_progress(void);
+P2P_HIDDEN void p2p_progress(void);
+P2P_HIDDEN void p2p_poke_mpi(void);
+
+/* pmpi_request.c */
+P2P_HIDDEN p2p_req_t *p2p_req_new(void);
+P2P_HIDDEN void p2p_req_release(p2p_req_t *r);
+P2P_HIDDEN p2p_req_t *p2p_req_of(MPI_Request h); /* NULL for real requests and MPI_REQUEST_NULL */
+P2P_HIDDEN MPI_Request p2p_handle_of(p2p_req_t *r);
+/* Matched-probe messages of bobcat's (a p2p_req_t whose buf is the msg_unexp_t) */
+P2P_HIDDEN p2p_req_t *p2p_msg_of(MPI_Message h);
+P2P_HIDDEN MPI_Message p2p_msghandle_of(p2p_req_t *m);
+/* 1 when complete; fills *st (may be MPI_STATUS_IGNORE); returns the MPI error code in *err_p.
+ * Does not release the request. */
+P2P_HIDDEN int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p);
+P2P_HIDDEN void p2p_orphan(p2p_req_t *r);
+P2P_HIDDEN int p2p_orphans_pending(void);
+P2P_HIDDEN void p2p_orphans_reap(void);
+P2P_HIDDEN void p2p_status_set(MPI_Status *st, int src, int tag, MPI_Count bytes, int cancelled);
+P2P_HIDDEN void p2p_status_empty(MPI_Status *st);
+
+/* a wait loop's pause: spins a little, then yields the core */
+P2P_HIDDEN void p2p_relax(unsigned *spins);
+
+/* the off-node queue (pmpi_p2p.c) */
+P2P_HIDDEN void p2p_offq_remove(p2p_req_t *r);
+
+typedef struct {
+    uint64_t calls_bobcat, calls_mpi, calls_offnode, bytes_bobcat, noncontig, offq_switch;
+} p2p_stats_t;
+extern P2P_HIDDEN p2p_stats_t p2p_stats;
+
+#endif

@@ -1,0 +1,233 @@
+/* pmpi_p2p_comm: which communicators bobcat's point-to-point serves, and their matching context.
+ *
+ * A communicator is registered when it is made, collectively: every member computes which members
+ * share its node, and one PMPI_Allreduce agrees on the context (the largest "next context" of any
+ * member, so no member already uses it) and on eligibility (every member has the engine running).
+ * A communicator nobody registered (an intercommunicator, one made by MPI_Comm_idup or by a
+ * constructor this file does not intercept, or any under MPI_THREAD_MULTIPLE) goes to the real MPI
+ * whole, for every member alike. */
+#include "pmpi_p2p.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <bobcat/smartmap.h>
+
+#define NBUCKETS 256
+
+static p2p_comm_t *buckets[NBUCKETS];
+static p2p_comm_t *last;      /* one-entry cache: most programs talk on one communicator */
+static int next_ctx = 2;      /* 0: WORLD, 1: SELF */
+static int engine_ok;         /* p2p_init succeeded here */
+static int nobody;            /* no rank of the job runs the engine (all agree: MPI_Init's allgather) */
+
+P2P_HIDDEN int p2p_enabled(void) { return engine_ok; }
+
+static inline unsigned hash(MPI_Comm c)
+{
+    uintptr_t k = (uintptr_t)c;
+    return (unsigned)((k >> 4) ^ (k >> 12) ^ k) % NBUCKETS;
+}
+
+P2P_HIDDEN void p2p_comm_set_nobody(int v) { nobody = v; }
+
+P2P_HIDDEN p2p_comm_t *p2p_comm_lookup(MPI_Comm comm)
+{
+    p2p_comm_t *c = last;
+    if (c && c->comm == comm)
+        return c;
+    for (c = buckets[hash(comm)]; c; c = c->next)
+        if (c->comm == comm)
+            return last = c;
+    return NULL;
+}
+
+static void drop(MPI_Comm comm)
+{
+    p2p_comm_t **pp = &buckets[hash(comm)];
+    for (; *pp; pp = &(*pp)->next)
+        if ((*pp)->comm == comm) {
+            p2p_comm_t *c = *pp;
+            *pp = c->next;
+            if (last == c)
+                last = NULL;
+            free(c->local);
+            free(c);
+            return;
+        }
+}
+
+/* Collective over `comm` (all members call it): register it or agree not to. fixed_ctx >= 0 for
+ * WORLD (whose context every member knows). */
+P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
+{
+    if (comm == MPI_COMM_NULL || nobody)
+        return; /* nobody: the layer is off everywhere, no need to agree (and no collective) */
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        return; /* intercommunicators: the real MPI, whole (every member sees inter == 1) */
+    int size, rank;
+    PMPI_Comm_size(comm, &size);
+    PMPI_Comm_rank(comm, &rank);
+    int *local = malloc(sizeof(int) * (size_t)size);
+    int *world = malloc(sizeof(int) * (size_t)size);
+    int *idx = malloc(sizeof(int) * (size_t)size);
+    int ok = engine_ok && local && world && idx;
+    int mixed = 0;
+    if (ok) {
+        MPI_Group g, wg;
+        PMPI_Comm_group(comm, &g);
+        PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+        for (int i = 0; i < size; i++)
+            idx[i] = i;
+        PMPI_Group_translate_ranks(g, size, idx, wg, world);
+        PMPI_Group_free(&g);
+        PMPI_Group_free(&wg);
+        for (int i = 0; i < size; i++) {
+            local[i] = world[i] == MPI_UNDEFINED ? -1 : smap_pe_is_local(world[i]);
+            if (local[i] < 0)
+                mixed = 1;
+        }
+    }
+    free(world);
+    free(idx);
+    /* [0] = the context, [1] = 1 if some member cannot take part. */
+    int mine[2] = {fixed_ctx >= 0 ? fixed_ctx : next_ctx, !ok}, agreed[2] = {0, 1};
+    if (PMPI_Allreduce(mine, agreed, 2, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+        agreed[1] = 1;
+    if (agreed[1]) {
+        free(local);
+        return;
+    }
+    if (fixed_ctx < 0)
+        next_ctx = agreed[0] + 1;
+    p2p_comm_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        /* The others registered it: we cannot drop out alone. Corruption-class failure. */
+        PMPI_Abort(MPI_COMM_WORLD, 70);
+        return;
+    }
+    c->comm = comm;
+    c->ctx = agreed[0];
+    c->rank = rank;
+    c->size = size;
+    c->mixed = mixed;
+    c->local = local;
+    unsigned h = hash(comm);
+    c->next = buckets[h];
+    buckets[h] = c;
+}
+
+P2P_HIDDEN void p2p_comm_set_engine(int ok) { engine_ok = ok; }
+
+P2P_HIDDEN void p2p_comm_reset(void)
+{
+    for (int h = 0; h < NBUCKETS; h++)
+        while (buckets[h])
+            drop(buckets[h]->comm);
+    last = NULL;
+}
+
+/* ---- constructors: the real one, then registration on the result (collective there too) ---- */
+
+#define REG(newcomm_p) do { if (rc == MPI_SUCCESS) p2p_comm_register(*(newcomm_p), -1); } while (0)
+
+BOBCAT_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    int rc = PMPI_Comm_dup(comm, newcomm);
+    REG(newcomm);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
+    REG(newcomm);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    int rc = PMPI_Comm_split(comm, color, key, newcomm);
+    REG(newcomm);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    int rc = PMPI_Comm_create(comm, group, newcomm);
+    REG(newcomm);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    int rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
+    REG(newcomm);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
+                                  MPI_Comm *newcomm)
+{
+    int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
+    REG(newcomm);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
+{
+    int rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
+    REG(newcomm);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[], const int edges[], int reorder,
+                                   MPI_Comm *newcomm)
+{
+    int rc = PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm);
+    REG(newcomm);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[], const int degrees[],
+                                        const int destinations[], const int weights[], MPI_Info info, int reorder,
+                                        MPI_Comm *newcomm)
+{
+    int rc = PMPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights, info, reorder, newcomm);
+    REG(newcomm);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int sources[],
+                                                 const int sourceweights[], int outdegree, const int destinations[],
+                                                 const int destweights[], MPI_Info info, int reorder,
+                                                 MPI_Comm *newcomm)
+{
+    int rc = PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
+                                             destweights, info, reorder, newcomm);
+    REG(newcomm);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newcomm)
+{
+    int rc = PMPI_Intercomm_merge(intercomm, high, newcomm);
+    REG(newcomm);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Comm_free(MPI_Comm *comm)
+{
+    if (comm && *comm != MPI_COMM_NULL)
+        drop(*comm);
+    return PMPI_Comm_free(comm);
+}
+
+BOBCAT_EXPORT int MPI_Comm_disconnect(MPI_Comm *comm)
+{
+    if (comm && *comm != MPI_COMM_NULL)
+        drop(*comm);
+    return PMPI_Comm_disconnect(comm);
+}

@@ -1,0 +1,687 @@
+/* mp_p2p: MPI point-to-point semantics, checked value by value, whatever path carries them (bobcat
+ * on one node, the real MPI across simulated nodes, both in one job). Every payload is a function
+ * of (source, destination, tag, index), so a message delivered to the wrong receive, truncated,
+ * reordered or corrupted fails a check. Usage: mp_p2p [big]  ("big" adds a 64 MiB exchange). */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mp_util.h"
+
+static int rank, size;
+static int eager = 4096; /* BOBCAT_P2P_EAGER's default: sizes around it are the interesting ones */
+
+static unsigned char pat(int src, int dst, int tag, size_t i)
+{
+    return (unsigned char)(src * 31 + dst * 7 + tag * 13 + i * 3 + (i >> 8) * 5 + (i >> 16));
+}
+
+static void fill(unsigned char *b, size_t n, int src, int dst, int tag)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = pat(src, dst, tag, i);
+}
+
+static size_t bad_at(const unsigned char *b, size_t n, int src, int dst, int tag)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != pat(src, dst, tag, i))
+            return i;
+    return (size_t)-1;
+}
+
+/* Every ordered pair exchanges every size, standard mode, Send/Recv with Get_count. */
+static void t_sizes(void)
+{
+    size_t sizes[] = {0, 1, 8, (size_t)eager - 1, (size_t)eager, (size_t)eager + 1, 65536, 1 << 20};
+    size_t max = 1 << 20;
+    unsigned char *s = malloc(max), *r = malloc(max);
+    for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        for (int d = 1; d < size; d++) {
+            int to = (rank + d) % size, from = (rank - d + size) % size;
+            fill(s, n, rank, to, (int)k);
+            memset(r, 0xee, max);
+            MPI_Status st;
+            MPI_Request rq;
+            MPI_Irecv(r, (int)max, MPI_BYTE, from, (int)k, MPI_COMM_WORLD, &rq);
+            MPI_Send(s, (int)n, MPI_BYTE, to, (int)k, MPI_COMM_WORLD);
+            MPI_Wait(&rq, &st);
+            int cnt = -1;
+            MPI_Get_count(&st, MPI_BYTE, &cnt);
+            CHECK(cnt == (int)n && st.MPI_SOURCE == from && st.MPI_TAG == (int)k, "size %zu from %d: count %d src %d tag %d",
+                  n, from, cnt, st.MPI_SOURCE, st.MPI_TAG);
+            size_t at = bad_at(r, n, from, rank, (int)k);
+            CHECK(at == (size_t)-1, "size %zu from %d: byte %zu wrong", n, from, at);
+            CHECK(n == max || r[n] == 0xee, "size %zu from %d: wrote past the message", n, from);
+        }
+    }
+    free(s);
+    free(r);
+}
+
+/* The four modes, blocking and not, including Bsend with an attached buffer and a ready send
+ * whose receive is posted before (a barrier orders it). Stack buffers on both sides. */
+static void t_modes(void)
+{
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    unsigned char sb[3 * 4096 + 100], rb[3 * 4096 + 100];
+    size_t n = sizeof sb;
+    int bsz = 4 * (int)n + 4 * MPI_BSEND_OVERHEAD;
+    void *battach = malloc((size_t)bsz);
+    MPI_Buffer_attach(battach, bsz);
+    for (int mode = 0; mode < 8; mode++) {
+        int tag = 100 + mode;
+        fill(sb, n, rank, to, tag);
+        memset(rb, 0, n);
+        MPI_Request rq, sq = MPI_REQUEST_NULL;
+        MPI_Irecv(rb, (int)n, MPI_BYTE, from, tag, MPI_COMM_WORLD, &rq);
+        MPI_Barrier(MPI_COMM_WORLD); /* receives posted: ready mode is legal */
+        switch (mode) {
+        case 0: MPI_Send(sb, (int)n, MPI_BYTE, to, tag, MPI_COMM_WORLD); break;
+        case 1: MPI_Ssend(sb, (int)n, MPI_BYTE, to, tag, MPI_COMM_WORLD); break;
+        case 2: MPI_Rsend(sb, (int)n, MPI_BYTE, to, tag, MPI_COMM_WORLD); break;
+        case 3: MPI_Bsend(sb, (int)n, MPI_BYTE, to, tag, MPI_COMM_WORLD); break;
+        case 4: MPI_Isend(sb, (int)n, MPI_BYTE, to, tag, MPI_COMM_WORLD, &sq); break;
+        case 5: MPI_Issend(sb, (int)n, MPI_BYTE, to, tag, MPI_COMM_WORLD, &sq); break;
+        case 6: MPI_Irsend(sb, (int)n, MPI_BYTE, to, tag, MPI_COMM_WORLD, &sq); break;
+        case 7: MPI_Ibsend(sb, (int)n, MPI_BYTE, to, tag, MPI_COMM_WORLD, &sq); break;
+        }
+        if (mode == 3)
+            memset(sb, 0, n); /* buffered: the message must not depend on sb any more */
+        MPI_Wait(&sq, MPI_STATUS_IGNORE);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        size_t at = bad_at(rb, n, from, rank, tag);
+        CHECK(at == (size_t)-1, "mode %d: byte %zu wrong", mode, at);
+    }
+    void *dummy;
+    int dsz;
+    MPI_Buffer_detach(&dummy, &dsz);
+    CHECK(dummy == battach && dsz == bsz, "Buffer_detach returned another buffer");
+    free(battach);
+    /* Small Bsend completes before the receiver posts (it is buffered). */
+    int v = rank * 10 + 1, got = -1;
+    bsz = 64 + MPI_BSEND_OVERHEAD;
+    battach = malloc((size_t)bsz);
+    MPI_Buffer_attach(battach, bsz);
+    MPI_Bsend(&v, 1, MPI_INT, to, 7, MPI_COMM_WORLD);
+    MPI_Recv(&got, 1, MPI_INT, from, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(got == from * 10 + 1, "Bsend value %d", got);
+    MPI_Buffer_detach(&dummy, &dsz);
+    free(battach);
+}
+
+/* Synchronous send must not complete before the receive matches: the receiver only posts after
+ * it saw (through a second message on another communicator) that the sender's Issend is not done. */
+static void t_ssend_sync(void)
+{
+    if (size < 2 || rank > 1)
+        return;
+    int v = 42, got = 0, peer = 1 - rank;
+    if (rank == 0) {
+        MPI_Request rq;
+        MPI_Issend(&v, 1, MPI_INT, peer, 5, MPI_COMM_WORLD, &rq);
+        int flag = 1;
+        for (int i = 0; i < 100; i++)
+            MPI_Test(&rq, &flag, MPI_STATUS_IGNORE);
+        CHECK(!flag, "Issend completed before the receive was posted");
+        MPI_Send(&flag, 1, MPI_INT, peer, 6, MPI_COMM_WORLD);
+        if (!flag)
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    } else {
+        int f;
+        MPI_Recv(&f, 1, MPI_INT, peer, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(&got, 1, MPI_INT, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(got == 42, "Issend value %d", got);
+    }
+}
+
+/* Out-of-order tags: N messages of each size class, received in reverse tag order. Large ones
+ * go through Isend (the receiver is not there yet); small ones through blocking Send, which must
+ * not wait for the receiver (eager). */
+static void t_tag_order(void)
+{
+    enum { N = 12 };
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    size_t lens[2] = {16, 3 * (size_t)eager};
+    for (int c = 0; c < 2; c++) {
+        size_t n = lens[c];
+        unsigned char *s = malloc(n * N), *r = malloc(n * N);
+        MPI_Request sq[N];
+        for (int t = 0; t < N; t++) {
+            fill(s + t * n, n, rank, to, 200 + t);
+            if (c == 0)
+                MPI_Send(s + t * n, (int)n, MPI_BYTE, to, 200 + t, MPI_COMM_WORLD);
+            else
+                MPI_Isend(s + t * n, (int)n, MPI_BYTE, to, 200 + t, MPI_COMM_WORLD, &sq[t]);
+        }
+        for (int t = N - 1; t >= 0; t--) {
+            MPI_Status st;
+            MPI_Recv(r + t * n, (int)n, MPI_BYTE, from, 200 + t, MPI_COMM_WORLD, &st);
+            CHECK(st.MPI_TAG == 200 + t, "tag %d got %d", 200 + t, st.MPI_TAG);
+            CHECK(bad_at(r + t * n, n, from, rank, 200 + t) == (size_t)-1, "tag %d payload", 200 + t);
+        }
+        if (c == 1)
+            MPI_Waitall(N, sq, MPI_STATUSES_IGNORE);
+        free(s);
+        free(r);
+    }
+}
+
+/* ANY_SOURCE / ANY_TAG: every rank sends M numbered messages (mixed sizes) to rank 0, which
+ * takes them with wildcards; per source the sequence must be increasing (non-overtaking). Then
+ * the wildcard-before-specific ordering: rank 0 posts Irecv(ANY) and then Irecv(src) for two
+ * messages of the same source and tag: the first must land in the wildcard. */
+static void t_wildcards(void)
+{
+    enum { M = 20 };
+    if (rank == 0) {
+        int *next = calloc((size_t)size, sizeof(int));
+        int cap = 4 * eager + 7 * M;
+        unsigned char *buf = malloc((size_t)cap);
+        for (int k = 0; k < M * (size - 1); k++) {
+            MPI_Status st;
+            MPI_Recv(buf, cap, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+            int s = st.MPI_SOURCE, cnt;
+            MPI_Get_count(&st, MPI_BYTE, &cnt);
+            CHECK(s > 0 && s < size, "source %d", s);
+            if (s <= 0 || s >= size)
+                continue;
+            int seq = st.MPI_TAG - 300;
+            CHECK(seq == next[s], "from %d: seq %d, expected %d (overtaken)", s, seq, next[s]);
+            size_t n = (seq % 3 == 2) ? 2 * (size_t)eager : (size_t)(seq * 7);
+            CHECK((size_t)cnt == n && bad_at(buf, n, s, 0, st.MPI_TAG) == (size_t)-1, "from %d seq %d payload", s, seq);
+            next[s] = seq + 1;
+        }
+        free(next);
+        free(buf);
+    } else {
+        unsigned char *b = malloc(2 * (size_t)eager + 7 * M); /* seq * 7 may pass 2 * eager */
+        for (int seq = 0; seq < M; seq++) {
+            size_t n = (seq % 3 == 2) ? 2 * (size_t)eager : (size_t)(seq * 7);
+            fill(b, n, rank, 0, 300 + seq);
+            MPI_Send(b, (int)n, MPI_BYTE, 0, 300 + seq, MPI_COMM_WORLD);
+        }
+        free(b);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    int last = size - 1;
+    if (rank == 0 && last > 0) {
+        int a = -1, b = -1;
+        MPI_Request rq[2];
+        MPI_Irecv(&a, 1, MPI_INT, MPI_ANY_SOURCE, 400, MPI_COMM_WORLD, &rq[0]);
+        MPI_Irecv(&b, 1, MPI_INT, last, 400, MPI_COMM_WORLD, &rq[1]);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+        CHECK(a == 1 && b == 2, "wildcard then specific: got %d, %d (expected 1, 2)", a, b);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == last) {
+            int one = 1, two = 2;
+            MPI_Send(&one, 1, MPI_INT, 0, 400, MPI_COMM_WORLD);
+            MPI_Send(&two, 1, MPI_INT, 0, 400, MPI_COMM_WORLD);
+        }
+    }
+}
+
+/* Truncation through the communicator's error handler (set to return), and statuses. */
+static void t_truncate(void)
+{
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    /* MPICH raises request-array errors on MPI_COMM_WORLD's handler */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    size_t lens[2] = {100, 2 * (size_t)eager};
+    for (int k = 0; k < 2; k++) {
+        size_t n = lens[k];
+        unsigned char *s = malloc(n), *r = calloc(n, 1);
+        fill(s, n, rank, to, 500 + k);
+        MPI_Request sq;
+        MPI_Isend(s, (int)n, MPI_BYTE, to, 500 + k, c, &sq);
+        MPI_Status st;
+        int rc = MPI_Recv(r, (int)n / 2, MPI_BYTE, from, 500 + k, c, &st);
+        int cls = -1;
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_TRUNCATE, "len %zu: Recv into half returned class %d, not MPI_ERR_TRUNCATE", n, cls);
+        /* The standard leaves the buffer's contents after a truncation open (Open MPI even writes
+         * past it); the status must still name the message. */
+        CHECK(st.MPI_SOURCE == from && st.MPI_TAG == 500 + k, "len %zu: truncated status", n);
+        MPI_Wait(&sq, MPI_STATUS_IGNORE);
+        /* the same through Waitall: MPI_ERR_IN_STATUS and the status's MPI_ERROR */
+        MPI_Request rq[2];
+        MPI_Irecv(r, (int)n / 4, MPI_BYTE, from, 510 + k, c, &rq[0]);
+        MPI_Isend(s, (int)n, MPI_BYTE, to, 510 + k, c, &rq[1]);
+        MPI_Status sts[2];
+        rc = MPI_Waitall(2, rq, sts);
+        MPI_Error_class(rc, &cls);
+        int c0 = -1;
+        MPI_Error_class(sts[0].MPI_ERROR, &c0);
+        CHECK(cls == MPI_ERR_IN_STATUS && c0 == MPI_ERR_TRUNCATE, "len %zu: Waitall class %d, status class %d", n, cls, c0);
+        if (rq[1] != MPI_REQUEST_NULL)
+            MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+        free(s);
+        free(r);
+    }
+    MPI_Comm_free(&c);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+/* Cancel a receive nobody sends to; a cancelled receive must not swallow a later message. */
+static void t_cancel(void)
+{
+    int x = -1, to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    MPI_Request rq;
+    MPI_Irecv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 601, MPI_COMM_WORLD, &rq); /* nobody sends 601 */
+    MPI_Cancel(&rq);
+    MPI_Status st;
+    MPI_Wait(&rq, &st);
+    int flag = 0;
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag == 1 && rq == MPI_REQUEST_NULL, "receive not cancelled");
+    int v = rank + 1000;
+    MPI_Request sq;
+    MPI_Isend(&v, 1, MPI_INT, to, 600, MPI_COMM_WORLD, &sq);
+    st.MPI_ERROR = 12345; /* single-completion calls leave MPI_ERROR alone (MPI 3.2.5) */
+    MPI_Recv(&x, 1, MPI_INT, from, 600, MPI_COMM_WORLD, &st);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(x == from + 1000 && !flag, "after cancel: got %d", x);
+    CHECK(st.MPI_ERROR == 12345, "MPI_Recv changed MPI_ERROR to %d", st.MPI_ERROR);
+    MPI_Wait(&sq, MPI_STATUS_IGNORE);
+}
+
+/* Probe, then receive what it announced; Iprobe until there; Mprobe/Mrecv and Improbe/Imrecv. */
+static void t_probe(void)
+{
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    size_t lens[3] = {5, (size_t)eager + 1, 100000};
+    unsigned char *s = malloc(100000);
+    MPI_Request sq[3];
+    for (int k = 0; k < 3; k++) {
+        fill(s, lens[k], rank, to, 700 + k); /* same prefix pattern for every k's tag */
+        unsigned char *copy = malloc(lens[k]);
+        memcpy(copy, s, lens[k]);
+        MPI_Isend(copy, (int)lens[k], MPI_BYTE, to, 700 + k, MPI_COMM_WORLD, &sq[k]);
+    }
+    for (int k = 0; k < 3; k++) {
+        MPI_Status st;
+        int cnt = 0;
+        unsigned char *r;
+        if (k == 0) {
+            MPI_Probe(MPI_ANY_SOURCE, 700, MPI_COMM_WORLD, &st);
+            MPI_Get_count(&st, MPI_BYTE, &cnt);
+            r = malloc((size_t)cnt + 1);
+            MPI_Recv(r, cnt, MPI_BYTE, st.MPI_SOURCE, 700, MPI_COMM_WORLD, &st);
+        } else if (k == 1) {
+            MPI_Message m;
+            int flag = 0;
+            while (!flag)
+                MPI_Improbe(from, 701, MPI_COMM_WORLD, &flag, &m, &st);
+            MPI_Get_count(&st, MPI_BYTE, &cnt);
+            r = malloc((size_t)cnt + 1);
+            MPI_Request rq;
+            MPI_Imrecv(r, cnt, MPI_BYTE, &m, &rq);
+            CHECK(m == MPI_MESSAGE_NULL, "Imrecv left the message handle");
+            MPI_Wait(&rq, &st);
+        } else {
+            int flag = 0;
+            while (!flag)
+                MPI_Iprobe(from, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+            MPI_Message m;
+            MPI_Mprobe(from, 702, MPI_COMM_WORLD, &m, &st);
+            MPI_Get_count(&st, MPI_BYTE, &cnt);
+            r = malloc((size_t)cnt + 1);
+            MPI_Mrecv(r, cnt, MPI_BYTE, &m, &st);
+        }
+        CHECK(st.MPI_SOURCE == from && (size_t)cnt == lens[k], "probe %d: src %d count %d", k, st.MPI_SOURCE, cnt);
+        CHECK(bad_at(r, lens[k], from, rank, 700 + k) == (size_t)-1, "probe %d: payload", k);
+        free(r);
+    }
+    MPI_Waitall(3, sq, MPI_STATUSES_IGNORE);
+    free(s);
+    /* Probe of MPI_PROC_NULL answers at once. */
+    MPI_Status st;
+    int flag = 0;
+    MPI_Iprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &flag, &st);
+    CHECK(flag && st.MPI_SOURCE == MPI_PROC_NULL, "Iprobe(PROC_NULL)");
+}
+
+/* MPI_PROC_NULL everywhere, and a status of an empty receive. */
+static void t_proc_null(void)
+{
+    int x = 7;
+    MPI_Status st;
+    MPI_Send(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD);
+    MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st);
+    int cnt = -1;
+    MPI_Get_count(&st, MPI_INT, &cnt);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && cnt == 0 && x == 7, "Recv(PROC_NULL) status");
+    MPI_Request rq[2];
+    MPI_Isend(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &rq[0]);
+    MPI_Irecv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &rq[1]);
+    MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL, "PROC_NULL requests not freed");
+    MPI_Sendrecv(&x, 1, MPI_INT, MPI_PROC_NULL, 1, &x, 1, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD, &st);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "Sendrecv(PROC_NULL)");
+}
+
+/* Waitany / Waitsome / Testany / Testsome over bobcat's requests and the real MPI's (a
+ * communicator from MPI_Comm_idup, which bobcat leaves to the real MPI). */
+static void t_mixed_requests(void)
+{
+    MPI_Comm real;
+    MPI_Request ir;
+    MPI_Comm_idup(MPI_COMM_WORLD, &real, &ir);
+    MPI_Wait(&ir, MPI_STATUS_IGNORE);
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    enum { K = 4 };
+    int in[2 * K], out[2 * K];
+    MPI_Request rq[2 * K], sq[2 * K];
+    for (int i = 0; i < 2 * K; i++) {
+        in[i] = -1;
+        out[i] = rank * 100 + i;
+        MPI_Comm c = i % 2 ? real : MPI_COMM_WORLD;
+        MPI_Irecv(&in[i], 1, MPI_INT, from, 800 + i, c, &rq[i]);
+    }
+    rq[3] = MPI_REQUEST_NULL; /* a null entry among them */
+    in[3] = from * 100 + 3;
+    for (int i = 2 * K - 1; i >= 0; i--) {
+        MPI_Comm c = i % 2 ? real : MPI_COMM_WORLD;
+        if (i == 3)
+            sq[i] = MPI_REQUEST_NULL;
+        else
+            MPI_Isend(&out[i], 1, MPI_INT, to, 800 + i, c, &sq[i]);
+    }
+    int seen[2 * K] = {0}, done = 1; /* index 3 is null */
+    seen[3] = 1;
+    while (done < 2 * K) {
+        int idx[2 * K], n = 0;
+        MPI_Status sts[2 * K];
+        if (done % 2) {
+            MPI_Waitany(2 * K, rq, &idx[0], &sts[0]);
+            n = 1;
+        } else {
+            MPI_Waitsome(2 * K, rq, &n, idx, sts);
+        }
+        for (int j = 0; j < n; j++) {
+            int i = idx[j];
+            CHECK(i >= 0 && i < 2 * K && !seen[i], "completed index %d twice or out of range", i);
+            if (i < 0 || i >= 2 * K)
+                continue;
+            seen[i] = 1;
+            CHECK(rq[i] == MPI_REQUEST_NULL, "completed request %d not freed", i);
+            CHECK(sts[j].MPI_TAG == 800 + i && sts[j].MPI_SOURCE == from, "status of %d: tag %d", i, sts[j].MPI_TAG);
+            done++;
+        }
+    }
+    int idx = 0;
+    MPI_Waitany(2 * K, rq, &idx, MPI_STATUS_IGNORE);
+    CHECK(idx == MPI_UNDEFINED, "Waitany over null requests gave %d", idx);
+    int flag = 0;
+    MPI_Testall(2 * K, sq, &flag, MPI_STATUSES_IGNORE);
+    if (!flag)
+        MPI_Waitall(2 * K, sq, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < 2 * K; i++)
+        CHECK(in[i] == from * 100 + i, "mixed %d: got %d", i, in[i]);
+    /* Testany / Testsome until done */
+    MPI_Request t[2];
+    int a = -1, b = -1, x = rank, y = rank + 1;
+    MPI_Irecv(&a, 1, MPI_INT, from, 850, MPI_COMM_WORLD, &t[0]);
+    MPI_Irecv(&b, 1, MPI_INT, from, 851, real, &t[1]);
+    MPI_Send(&x, 1, MPI_INT, to, 850, MPI_COMM_WORLD);
+    MPI_Send(&y, 1, MPI_INT, to, 851, real);
+    int got = 0;
+    while (got < 2) {
+        int i, f, n, ids[2];
+        MPI_Testany(2, t, &i, &f, MPI_STATUS_IGNORE);
+        if (f && i != MPI_UNDEFINED)
+            got++;
+        MPI_Testsome(2, t, &n, ids, MPI_STATUSES_IGNORE);
+        if (n != MPI_UNDEFINED)
+            got += n;
+    }
+    CHECK(a == from && b == from + 1, "Testany/Testsome values %d %d", a, b);
+    MPI_Comm_free(&real);
+}
+
+/* Persistent requests started many times, data checked every round; Request_get_status. */
+static void t_persistent(void)
+{
+    enum { ROUNDS = 100 };
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    size_t n = (size_t)eager + 1;
+    unsigned char *s = malloc(n), *r = malloc(n);
+    int sv = 0, rv = 0;
+    MPI_Request q[4];
+    MPI_Send_init(s, (int)n, MPI_BYTE, to, 900, MPI_COMM_WORLD, &q[0]);
+    MPI_Recv_init(r, (int)n, MPI_BYTE, from, 900, MPI_COMM_WORLD, &q[1]);
+    MPI_Ssend_init(&sv, 1, MPI_INT, to, 901, MPI_COMM_WORLD, &q[2]);
+    MPI_Recv_init(&rv, 1, MPI_INT, MPI_ANY_SOURCE, 901, MPI_COMM_WORLD, &q[3]);
+    for (int round = 0; round < ROUNDS; round++) {
+        fill(s, n, rank, to, round);
+        sv = rank * 1000 + round;
+        MPI_Startall(4, q);
+        if (round % 2) {
+            MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
+        } else {
+            int flag = 0;
+            while (!flag)
+                MPI_Testall(4, q, &flag, MPI_STATUSES_IGNORE);
+        }
+        CHECK(bad_at(r, n, from, rank, round) == (size_t)-1 && rv == from * 1000 + round, "round %d", round);
+        if (mp_failures)
+            break;
+    }
+    for (int i = 0; i < 4; i++) {
+        CHECK(q[i] != MPI_REQUEST_NULL, "persistent request %d freed by completion", i);
+        int flag = 0;
+        MPI_Status st;
+        MPI_Request_get_status(q[i], &flag, &st);
+        CHECK(flag, "inactive persistent request %d not complete", i);
+        MPI_Request_free(&q[i]);
+    }
+    free(s);
+    free(r);
+}
+
+/* Derived datatypes: a strided vector sent, received contiguous and as the same vector. */
+static void t_datatypes(void)
+{
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    enum { COUNT = 2000, STRIDE = 3 };
+    MPI_Datatype vec;
+    MPI_Type_vector(COUNT, 1, STRIDE, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    int *sv = malloc(sizeof(int) * COUNT * STRIDE), *rc = malloc(sizeof(int) * COUNT),
+        *rv = malloc(sizeof(int) * COUNT * STRIDE);
+    for (int i = 0; i < COUNT * STRIDE; i++)
+        sv[i] = rank * 100000 + i;
+    MPI_Request sq[2];
+    MPI_Isend(sv, 1, vec, to, 1000, MPI_COMM_WORLD, &sq[0]);
+    MPI_Isend(sv, 1, vec, to, 1001, MPI_COMM_WORLD, &sq[1]);
+    MPI_Status st;
+    MPI_Recv(rc, COUNT, MPI_INT, from, 1000, MPI_COMM_WORLD, &st);
+    int cnt = 0, el = 0;
+    MPI_Get_count(&st, MPI_INT, &cnt);
+    CHECK(cnt == COUNT, "vector into ints: count %d", cnt);
+    for (int i = 0; i < COUNT; i++)
+        if (rc[i] != from * 100000 + i * STRIDE) {
+            CHECK(0, "vector into ints: [%d] = %d", i, rc[i]);
+            break;
+        }
+    for (int i = 0; i < COUNT * STRIDE; i++)
+        rv[i] = -1;
+    MPI_Recv(rv, 1, vec, from, 1001, MPI_COMM_WORLD, &st);
+    MPI_Get_count(&st, vec, &cnt);
+    MPI_Get_elements(&st, vec, &el);
+    CHECK(cnt == 1 && el == COUNT, "vector: count %d elements %d", cnt, el);
+    for (int i = 0; i < COUNT * STRIDE; i++)
+        if (rv[i] != (i % STRIDE ? -1 : from * 100000 + i)) {
+            CHECK(0, "vector into vector: [%d] = %d", i, rv[i]);
+            break;
+        }
+    MPI_Waitall(2, sq, MPI_STATUSES_IGNORE);
+    MPI_Type_free(&vec);
+    /* A contiguous derived type and a partial count: Get_count says MPI_UNDEFINED. */
+    MPI_Datatype pair;
+    MPI_Type_contiguous(2, MPI_DOUBLE, &pair);
+    MPI_Type_commit(&pair);
+    double d[6] = {1, 2, 3, 4, 5, 6}, e[6] = {0};
+    MPI_Request q;
+    MPI_Isend(d, 5, MPI_DOUBLE, to, 1002, MPI_COMM_WORLD, &q);
+    MPI_Recv(e, 3, pair, from, 1002, MPI_COMM_WORLD, &st);
+    MPI_Get_count(&st, pair, &cnt);
+    MPI_Get_elements(&st, pair, &el);
+    CHECK(cnt == MPI_UNDEFINED && el == 5 && e[4] == 5 && e[5] == 0, "pair: count %d elements %d", cnt, el);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    MPI_Type_free(&pair);
+    free(sv);
+    free(rc);
+    free(rv);
+}
+
+/* Sendrecv and Sendrecv_replace around the ring, on communicators made every way. */
+static void t_comms(void)
+{
+    MPI_Comm comms[5];
+    int nc = 0;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[nc++]);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &comms[nc++]);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &comms[nc++]);
+    MPI_Group wg, g;
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    int excl[1] = {0};
+    MPI_Group_excl(wg, 1, excl, &g);
+    MPI_Comm_create(MPI_COMM_WORLD, g, &comms[nc++]); /* MPI_COMM_NULL on rank 0 */
+    int dims[1] = {size}, periods[1] = {1};
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &comms[nc++]);
+    MPI_Group_free(&g);
+    MPI_Group_free(&wg);
+    for (int k = 0; k < nc; k++) {
+        MPI_Comm c = comms[k];
+        /* a message on WORLD with the same tag must not be taken by c's receive */
+        int wv = 5555, got = -1, wgot = -1;
+        MPI_Request wq;
+        MPI_Isend(&wv, 1, MPI_INT, (rank + 1) % size, 1100, MPI_COMM_WORLD, &wq);
+        if (c == MPI_COMM_NULL) {
+            MPI_Recv(&wgot, 1, MPI_INT, (rank - 1 + size) % size, 1100, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Wait(&wq, MPI_STATUS_IGNORE);
+            continue;
+        }
+        int r, n;
+        MPI_Comm_rank(c, &r);
+        MPI_Comm_size(c, &n);
+        int to = (r + 1) % n, from = (r - 1 + n) % n, cv = r * 10 + k;
+        MPI_Status st;
+        MPI_Sendrecv(&cv, 1, MPI_INT, to, 1100, &got, 1, MPI_INT, from, 1100, c, &st);
+        CHECK(got == from * 10 + k && st.MPI_SOURCE == from, "comm %d: Sendrecv got %d", k, got);
+        MPI_Recv(&wgot, 1, MPI_INT, (rank - 1 + size) % size, 1100, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(wgot == 5555, "comm %d: WORLD message got %d", k, wgot);
+        MPI_Wait(&wq, MPI_STATUS_IGNORE);
+        size_t len = (size_t)eager * 2;
+        unsigned char *b = malloc(len);
+        fill(b, len, r, to, k);
+        MPI_Sendrecv_replace(b, (int)len, MPI_BYTE, to, 1101, from, 1101, c, &st);
+        CHECK(bad_at(b, len, from, r, k) == (size_t)-1, "comm %d: Sendrecv_replace payload", k);
+        free(b);
+    }
+    for (int k = 0; k < nc; k++)
+        if (comms[k] != MPI_COMM_NULL)
+            MPI_Comm_free(&comms[k]);
+}
+
+/* Request_free of an active send: the message still arrives. */
+static void t_request_free(void)
+{
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    size_t n = 3 * (size_t)eager;
+    unsigned char *s = malloc(n), *r = malloc(n);
+    fill(s, n, rank, to, 1200);
+    MPI_Request q;
+    MPI_Isend(s, (int)n, MPI_BYTE, to, 1200, MPI_COMM_WORLD, &q);
+    MPI_Request_free(&q);
+    CHECK(q == MPI_REQUEST_NULL, "Request_free left the handle");
+    MPI_Recv(r, (int)n, MPI_BYTE, from, 1200, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(bad_at(r, n, from, rank, 1200) == (size_t)-1, "freed send payload");
+    MPI_Barrier(MPI_COMM_WORLD); /* the receiver has copied: s may go */
+    free(s);
+    free(r);
+}
+
+/* Many small blocking sends before the receiver looks: more than the inbox holds. */
+static void t_flood(void)
+{
+    enum { F = 200 };
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    for (int i = 0; i < F; i++) {
+        int v = rank * 100000 + i;
+        MPI_Send(&v, 1, MPI_INT, to, 1300, MPI_COMM_WORLD);
+    }
+    for (int i = 0; i < F; i++) {
+        int v = -1;
+        MPI_Recv(&v, 1, MPI_INT, from, 1300, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (v != from * 100000 + i) {
+            CHECK(0, "flood %d: got %d", i, v);
+            break;
+        }
+    }
+}
+
+/* 64 MiB between rank pairs (0,1), (2,3)... */
+static void t_big(void)
+{
+    size_t n = 64u << 20;
+    int peer = rank ^ 1;
+    if (peer >= size)
+        return;
+    unsigned char *s = malloc(n), *r = malloc(n);
+    fill(s, n, rank, peer, 1400);
+    MPI_Status st;
+    MPI_Sendrecv(s, (int)n, MPI_BYTE, peer, 1400, r, (int)n, MPI_BYTE, peer, 1400, MPI_COMM_WORLD, &st);
+    int cnt = 0;
+    MPI_Get_count(&st, MPI_BYTE, &cnt);
+    CHECK(cnt == (int)n && bad_at(r, n, peer, rank, 1400) == (size_t)-1, "64 MiB: count %d", cnt);
+    free(s);
+    free(r);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *e = getenv("BOBCAT_P2P_EAGER");
+    if (e)
+        eager = atoi(e);
+    struct {
+        const char *name;
+        void (*fn)(void);
+    } tests[] = {{"sizes", t_sizes},         {"modes", t_modes},           {"ssend_sync", t_ssend_sync},
+                 {"tag_order", t_tag_order}, {"wildcards", t_wildcards},   {"truncate", t_truncate},
+                 {"cancel", t_cancel},       {"probe", t_probe},           {"proc_null", t_proc_null},
+                 {"mixed_requests", t_mixed_requests}, {"persistent", t_persistent}, {"datatypes", t_datatypes},
+                 {"comms", t_comms},         {"request_free", t_request_free}, {"flood", t_flood},
+                 {"big", t_big}};
+    for (unsigned i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        if (tests[i].fn == t_big && !(argc > 1 && !strcmp(argv[1], "big")))
+            continue;
+        const char *only = getenv("MP_P2P_ONLY"); /* for debugging: one test by name */
+        if (only && strcmp(only, tests[i].name))
+            continue;
+        int before = mp_failures;
+        if (getenv("MP_P2P_VERBOSE"))
+            fprintf(stderr, "rank %d: %s\n", rank, tests[i].name);
+        tests[i].fn();
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (mp_failures != before)
+            fprintf(stderr, "rank %d: %s failed\n", rank, tests[i].name);
+    }
+    int total = 0;
+    MPI_Allreduce(&mp_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("mp_p2p: %d ranks, %d failures\n", size, total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
