@@ -151,12 +151,14 @@ static int vlayout(vlayout_t *v, int n, const int *counts, const int *displs, co
     v->packed = !d->dense;
     v->total = 0;
     for (int r = 0; r < n; r++) {
-        if (counts[r] < 0 || (!v->packed && displs[r] < 0)) {
+        if (counts[r] < 0) {
             free(v->bytes);
             return -1;
         }
+        /* A negative displacement is legal (the buffer pointer need not be the lowest address):
+         * the byte offset wraps as an unsigned add and lands below the buffer. */
         v->bytes[r] = (size_t)counts[r] * (size_t)d->size;
-        v->displ[r] = v->packed ? v->total : (size_t)displs[r] * (size_t)d->extent;
+        v->displ[r] = v->packed ? v->total : (size_t)((MPI_Aint)displs[r] * d->extent);
         v->total += v->bytes[r];
     }
     return 0;
@@ -170,10 +172,15 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
     pc_dt_t sd = {0}, rd = {0};
     int me = pc ? pc->rank : 0, in_place = sbuf == MPI_IN_PLACE;
     vlayout_t v = {0};
-    if (pc && (root < 0 || root >= pc->size || (me != root && in_place) || (me == root && sbuf == rbuf)))
+    if (pc && (root < 0 || root >= pc->size || (me != root && in_place)))
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (pc && ((me == root && (pc_dt(rtype, &rd) || vlayout(&v, pc->size, rcounts, displs, &rd))) ||
                ((me != root || !in_place) && (pc_dt(stype, &sd) || scount < 0))))
+        pc = NULL, why = PMPI_WHY_VARIANT;
+    /* The root's own piece may alias its receive buffer when it is empty (mpi4py passes NULL for
+     * both): legal, and a root that fell back alone would wait in the real MPI while the others
+     * wait here. Only a non-empty aliased piece is erroneous (the real MPI reports it). */
+    if (pc && me == root && !in_place && sbuf == rbuf && (long long)scount * sd.size > 0)
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
         free(v.bytes);
@@ -209,10 +216,15 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
     pc_dt_t sd = {0}, rd = {0};
     int me = pc ? pc->rank : 0, in_place = rbuf == MPI_IN_PLACE;
     vlayout_t v = {0};
-    if (pc && (root < 0 || root >= pc->size || (me != root && in_place) || (me == root && sbuf == rbuf)))
+    if (pc && (root < 0 || root >= pc->size || (me != root && in_place)))
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (pc && ((me == root && (pc_dt(stype, &sd) || vlayout(&v, pc->size, scounts, displs, &sd))) ||
                ((me != root || !in_place) && (pc_dt(rtype, &rd) || rcount < 0))))
+        pc = NULL, why = PMPI_WHY_VARIANT;
+    /* The root's own piece may alias its receive buffer when it is empty (mpi4py passes NULL for
+     * both): legal, and a root that fell back alone would wait in the real MPI while the others
+     * wait here. Only a non-empty aliased piece is erroneous (the real MPI reports it). */
+    if (pc && me == root && !in_place && sbuf == rbuf && (long long)rcount * rd.size > 0)
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
         free(v.bytes);
@@ -254,7 +266,7 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
     int in_place = sbuf == MPI_IN_PLACE, n = pc ? pc->size : 1, me = pc ? pc->rank : 0;
     int *cnt = NULL, *dsp = NULL;
     vlayout_t v = {0};
-    if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
+    if (pc && rbuf == MPI_IN_PLACE)
         pc = NULL; /* erroneous: the real MPI reports it */
     if (pc) {
         cnt = malloc(2 * (size_t)n * sizeof(int));
@@ -266,6 +278,9 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
             dsp[r] = rcounts ? displs[r] : (fits(rcount, r) ? rcount * r : -1);
         }
         long long mine = in_place ? 0 : (long long)scount * (pc_dt(stype, &sd) ? -1 : sd.size);
+        /* An empty piece may alias rbuf (legal; see Gatherv); a non-empty one is erroneous. */
+        if (!in_place && sbuf == rbuf && mine != 0)
+            mine = -1;
         if (pc_dt(rtype, &rd) || mine < 0 || vlayout(&v, n, cnt, dsp, &rd) || !v.total || (!rcounts && !fits(rcount, n)))
             pc = NULL, why = PMPI_WHY_VARIANT;
     }

@@ -613,6 +613,23 @@ static void node_things(void)
     MPI_Win_free(&win);
     }
     MPI_Comm_free(&shm);
+    /* Only one rank asks for SHARED; the others pass MPI_UNDEFINED and get MPI_COMM_NULL (the
+     * layer's split must still be one collective sequence on every rank). */
+    for (int root = 0; root < wsize; root += wsize > 2 ? wsize - 1 : 1) {
+        MPI_Comm one;
+        MPI_Comm_split_type(MPI_COMM_WORLD, wrank == root ? MPI_COMM_TYPE_SHARED : MPI_UNDEFINED, 0, MPI_INFO_NULL, &one);
+        if (wrank == root) {
+            int s1 = -1;
+            CHECK(one != MPI_COMM_NULL, "split_type(SHARED) alone gave MPI_COMM_NULL");
+            if (one != MPI_COMM_NULL) {
+                MPI_Comm_size(one, &s1);
+                MPI_Comm_free(&one);
+            }
+            CHECK(s1 == 1, "split_type(SHARED) alone has %d ranks", s1);
+        } else {
+            CHECK(one == MPI_COMM_NULL, "split_type(MPI_UNDEFINED) did not give MPI_COMM_NULL");
+        }
+    }
 
     /* Nonblocking collectives (real MPI) interleaved with blocking ones (bobcat) on one comm. */
     int a = wrank, b = 0, x = wrank + 1, y = 0;
@@ -629,6 +646,102 @@ static void node_things(void)
     MPI_Bcast(&g, 1, MPI_INT, wsize - 1, MPI_COMM_WORLD);
     MPI_Wait(&req[0], MPI_STATUS_IGNORE);
     CHECK(bc == 42 && g == wsize - 1, "Ibcast + Bcast: %d %d", bc, g);
+}
+
+/* ---- zero counts and NULL buffers (found by mpi4py's suite) ----------------------------------
+ * MPI allows any buffer with count 0 (mpi4py passes NULL for an empty array) and root-only
+ * arguments are insignificant elsewhere (NULL on non-roots). Every rank must still take the same
+ * path: a root that fell back to the real MPI alone hung Gatherv and crashed the next Scatterv. */
+static int zword(int from, int to, int i) { return from * 1000 + to * 10 + i; }
+
+static void zero_counts(MPI_Comm comm)
+{
+    int n, me;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    int *cnt = malloc(sizeof(int) * (size_t)n), *dsp = malloc(sizeof(int) * (size_t)n);
+    int *big = malloc(sizeof(int) * (size_t)(4 * n + 8)), *mine = malloc(sizeof(int) * 8);
+    static int sbig[64], rsmall[8];
+    for (int root = 0; root < n; root++) {
+        for (int q = 0; q < n; q++)
+            cnt[q] = 0, dsp[q] = 0;
+        /* All empty, NULL everywhere, root-only arguments NULL off the root. */
+        MPI_Gatherv(NULL, 0, MPI_SIGNED_CHAR, NULL, me == root ? cnt : NULL, me == root ? dsp : NULL, MPI_SIGNED_CHAR,
+                    root, comm);
+        MPI_Scatterv(NULL, me == root ? cnt : NULL, me == root ? dsp : NULL, MPI_SIGNED_CHAR, NULL, 0, MPI_SIGNED_CHAR,
+                     root, comm);
+        MPI_Gather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, root, comm);
+        MPI_Scatter(NULL, 0, MPI_INT, NULL, 0, MPI_INT, root, comm);
+        MPI_Bcast(NULL, 0, MPI_INT, root, comm);
+        MPI_Reduce(NULL, NULL, 0, MPI_INT, MPI_SUM, root, comm);
+        /* Then 1 element each from a static buffer (the count-0 call must leave nothing behind). */
+        for (int q = 0; q < n; q++)
+            cnt[q] = 1, dsp[q] = q, sbig[q] = zword(root, q, 0);
+        rsmall[0] = -1;
+        MPI_Scatterv(me == root ? sbig : NULL, me == root ? cnt : NULL, me == root ? dsp : NULL, MPI_INT, rsmall, 1,
+                     MPI_INT, root, comm);
+        CHECK(rsmall[0] == zword(root, me, 0), "Scatterv after a 0-count call, root %d: got %d", root, rsmall[0]);
+
+        /* Differing counts: rank q sends q % 3 elements, so some send 0 from NULL (the root too,
+         * whose empty piece aliases its receive buffer); displacements run backwards from the
+         * middle of the root's buffer (negative ones are legal). */
+        int total = 0;
+        for (int q = 0; q < n; q++)
+            cnt[q] = q % 3, total += cnt[q];
+        int *mid = big + total; /* pieces at mid - (end of piece q) */
+        for (int q = 0, off = 0; q < n; q++)
+            off += cnt[q], dsp[q] = -off;
+        for (int i = 0; i < 2 * total + 8; i++)
+            big[i] = -7;
+        for (int i = 0; i < cnt[me]; i++)
+            mine[i] = zword(root, me, i);
+        const void *sb = cnt[me] ? mine : (me == root ? (void *)mid : NULL);
+        MPI_Gatherv(sb, cnt[me], MPI_INT, me == root ? mid : NULL, me == root ? cnt : NULL, me == root ? dsp : NULL,
+                    MPI_INT, root, comm);
+        if (me == root)
+            for (int q = 0; q < n; q++)
+                for (int i = 0; i < cnt[q]; i++)
+                    if (mid[dsp[q] + i] != zword(root, q, i))
+                        CHECK(0, "Gatherv uneven root %d from %d element %d = %d", root, q, i, mid[dsp[q] + i]);
+        if (me == root)
+            for (int q = 0; q < n; q++)
+                for (int i = 0; i < cnt[q]; i++)
+                    mid[dsp[q] + i] = zword(root + 1, q, i);
+        for (int i = 0; i < 8; i++)
+            mine[i] = -7;
+        MPI_Scatterv(me == root ? mid : NULL, me == root ? cnt : NULL, me == root ? dsp : NULL, MPI_INT,
+                     cnt[me] ? mine : (me == root ? (void *)mid : NULL), cnt[me], MPI_INT, root, comm);
+        for (int i = 0; i < cnt[me]; i++)
+            CHECK(mine[i] == zword(root + 1, me, i), "Scatterv uneven root %d element %d = %d", root, i, mine[i]);
+        CHECK(cnt[me] || mine[0] == -7, "Scatterv uneven root %d wrote a 0-count receive", root);
+    }
+    /* Allgatherv with some pieces empty (sent from NULL), Allgather/Alltoall/Allreduce of nothing. */
+    int total = 0;
+    for (int q = 0; q < n; q++)
+        cnt[q] = (q + 1) % 3, dsp[q] = total, total += cnt[q];
+    for (int i = 0; i < cnt[me]; i++)
+        mine[i] = zword(9, me, i);
+    for (int i = 0; i < total + 1; i++)
+        big[i] = -7;
+    MPI_Allgatherv(cnt[me] ? mine : NULL, cnt[me], MPI_INT, big, cnt, dsp, MPI_INT, comm);
+    for (int q = 0; q < n; q++)
+        for (int i = 0; i < cnt[q]; i++)
+            if (big[dsp[q] + i] != zword(9, q, i))
+                CHECK(0, "Allgatherv uneven from %d element %d = %d", q, i, big[dsp[q] + i]);
+    MPI_Allgather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, comm);
+    MPI_Alltoall(NULL, 0, MPI_INT, NULL, 0, MPI_INT, comm);
+    MPI_Allreduce(NULL, NULL, 0, MPI_INT, MPI_SUM, comm);
+    for (int q = 0; q < n; q++)
+        cnt[q] = 0, dsp[q] = 0;
+    MPI_Allgatherv(NULL, 0, MPI_INT, NULL, cnt, dsp, MPI_INT, comm);
+    /* Reduce: the receive buffer is insignificant off the root. */
+    int v = me + 1, sum = -1;
+    MPI_Reduce(&v, me == 0 ? &sum : NULL, 1, MPI_INT, MPI_SUM, 0, comm);
+    CHECK(me != 0 || sum == n * (n + 1) / 2, "Reduce with NULL rbuf off the root: %d", sum);
+    free(cnt);
+    free(dsp);
+    free(big);
+    free(mine);
 }
 
 static void run_comm(MPI_Comm comm, const char *name)
@@ -668,6 +781,7 @@ static void run_comm(MPI_Comm comm, const char *name)
             movement(comm, (bkind_t)bk, (int)(big[c] > 1500 ? 4000 : big[c]), -1);
             movement(comm, (bkind_t)bk, (int)big[c] % 100 + 2, size - 1); /* last rank uses the vector type */
         }
+    zero_counts(comm);
     MPI_Barrier(comm);
     if (rank == 0 && mp_failures > before)
         fprintf(stderr, "mp_coll: failures on %s\n", name);
