@@ -226,9 +226,15 @@ def _run_job(cmd: list[str], env: dict, job_out: str, timeout: int) -> tuple[int
 
 def run_suite(work: str, mpi: str, cfg: str, testdir: str, libdir: str, select: list[str],
               bobcat_mpi_off: bool = False, test_timeout: int = 120, job_timeout: int = 1800,
-              max_restarts: int = 25, tag: str = "") -> dict:
-    """Run the suite as one or more jobs (restarting after a crash or hang); the merged outcome."""
-    np_ = CONFIGS[cfg]["np"]
+              max_restarts: int = 25, tag: str = "", launch=None, np_: int = 0,
+              yod_run: bool | None = None) -> dict:
+    """Run the suite as one or more jobs (restarting after a crash or hang); the merged outcome.
+
+    `launch(driver_args)` gives the command for other suites (shmem4py), with `np_` its ranks and
+    `yod_run` whether its ranks must have libbobcat mapped."""
+    np_ = np_ or CONFIGS[cfg]["np"]
+    if yod_run is None:
+        yod_run = CONFIGS[cfg]["yod"] is not None
     name = f"{mpi}-{cfg}" + ("-off" if bobcat_mpi_off else "")
     root = os.path.join(work, "runs", tag, name) if tag else os.path.join(work, "runs", name)
     shutil.rmtree(root, ignore_errors=True)
@@ -247,15 +253,15 @@ def run_suite(work: str, mpi: str, cfg: str, testdir: str, libdir: str, select: 
     for attempt in range(max_restarts + 1):
         out = os.path.join(root, f"job{attempt}")
         os.makedirs(out)
-        cmd = _command(mpi, cfg, ["--testdir", testdir, "--libdir", libdir, "--out", out,
-                                  "--skip-file", skip_file, "--test-timeout", str(test_timeout),
-                                  *select], job_timeout)
+        dargs = ["--testdir", testdir, "--libdir", libdir, "--out", out, "--skip-file", skip_file,
+                 "--test-timeout", str(test_timeout), *select]
+        cmd = launch(dargs) if launch else _command(mpi, cfg, dargs, job_timeout)
         job_out = os.path.join(out, "job.out")
         rc, timed_out = _run_job(cmd, env, job_out, job_timeout + 60)
         ranks = _read_logs(out, np_)
         job = {"cmd": " ".join(cmd), "rc": rc, "timed_out": timed_out, "out": out,
                "preload": sorted({v[4] or "?" for v in ranks.values()})}
-        if CONFIGS[cfg]["yod"] is not None and ranks and any(
+        if yod_run and ranks and any(
                 not (v[4] or "").startswith("libbobcat") for v in ranks.values()):
             raise RuntimeError(f"{name}: a rank under yod has no libbobcat mapped "
                                f"({job['preload']}): the run would not test bobcat; see {job_out}")
@@ -394,6 +400,129 @@ def report_markdown(runs: list[dict], comps: list[dict], excluded: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- shmem4py: the OpenSHMEM side ----------------------------------------------------------------
+#
+# shmem4py (mpi4py's sibling, PyPI) has a unittest suite over the OpenSHMEM 1.5 API. It is built
+# with an `oshcc` through cffi: once with Debian's Open MPI oshmem (the reference, run by Open MPI's
+# `oshrun`) and once with bobcat's `oshcc` (run by bobcat's `oshrun`, i.e. yod). The two libraries are
+# different implementations, so the comparison says which tests fail only with bobcat's.
+
+SHMEM4PY_VERSION = "1.0.0"
+SHMEM_CONFIGS = {  # name: (oshcc, oshrun argv before the program, ranks, runs under yod)
+    "oshmem2": ("/usr/bin/oshcc", ["/usr/bin/oshrun", "-np", "2"], 2, False),
+    "osh2": ("bobcat", ["-np", "2"], 2, True),
+    "osh4sim": ("bobcat", ["-np", "4", "-N", "2", "--simulate-nodes", "--oversubscribe"], 4, True),
+}
+
+
+def _fetch_pkg(work: str, name: str, version: str) -> str:
+    dl = os.path.join(work, "dl")
+    want = os.path.join(dl, f"{name}-{version}.tar.gz")
+    if os.path.isfile(want):
+        return want
+    os.makedirs(dl, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-binary", name, "--no-deps",
+           f"{name}=={version}", "-d", dl]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0 or not os.path.isfile(want):
+        raise Unavailable(f"pip could not download the {name} sdist: "
+                          + " | ".join((p.stderr or p.stdout).strip().splitlines()[-3:]))
+    return want
+
+
+def _pylib(work: str) -> str:
+    """cffi, which shmem4py builds and loads with, in a directory of its own (not in the venv)."""
+    lib = os.path.join(work, "pylib")
+    if not os.path.isdir(os.path.join(lib, "cffi")):
+        p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", lib, "cffi"],
+                           capture_output=True, text=True, timeout=900)
+        if p.returncode != 0:
+            raise Unavailable("pip could not install cffi: " + p.stderr.strip()[-300:])
+    return lib
+
+
+def build_shmem4py(work: str, oshcc: str) -> tuple[str, str]:
+    sdist = _fetch_pkg(work, "shmem4py", SHMEM4PY_VERSION)
+    pylib = _pylib(work)
+    tagname = hashlib.sha256(oshcc.encode()).hexdigest()[:8]
+    src = os.path.join(work, f"shmem4py-{SHMEM4PY_VERSION}-{tagname}")
+    stamp = os.path.join(src, ".bobcat-built")
+    key = f"{oshcc} {sys.executable}"
+    if not (os.path.isfile(stamp) and open(stamp).read() == key):
+        shutil.rmtree(src, ignore_errors=True)
+        tmp = src + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        with tarfile.open(sdist) as tf:
+            tf.extractall(tmp)
+        os.rename(glob.glob(os.path.join(tmp, "shmem4py-*"))[0], src)
+        shutil.rmtree(tmp, ignore_errors=True)
+        _say(f"building shmem4py {SHMEM4PY_VERSION} with {oshcc}")
+        env = dict(os.environ, OSHCC=oshcc, PYTHONPATH=pylib)
+        with open(os.path.join(src, "build.log"), "w") as f:
+            p = subprocess.run([sys.executable, "setup.py", "build"], cwd=src, stdout=f,
+                               stderr=subprocess.STDOUT, env=env)
+        if p.returncode != 0:
+            raise Unavailable(f"building shmem4py with {oshcc} failed: see {src}/build.log")
+        with open(stamp, "w") as f:
+            f.write(key)
+    return os.path.join(src, "test"), _libdir(src)
+
+
+def main_shmem(args) -> int:
+    home = paths.home_dir()
+    bobcat_oshcc = os.path.join(home, "bin", "oshcc")
+    bobcat_oshrun = os.path.join(home, "bin", "oshrun")
+    if not os.access(bobcat_oshcc, os.X_OK) or not os.access(bobcat_oshrun, os.X_OK):
+        print(f"external: {bobcat_oshcc} / oshrun not found: this build has no OpenSHMEM",
+              file=sys.stderr)
+        return 2
+    select = []
+    for x in args.include:
+        select += ["--include", x]
+    for x in args.exclude:
+        select += ["--exclude", x]
+    runs = {}
+    for name in ["oshmem2"] + [c for c in args.configs.split(",") if c in SHMEM_CONFIGS]:
+        if name in runs:
+            continue
+        oshcc, argv, np_, under_yod = SHMEM_CONFIGS[name]
+        oshcc = bobcat_oshcc if oshcc == "bobcat" else oshcc
+        try:
+            testdir, libdir = build_shmem4py(args.work, oshcc)
+        except Unavailable as e:
+            print(f"external: {e}", file=sys.stderr)
+            return 2
+        if under_yod:
+            argv = [bobcat_oshrun, *argv]
+        else:
+            argv = [*argv, "--oversubscribe"] if np_ > (os.cpu_count() or 1) else argv
+        pylib = _pylib(args.work)
+
+        def launch(dargs, argv=argv, pylib=pylib):
+            return [*argv, sys.executable, RANK_DRIVER, "--suite", "shmem4py", *dargs,
+                    "--libdir", pylib]
+
+        _say(f"shmem4py {name}: {' '.join(argv)}")
+        runs[name] = run_suite(args.work, "shmem", name, testdir, libdir, select,
+                               test_timeout=args.test_timeout, job_timeout=args.job_timeout,
+                               tag=args.tag, launch=launch, np_=np_, yod_run=under_yod)
+    comps = [compare(runs[n], runs["oshmem2"], None) for n in runs if n != "oshmem2"]
+    md = report_markdown(list(runs.values()), comps, {}).replace(
+        f"mpi4py {MPI4PY_VERSION} test suite, bare vs yod",
+        f"shmem4py {SHMEM4PY_VERSION} test suite, Open MPI oshmem vs bobcat's OpenSHMEM")
+    rep = os.path.join(args.work, f"report-shmem{'-' + args.tag if args.tag else ''}.md")
+    with open(rep, "w") as f:
+        f.write(md)
+    with open(args.json or rep[:-3] + ".json", "w") as f:
+        json.dump({"shmem4py": SHMEM4PY_VERSION, "runs": list(runs.values()),
+                   "comparisons": comps}, f, indent=1)
+    print(md)
+    n = sum(len(c["regressions"]) for c in comps)
+    print(f"external: {n} test(s) failing with bobcat's OpenSHMEM only; report {rep}")
+    return 1 if n else 0
+
+
 # ---- main ---------------------------------------------------------------------------------------
 
 def _cached_baseline(work, mpi, cfg, testdir, libdir, select, args) -> dict:
@@ -407,7 +536,7 @@ def _cached_baseline(work, mpi, cfg, testdir, libdir, select, args) -> dict:
         return json.load(open(path))
     _say(f"{mpi} {cfg}: running the baseline (bare launcher)")
     run = run_suite(work, mpi, cfg, testdir, libdir, select, test_timeout=args.test_timeout,
-                    job_timeout=args.job_timeout)
+                    job_timeout=args.job_timeout, tag=args.tag)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         json.dump(run, f)
@@ -418,6 +547,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bobcat.external",
                                  description="Run mpi4py's test suite bare and under yod; report "
                                              "the tests that fail only under yod.")
+    ap.add_argument("--suite", default="mpi4py", choices=["mpi4py", "shmem4py"],
+                    help="mpi4py (the MPI layer) or shmem4py (bobcat's OpenSHMEM against Open "
+                         "MPI's oshmem; configurations osh2, osh4sim)")
     ap.add_argument("--mpi", default="openmpi,mpich", help="comma list of: openmpi, mpich")
     ap.add_argument("--configs", default="yod2,sim4",
                     help="comma list of yod configurations: yod2 (yod -VN2 -np 2 --heap 1G), "
@@ -431,6 +563,10 @@ def main(argv=None) -> int:
     ap.add_argument("--all-modules", action="store_true",
                     help="keep the modules left out by default (" + ", ".join(DEFAULT_EXCLUDES) + ")")
     ap.add_argument("--numpy", action="store_true", help="also run the NumPy variants (slower)")
+    ap.add_argument("--thread-level", default="single",
+                    choices=["single", "funneled", "serialized", "multiple"],
+                    help="the level mpi4py requests (default single; mpi4py's own default, "
+                         "multiple, makes bobcat route the whole job to the real MPI)")
     ap.add_argument("--test-timeout", type=int, default=120, help="seconds one test may take")
     ap.add_argument("--job-timeout", type=int, default=1800, help="seconds one job may take")
     ap.add_argument("--fresh-baseline", action="store_true", help="ignore cached bare results")
@@ -442,6 +578,11 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write every result to this file (default <work>/results.json)")
     args = ap.parse_args(argv)
 
+    if args.suite == "shmem4py":
+        if args.configs == "yod2,sim4":
+            args.configs = "osh2,osh4sim"
+        os.makedirs(args.work, exist_ok=True)
+        return main_shmem(args)
     mpis = [m for m in args.mpi.split(",") if m]
     cfgs = [c for c in args.configs.split(",") if c]
     for m in mpis:
@@ -466,6 +607,7 @@ def main(argv=None) -> int:
         select += ["--pattern", x]
     if args.numpy:
         select.append("--numpy")
+    select += ["--thread-level", args.thread_level]
     os.makedirs(args.work, exist_ok=True)
     try:
         sdist = fetch(args.work)

@@ -40,7 +40,7 @@ class _Log:
         self.lock = threading.Lock()
 
     def line(self, *words: str) -> None:
-        text = " ".join(w.replace("\n", " ") for w in words)
+        text = " ".join(w.replace("\n", " ").replace("\0", "") for w in words)
         with self.lock:
             self.f.write(text + "\n")
             self.f.flush()
@@ -125,8 +125,10 @@ def _rank_from_env() -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--testdir", required=True, help="mpi4py's test/ directory (has runtests.py)")
-    ap.add_argument("--libdir", required=True, help="directory holding the built mpi4py package")
+    ap.add_argument("--suite", default="mpi4py", choices=["mpi4py", "shmem4py"])
+    ap.add_argument("--testdir", required=True, help="the suite's test/ directory")
+    ap.add_argument("--libdir", required=True, action="append",
+                    help="directory holding the built package (repeatable: its dependencies)")
     ap.add_argument("--out", required=True, help="directory for rank-<r>.log and rank-<r>.details")
     ap.add_argument("--skip-file", help="test ids to leave out, one a line")
     ap.add_argument("--exclude", action="append", default=[], help="test module regex to leave out")
@@ -134,13 +136,19 @@ def main(argv=None) -> int:
     ap.add_argument("--pattern", action="append", default=[], help="test name substring (runtests -k)")
     ap.add_argument("--numpy", action="store_true", help="also run the NumPy variants")
     ap.add_argument("--test-timeout", type=float, default=120.0)
+    ap.add_argument("--thread-level", default="single",
+                    choices=["single", "funneled", "serialized", "multiple"],
+                    help="what mpi4py asks MPI_Init_thread for (mpi4py's own default is multiple)")
     a = ap.parse_args(argv)
 
     sys.dont_write_bytecode = True
     sys.path.insert(0, a.testdir)
+    if a.suite == "shmem4py":
+        return _run_shmem4py(a)
     import runtests  # mpi4py's own runner: its options, loader and known-failure skips
 
-    opts = ["--no-builddir", "--path", a.libdir, "--no-cupy", "--no-numba"]
+    opts = ["--no-builddir", "--path", a.libdir[0], "--no-cupy", "--no-numba",
+            "--thread-level", a.thread_level]
     if not a.numpy:
         opts.append("--no-numpy")
     for x in a.exclude:
@@ -161,13 +169,52 @@ def main(argv=None) -> int:
     details = open(os.path.join(a.out, f"rank-{rank}.details"), "a", buffering=1)
     log.line("mpi", MPI.Get_library_version().splitlines()[0].strip(), f"size={MPI.COMM_WORLD.Get_size()}")
     log.line("preload", _bobcat_loaded())
+    log.line("thread", {MPI.THREAD_SINGLE: "single", MPI.THREAD_FUNNELED: "funneled",
+                        MPI.THREAD_SERIALIZED: "serialized",
+                        MPI.THREAD_MULTIPLE: "multiple"}.get(MPI.Query_thread(), "?"))
     pre.line("initialized", str(rank))
 
-    skip = set()
+    skip = _read_skip(a)
+    tests = [t for t in _flatten(runtests.load_tests(options, args)) if t.id() not in skip]
+    return _run(a, tests, log, details)
+
+
+def _read_skip(a) -> set:
     if a.skip_file and os.path.exists(a.skip_file):
         with open(a.skip_file) as f:
-            skip = {ln.strip() for ln in f if ln.strip()}
-    tests = [t for t in _flatten(runtests.load_tests(options, args)) if t.id() not in skip]
+            return {ln.strip() for ln in f if ln.strip()}
+    return set()
+
+
+def _run_shmem4py(a) -> int:
+    """shmem4py's suite has no runner of its own: unittest discovery, modules by regex."""
+    import re
+    sys.path[:0] = a.libdir
+    pre = _Log(os.path.join(a.out, f"rank-env{_rank_from_env()}.log"))
+    pre.line("init")
+    from shmem4py import shmem  # initializes OpenSHMEM
+
+    rank = shmem.my_pe()
+    log = _Log(os.path.join(a.out, f"rank-{rank}.log"))
+    details = open(os.path.join(a.out, f"rank-{rank}.details"), "a", buffering=1)
+    log.line("mpi", str(shmem.info_get_name()), f"size={shmem.n_pes()}")
+    log.line("preload", _bobcat_loaded())
+    pre.line("initialized", str(rank))
+    skip = _read_skip(a)
+    suite = unittest.TestLoader().discover(a.testdir, pattern="test_*.py", top_level_dir=a.testdir)
+    keep = []
+    for t in _flatten(suite):
+        mod = t.id().split(".")[0]
+        if any(re.search(x, mod) for x in a.exclude):
+            continue
+        if a.include and not any(re.search(x, mod) for x in a.include):
+            continue
+        if t.id() not in skip:
+            keep.append(t)
+    return _run(a, keep, log, details)
+
+
+def _run(a, tests, log, details) -> int:
     result = _Result(log, details)
 
     def watchdog():
