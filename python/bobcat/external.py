@@ -187,6 +187,8 @@ def _read_logs(out: str, np_: int):
                         done = True
                     elif parts[0] == "preload":
                         preload = ln.split(" ", 1)[1].strip()
+                    elif ln.startswith("Fatal Python error") and started:
+                        hung = hung or ("fatal", started[-1], ln.strip())
             ranks[r] = (started, ended, hung, done, preload)
     return ranks
 
@@ -267,16 +269,26 @@ def run_suite(work: str, mpi: str, cfg: str, testdir: str, libdir: str, select: 
                                f"({job['preload']}): the run would not test bobcat; see {job_out}")
         jobs.append(job)
         order = max((v[0] for v in ranks.values()), key=len, default=[])
-        culprit = None
+        culprit, finished, kind, why = None, [], None, ""
         for tid in order:
             per = [ranks[r][1].get(tid) for r in range(np_) if r in ranks]
             if len(per) < np_ or any(o is None for o in per):
-                culprit = tid
-                break
+                culprit = culprit or tid  # the first test some rank left open
+                continue
+            finished.append(tid)
             rank_of = {o: r for r, o in zip(range(np_), per)}
             worst = _worst(per)
             results[tid] = {"outcome": worst[0], "reason": worst[1], "rank": rank_of[worst],
                             "job": attempt}
+        # Better than the first open test: the test a rank died in (its faulthandler line) or the
+        # one its watchdog found hung. The others' open tests are run again after a restart.
+        for r in sorted(ranks):
+            mark = ranks[r][2]
+            if isinstance(mark, tuple):
+                culprit, kind, why = mark[1], "crash", f"rank {r}: {mark[2]}; "
+                break
+            if mark and not kind:
+                culprit, kind, why = mark, "hang", f"rank {r}: no end after --test-timeout; "
         if len(ranks) < np_:
             missing = sorted(set(range(np_)) - set(ranks))
             if not order:
@@ -285,11 +297,11 @@ def run_suite(work: str, mpi: str, cfg: str, testdir: str, libdir: str, select: 
                                                    f"start-up or MPI_Init (rc {rc})"}
                 break
         if culprit is not None:
-            hung = any(ranks[r][2] == culprit for r in ranks) or timed_out
-            results[culprit] = {"outcome": "hang" if hung else "crash", "job": attempt,
-                                "reason": _job_tail(job_out, rc), "rank": None}
+            kind = kind or ("hang" if timed_out else "crash")
+            results[culprit] = {"outcome": kind, "job": attempt,
+                                "reason": why + _job_tail(job_out, rc), "rank": None}
             with open(skip_file, "a") as f:
-                for tid in order[:order.index(culprit) + 1]:
+                for tid in finished + [culprit]:
                     f.write(tid + "\n")
             _say(f"{name}: {results[culprit]['outcome']} in {culprit}; restarting after it")
             continue

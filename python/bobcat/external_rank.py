@@ -215,6 +215,10 @@ def _run_shmem4py(a) -> int:
 
 
 def _run(a, tests, log, details) -> int:
+    import faulthandler
+    # A fatal signal writes "Fatal Python error: ..." into this rank's log: the harness then knows
+    # which rank died, and in which test (its last `start`), not just which test some rank left open.
+    faulthandler.enable(file=log.f, all_threads=False)
     result = _Result(log, details)
 
     def watchdog():
