@@ -422,8 +422,10 @@ def report_markdown(runs: list[dict], comps: list[dict], excluded: dict) -> str:
 SHMEM4PY_VERSION = "1.0.0"
 SHMEM_CONFIGS = {  # name: (oshcc, oshrun argv before the program, ranks, runs under yod)
     "oshmem2": ("/usr/bin/oshcc", ["/usr/bin/oshrun", "-np", "2"], 2, False),
-    "osh2": ("bobcat", ["-np", "2"], 2, True),
-    "osh4sim": ("bobcat", ["-np", "4", "-N", "2", "--simulate-nodes", "--oversubscribe"], 4, True),
+    # python3 is no MPI program to yod: --mpi names the MPI bobcat's oshcc builds for by default.
+    "osh2": ("bobcat", ["-np", "2", "--mpi", "openmpi"], 2, True),
+    "osh4sim": ("bobcat", ["-np", "4", "-N", "2", "--simulate-nodes", "--oversubscribe", "--mpi",
+                           "openmpi"], 4, True),
 }
 
 
