@@ -487,9 +487,28 @@ def build_shmem4py(work: str, oshcc: str) -> tuple[str, str]:
                                stderr=subprocess.STDOUT, env=env)
         if p.returncode != 0:
             raise Unavailable(f"building shmem4py with {oshcc} failed: see {src}/build.log")
+        if not oshcc.startswith("/usr/") and not _links(oshcc, src, "shmem_put64_signal"):
+            _say("this OpenSHMEM lacks the sized put-with-signal routines: shmem4py gets "
+                 "data/shmem_sized_signal_shim.c (over putmem_signal) to load")
+            shim_c = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                                  "shmem_sized_signal_shim.c")
+            p = subprocess.run([oshcc, "-shared", "-fPIC", "-O1", "-o",
+                                os.path.join(src, "shim.so"), shim_c],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                raise Unavailable("building the put-signal shim failed: " + p.stderr[-300:])
         with open(stamp, "w") as f:
             f.write(key)
     return os.path.join(src, "test"), _libdir(src)
+
+
+def _links(cc: str, tmpdir: str, fn: str) -> bool:
+    """Whether a program calling `fn` (as a plain void function) links with this compiler."""
+    c = os.path.join(tmpdir, "links.c")
+    with open(c, "w") as f:
+        f.write(f"void {fn}(void);\nint main(void) {{ {fn}(); return 0; }}\n")
+    p = subprocess.run([cc, c, "-o", os.path.join(tmpdir, "links.out")], capture_output=True)
+    return p.returncode == 0
 
 
 def main_shmem(args) -> int:
@@ -505,7 +524,7 @@ def main_shmem(args) -> int:
         select += ["--include", x]
     for x in args.exclude:
         select += ["--exclude", x]
-    runs = {}
+    runs, notes = {}, []
     for name in ["oshmem2"] + [c for c in args.configs.split(",") if c in SHMEM_CONFIGS]:
         if name in runs:
             continue
@@ -522,9 +541,15 @@ def main_shmem(args) -> int:
             argv = [*argv, "--oversubscribe"] if np_ > (os.cpu_count() or 1) else argv
         pylib = _pylib(args.work)
 
-        def launch(dargs, argv=argv, pylib=pylib):
+        shim = os.path.join(os.path.dirname(libdir), "..", "shim.so")
+        shim_args = ["--preload", os.path.abspath(shim)] if os.path.exists(shim) else []
+        if shim_args:
+            notes.append(f"{name}: the sized put-with-signal routines came from the harness shim "
+                         "(the library lacks them)")
+
+        def launch(dargs, argv=argv, pylib=pylib, shim_args=shim_args):
             return [*argv, sys.executable, RANK_DRIVER, "--suite", "shmem4py", *dargs,
-                    "--libdir", pylib]
+                    "--libdir", pylib, *shim_args]
 
         _say(f"shmem4py {name}: {' '.join(argv)}")
         runs[name] = run_suite(args.work, "shmem", name, testdir, libdir, select,
@@ -534,6 +559,8 @@ def main_shmem(args) -> int:
     md = report_markdown(list(runs.values()), comps, {}).replace(
         f"mpi4py {MPI4PY_VERSION} test suite, bare vs yod",
         f"shmem4py {SHMEM4PY_VERSION} test suite, Open MPI oshmem vs bobcat's OpenSHMEM")
+    if notes:
+        md += "\n" + "\n".join(f"Note: {n}" for n in notes) + "\n"
     rep = os.path.join(args.work, f"report-shmem{'-' + args.tag if args.tag else ''}.md")
     with open(rep, "w") as f:
         f.write(md)

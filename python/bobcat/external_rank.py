@@ -126,6 +126,8 @@ def _rank_from_env() -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", default="mpi4py", choices=["mpi4py", "shmem4py"])
+    ap.add_argument("--preload", action="append", default=[],
+                    help="shared library to load RTLD_GLOBAL before the suite's module")
     ap.add_argument("--testdir", required=True, help="the suite's test/ directory")
     ap.add_argument("--libdir", required=True, action="append",
                     help="directory holding the built package (repeatable: its dependencies)")
@@ -192,6 +194,9 @@ def _run_shmem4py(a) -> int:
     sys.path[:0] = a.libdir
     pre = _Log(os.path.join(a.out, f"rank-env{_rank_from_env()}.log"))
     pre.line("init")
+    import ctypes
+    for lib in a.preload:
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
     from shmem4py import shmem  # initializes OpenSHMEM
 
     rank = shmem.my_pe()
