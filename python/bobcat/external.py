@@ -445,13 +445,17 @@ def _fetch_pkg(work: str, name: str, version: str) -> str:
 
 
 def _pylib(work: str) -> str:
-    """cffi, which shmem4py builds and loads with, in a directory of its own (not in the venv)."""
+    """cffi, which shmem4py builds and loads with, and the NumPy 1.x its 1.0.0 tests were written for
+    (under NumPy 2 a fifth of them fail on `copy=False` and uint8 overflow, whatever the library), in a
+    directory of its own that the ranks put before the venv's site-packages."""
     lib = os.path.join(work, "pylib")
-    if not os.path.isdir(os.path.join(lib, "cffi")):
-        p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", lib, "cffi"],
+    if not os.path.isfile(os.path.join(lib, ".bobcat-pylib-2")):
+        p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--upgrade", "--target",
+                            lib, "cffi", "numpy<2"],
                            capture_output=True, text=True, timeout=900)
         if p.returncode != 0:
-            raise Unavailable("pip could not install cffi: " + p.stderr.strip()[-300:])
+            raise Unavailable("pip could not install cffi and numpy<2: " + p.stderr.strip()[-300:])
+        open(os.path.join(lib, ".bobcat-pylib-2"), "w").close()
     return lib
 
 
