@@ -11,7 +11,7 @@ JOBS        ?= $(shell nproc)
 EVALUATE_ARGS ?=
 export BOBCAT_HOME := $(STAGE)
 
-.PHONY: all deps build test test-c test-python evaluate install clean check-leftovers bench-smartmap bench-mpi bench-scaling bench-coll
+.PHONY: all deps build test test-c test-python test-external evaluate install clean check-leftovers bench-smartmap bench-mpi bench-scaling bench-coll
 
 all: build
 
@@ -29,6 +29,13 @@ build: deps $(BUILD)/Makefile
 
 test: build
 	bash tests/run_all.sh
+
+# External conformance (docs/testing.md): mpi4py's own test suite, bare and under yod, both MPIs;
+# reports the tests that fail only under yod. Not part of `make test`: it downloads mpi4py and runs
+# ~1,900 tests per configuration (10-40 min on a 2-core node). EXTERNAL_ARGS e.g. --control.
+EXTERNAL_ARGS ?=
+test-external: build
+	$(PY) -m bobcat.external $(EXTERNAL_ARGS)
 
 evaluate: build
 	$(VENV)/bin/bobcat evaluate $(EVALUATE_ARGS)
