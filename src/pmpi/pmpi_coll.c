@@ -327,7 +327,9 @@ static int reduce_scatter(pmpi_stat_t *st, const void *sbuf, void *rbuf, const i
         total = t > 0 && t <= (1LL << 30) ? (int)t : 0;
     }
     pc = red_setup(comm, pc_knobs.reduce_scatter, total, dt, op, &cop, &mult, &why, 0);
-    if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
+    /* A rank that receives nothing may pass any rbuf (even sbuf): falling back alone would leave
+     * its peers waiting in the layer. Aliasing a non-empty result is erroneous. */
+    if (pc && ((sbuf == rbuf && (counts ? counts[pc->rank] : bcount) > 0) || rbuf == MPI_IN_PLACE))
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
         pmpi_stat_mpi(st, why, 0);

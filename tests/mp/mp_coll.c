@@ -734,6 +734,19 @@ static void zero_counts(MPI_Comm comm)
     for (int q = 0; q < n; q++)
         cnt[q] = 0, dsp[q] = 0;
     MPI_Allgatherv(NULL, 0, MPI_INT, NULL, cnt, dsp, MPI_INT, comm);
+    /* Reduce_scatter where some ranks receive nothing (into NULL). */
+    for (int q = 0; q < n; q++)
+        cnt[q] = q % 2;
+    int rsin[64], rsout = -1;
+    for (int i = 0; i < n; i++)
+        rsin[i] = me * 100 + i;
+    MPI_Reduce_scatter(rsin, cnt[me] ? &rsout : NULL, cnt, MPI_INT, MPI_SUM, comm);
+    if (cnt[me]) {
+        int at = 0; /* my element's index: the count of odd ranks below me */
+        for (int q = 0; q < me; q++)
+            at += cnt[q];
+        CHECK(rsout == 100 * n * (n - 1) / 2 + n * at, "Reduce_scatter with empty pieces: %d", rsout);
+    }
     /* Reduce: the receive buffer is insignificant off the root. */
     int v = me + 1, sum = -1;
     MPI_Reduce(&v, me == 0 ? &sum : NULL, 1, MPI_INT, MPI_SUM, 0, comm);
