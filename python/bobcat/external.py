@@ -483,9 +483,7 @@ def build_shmem4py(work: str, oshcc: str) -> tuple[str, str]:
             # with a complete 1.5 shmem.h. bobcat's is complete: declare it so, as for OSHMPI.
             with open(os.path.join(src, "src", "libshmem", "config", "oshmpi.h")) as f:
                 have = re.findall(r"^#define (PySHMEM_HAVE_\w+) 1", f.read(), re.M)
-            # shmem_pcontrol (1.5 §10, profiling) is left to shmem4py's fallback: bobcat's
-            # library lacks it (reported to issue 11); without this the build fails.
-            env["CFLAGS"] = " ".join(f"-D{h}=1" for h in have if h != "PySHMEM_HAVE_shmem_pcontrol")
+            env["CFLAGS"] = " ".join(f"-D{h}=1" for h in have)
         with open(os.path.join(src, "build.log"), "w") as f:
             p = subprocess.run([sys.executable, "setup.py", "build"], cwd=src, stdout=f,
                                stderr=subprocess.STDOUT, env=env)
