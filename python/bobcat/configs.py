@@ -220,34 +220,34 @@ def yod_dry_run(vendor: str) -> tuple[bool, str]:
     return True, why
 
 
-def onnode_mpi(vendor: str) -> str:
-    """What carries lwk's on-node MPI messages: libbobcat's single-copy layer once the installed
-    library exports its marker symbol, else the real MPI's own transport."""
+def _layer_exports(vendor: str, symbol: str) -> bool:
+    """Whether the installed libbobcat-<vendor>.so exports `symbol` (the layers' marker symbols)."""
     lib = paths.lib_dir() / f"libbobcat-{vendor}.so"
-    if lib.exists() and shutil.which("nm"):
-        try:
-            syms = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
-                                  text=True, timeout=20).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            syms = ""
-        if any(line.split()[-1:] == ["bobcat_msg_layer"] for line in syms.splitlines()):
-            return "libbobcat single-copy layer (bobcat_msg_layer exported)"
-    return "real MPI (single-copy layer not built yet)"
+    if not lib.exists() or not shutil.which("nm"):
+        return False
+    try:
+        syms = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
+                              text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return any(line.split()[-1:] == [symbol] for line in syms.splitlines())
+
+
+def onnode_mpi(vendor: str) -> str:
+    """What carries lwk's on-node MPI messages: libbobcat's single-copy layer when the installed
+    library exports its marker symbol (it is on unless BOBCAT_P2P=0, which runs never set), else
+    the real MPI's own transport."""
+    if _layer_exports(vendor, "bobcat_msg_layer"):
+        return "libbobcat single-copy layer (bobcat_msg_layer exported)"
+    return "real MPI (libbobcat's single-copy layer not built)"
 
 
 def mpi_layer(vendor: str) -> str:
     """Whether lwk's MPI calls go through libbobcat's MPI layer (collectives in place over
     SMARTMAP, node communicators, shared windows): the installed library exports the marker
     symbol bobcat_coll_layer. The layer is on unless BOBCAT_MPI=off, which runs never set."""
-    lib = paths.lib_dir() / f"libbobcat-{vendor}.so"
-    if lib.exists() and shutil.which("nm"):
-        try:
-            syms = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
-                                  text=True, timeout=20).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            syms = ""
-        if any(line.split()[-1:] == ["bobcat_coll_layer"] for line in syms.splitlines()):
-            return "libbobcat MPI layer: on-node collectives in place over SMARTMAP (bobcat_coll_layer exported)"
+    if _layer_exports(vendor, "bobcat_coll_layer"):
+        return "libbobcat MPI layer: on-node collectives in place over SMARTMAP (bobcat_coll_layer exported)"
     return "real MPI only (libbobcat's MPI layer not built)"
 
 

@@ -18,6 +18,9 @@
 
 #include <bobcat/smartmap.h>
 
+/* Marker the evaluation reads (nm) to record that lwk's on-node point-to-point is bobcat's. */
+BOBCAT_EXPORT const char bobcat_msg_layer[] = "single-copy on-node point-to-point over SMARTMAP";
+
 
 enum { MODE_STD = 0, MODE_SYNC = 1, MODE_READY = 2, MODE_BUF = 3, MODE_RECV = -1 };
 
