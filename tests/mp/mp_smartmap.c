@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <mpi.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -97,6 +98,14 @@ int main(int argc, char **argv)
 
     void **ptrs = malloc(sizeof(void *) * (size_t)size);
     MPI_Allgather(&buf, sizeof buf, MPI_BYTE, ptrs, sizeof buf, MPI_BYTE, MPI_COMM_WORLD);
+    /* Windows on 4 KiB pages are lazy by default (docs/yod.md, page tables of the windows): the
+     * first pass may fault each page in once, and from then on nothing may fault (the fast paths
+     * must not pay a fault per message). Eager windows (2 MiB pages, or BOBCAT_WINDOWS=eager) must
+     * not fault even on the first pass. */
+    const char *wk = getenv("BOBCAT_WINDOWS");
+    size_t pgsz = 0;
+    int lazy = smap_segment_info(&pgsz, NULL) == SMAP_PAGES_SMALL && !(wk && !strcmp(wk, "eager"));
+    for (int pass = lazy ? 0 : 1; pass < 2; pass++) {
     f0 = minor_faults();
     for (int pe = 0; pe < size; pe++) {
         int li = smap_pe_is_local(pe);
@@ -112,7 +121,9 @@ int main(int argc, char **argv)
         CHECK(good && peer[BUF - 1] == pe + 1, "pe %d's heap reads wrong through the window", pe);
     }
     faults = minor_faults() - f0;
-    CHECK(faults == 0, "%ld page faults reading peers' heaps", faults);
+    if (pass == 1)
+        CHECK(faults == 0, "%ld page faults reading peers' heaps%s", faults, lazy ? " after the first touch" : "");
+    }
 
     /* Write into the right neighbour on the node; it checks after the barrier. */
     int right = (me + 1) % n, right_pe = leader + right;
