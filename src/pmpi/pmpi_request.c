@@ -77,29 +77,22 @@ P2P_HIDDEN p2p_req_t *p2p_msg_of(MPI_Message h)
 }
 P2P_HIDDEN MPI_Message p2p_msghandle_of(p2p_req_t *m) { return (MPI_Message)(void *)m; }
 #else
-P2P_HIDDEN p2p_req_t *p2p_req_of(MPI_Request h)
+/* The live slot a bobcat handle with this tag names (index in bits 0-19), or NULL. */
+static p2p_req_t *slot_of(unsigned h, unsigned tag)
 {
-    if (((unsigned)h & 0xFFF00000u) != MPICH_TAG)
+    if ((h & 0xFFF00000u) != tag)
         return NULL;
-    unsigned i = (unsigned)h & 0xFFFFFu;
+    unsigned i = h & 0xFFFFFu;
     if ((int)(i / CHUNK) >= nchunks)
         return NULL;
     p2p_req_t *r = &chunks[i / CHUNK][i % CHUNK];
     return r->magic == REQ_MAGIC ? r : NULL;
 }
+P2P_HIDDEN p2p_req_t *p2p_req_of(MPI_Request h) { return slot_of((unsigned)h, MPICH_TAG); }
 P2P_HIDDEN MPI_Request p2p_handle_of(p2p_req_t *r) { return (MPI_Request)(MPICH_TAG | r->idx); }
 /* Messages: 0x0BD in bits 20-31, also HANDLE_KIND_INVALID to MPICH. */
 #define MPICH_MSG_TAG 0x0BD00000
-P2P_HIDDEN p2p_req_t *p2p_msg_of(MPI_Message h)
-{
-    if (((unsigned)h & 0xFFF00000u) != MPICH_MSG_TAG)
-        return NULL;
-    unsigned i = (unsigned)h & 0xFFFFFu;
-    if ((int)(i / CHUNK) >= nchunks)
-        return NULL;
-    p2p_req_t *r = &chunks[i / CHUNK][i % CHUNK];
-    return r->magic == REQ_MAGIC ? r : NULL;
-}
+P2P_HIDDEN p2p_req_t *p2p_msg_of(MPI_Message h) { return slot_of((unsigned)h, MPICH_MSG_TAG); }
 P2P_HIDDEN MPI_Message p2p_msghandle_of(p2p_req_t *m) { return (MPI_Message)(MPICH_MSG_TAG | m->idx); }
 #endif
 
