@@ -25,7 +25,7 @@ def _clean_env(monkeypatch):
             monkeypatch.delenv(k)
 
 
-def bobcat(*args: str, cwd: Path | None = None, timeout: float = 100) -> subprocess.CompletedProcess:
+def bobcat(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     env = dict(os.environ, COLUMNS="200")
     return subprocess.run([sys.executable, "-m", "bobcat.cli", *args], capture_output=True,
                           text=True, timeout=timeout, env=env, cwd=cwd)
@@ -52,7 +52,7 @@ mpis = ["openmpi", "mpich"]
 name = "imb"
 args = ["--test", "pingpong", "--sizes", "8,1K", "--time", "0.02"]
 """)
-    r = bobcat("evaluate", "--campaign", str(camp), "--db", str(d / "r.db"), "--no-report", timeout=110)
+    r = bobcat("evaluate", "--campaign", str(camp), "--db", str(d / "r.db"), "--no-report", timeout=600)
     assert r.returncode == 0, r.stderr
     return d / "r.db"
 

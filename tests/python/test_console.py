@@ -31,7 +31,7 @@ def _clean_env(monkeypatch):
             monkeypatch.delenv(k)
 
 
-def bobcat(*args, env=None, timeout=100):
+def bobcat(*args, env=None, timeout=300):
     """The CLI with stdout and stderr pipes, as in `bobcat ... | less`; COLUMNS as a terminal
     would set it, which must not bring truncation back."""
     e = {k: v for k, v in os.environ.items() if k not in ("TTY_COMPATIBLE", "FORCE_COLOR")}
