@@ -102,9 +102,14 @@ int main(int argc, char **argv)
      * first pass may fault each page in once, and from then on nothing may fault (the fast paths
      * must not pay a fault per message). Eager windows (2 MiB pages, or BOBCAT_WINDOWS=eager) must
      * not fault even on the first pass. */
+    /* A window's kind follows its peer's heap, and ranks of one node can differ: a hugetlb pool
+     * that runs dry (or that another job resizes) mid-start gives some ranks 2 MiB pages and the
+     * rest 4 KiB pages. Any 4 KiB heap on the node means some windows are lazy. */
     const char *wk = getenv("BOBCAT_WINDOWS");
     size_t pgsz = 0;
-    int lazy = smap_segment_info(&pgsz, NULL) == SMAP_PAGES_SMALL && !(wk && !strcmp(wk, "eager"));
+    int small = smap_segment_info(&pgsz, NULL) == SMAP_PAGES_SMALL, any_small = 0;
+    MPI_Allreduce(&small, &any_small, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int lazy = any_small && !(wk && !strcmp(wk, "eager"));
     for (int pass = lazy ? 0 : 1; pass < 2; pass++) {
     f0 = minor_faults();
     for (int pe = 0; pe < size; pe++) {
