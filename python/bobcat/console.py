@@ -140,6 +140,12 @@ def failure_reason(rec: RunRecord) -> str:
     return f"exit {rec.exit_code}: {last}" if rec.exit_code else last
 
 
+def crash_note(crash: dict[str, Any]) -> str:
+    """`crashed: exit 139 (SIGSEGV)`, for a job that died after its valid done line."""
+    sig = f" ({crash['signal']})" if crash.get("signal") else ""
+    return f"crashed: exit {crash.get('exit_code')}{sig}"
+
+
 class CampaignProgress:
     """Callbacks for campaign.execute. On a terminal: a progress bar with ETA, failures printed
     above it as they happen. Otherwise: one line per run as it ends, flushed, e.g.
@@ -177,11 +183,13 @@ class CampaignProgress:
     def on_done(self, p: Point, rec: RunRecord) -> None:
         self.done_n += 1
         ok = rec.status == "ok"
+        crash = rec.config_detail.get("crashed_after_done")
         line = (f"[{self.done_n}/{self.total}] {run_label(p)}: {rec.status} {rec.duration:.1f} s"
-                + ("" if ok else f" ({failure_reason(rec)})"))
+                + ("" if ok else f" ({failure_reason(rec)})")
+                + (f" (results kept; then the job {crash_note(crash)})" if crash else ""))
         if self.bar:
             self.bar.advance(self.task)
-            if not ok:
+            if not ok or crash:
                 self.bar.console.print(line, highlight=False, markup=False)
             return
         self.con.print(line, highlight=False, markup=False)
