@@ -2,8 +2,9 @@
  * source builds with bobcat's oshcc and with Open MPI's oshmem oshcc; it uses nothing of bobcat's):
  *   put_latency   one-way latency of an 8-byte put seen by the other PE (p + wait_until, RTT / 2)
  *   putmem_issue  issue time of shmem_putmem of 8 B in a loop, quiet at the end (OSU style)
- *   get_latency   time of a blocking shmem_getmem of 8 B from a line the other PE rewrote
- *                 (get_loop: the loop it is measured in, ping-pong included)
+ *   get_latency   one-way latency of an 8-byte word seen through blocking shmem_getmem: each PE
+ *                 stores a sequence number in its own word and polls the other's with gets
+ *                 (RTT / 2; every get that sees the new value fetches a line the peer rewrote)
  *   fetch_add     shmem_long_atomic_fetch_add on the other PE's counter (the peer idle, OSU style)
  *   barrier_all   shmem_barrier_all
  *   put_bw        shmem_putmem bandwidth 64 KiB .. 4 MiB; memcpy_bw: memcpy of the same size on PE 0
@@ -57,7 +58,6 @@ static long ping OWN_LINES, pong OWN_LINES, gword OWN_LINES, counter OWN_LINES,
 static int me, npes, peer, reps = 15;
 static long max_iters = 20000;
 static double budget = 0.3;
-static long tag;
 
 /* PE 0's value, on every PE. */
 static long agree(long v)
@@ -72,7 +72,7 @@ static long agree(long v)
     return r;
 }
 
-enum test { PINGPONG, PUTMEM, GET_WITH, GET_WITHOUT, FADD, BARRIER };
+enum test { PINGPONG, PUTMEM, GETPONG, FADD, BARRIER };
 
 /* One repetition of a test: n iterations on every PE; returns the time per iteration (s). */
 static double run(enum test t, long n, long *src, long *buf, long base)
@@ -100,23 +100,20 @@ static double run(enum test t, long n, long *src, long *buf, long base)
             shmem_quiet();
         }
         break;
-    case GET_WITH:
-    case GET_WITHOUT:
-        /* getmem of a line the peer has just rewritten: each iteration is a get plus a ping-pong
-         * that tells the peer to rewrite; the same loop without the get is subtracted. Tags are
-         * negative, so they never meet the positive sequence numbers of PINGPONG. */
-        for (long i = 0; i < n && me <= 1; i++) {
-            tag--;
-            if (me == 0) {
-                if (t == GET_WITH)
-                    shmem_getmem(&x, &gword, 8, peer);
-                shmem_long_p(&ping, tag, peer);
-                shmem_long_wait_until(&pong, SHMEM_CMP_EQ, tag);
-            } else {
-                shmem_long_wait_until(&ping, SHMEM_CMP_EQ, tag);
-                gword = i;
-                shmem_long_p(&pong, tag, peer);
-            }
+    case GETPONG:
+        /* ping-pong through gets: PE 0 stores seq in its own word, PE 1 gets PE 0's word until it
+         * reads seq, stores seq in its own word, and PE 0 gets that until it reads seq. Each
+         * direction is one store and the gets that pull the rewritten line (the polls before
+         * it arrives read an unchanged one). */
+        for (long i = 1; i <= n && me <= 1; i++) {
+            long seq = base + i;
+            if (me == 0)
+                gword = seq;
+            do
+                shmem_getmem(&x, &gword, 8, peer);
+            while (x != seq);
+            if (me == 1)
+                gword = seq;
         }
         break;
     case FADD:
@@ -244,15 +241,10 @@ int main(int argc, char **argv)
         t[r] = run(PUTMEM, n, src, buf, 0) * 1e9;
     emit("putmem_issue", median(t, reps), "ns", "lower", 8, n);
 
-    /* with and without the get, interleaved, so both see the same placements */
-    n = calibrate(GET_WITH, src, buf, &base, &fadds);
-    for (int r = 0; r < reps; r++) {
-        t[r] = run(GET_WITH, n, src, buf, 0) * 1e9;
-        tw[r] = run(GET_WITHOUT, n, src, buf, 0) * 1e9;
-    }
-    double with_get = median(t, reps), without = median(tw, reps);
-    emit("get_latency", with_get - without, "ns", "lower", 8, n);
-    emit("get_loop", with_get, "ns", "lower", 8, n);
+    n = calibrate(GETPONG, src, buf, &base, &fadds);
+    for (int r = 0; r < reps; r++, base += n)
+        t[r] = run(GETPONG, n, src, buf, base) / 2 * 1e9;
+    emit("get_latency", median(t, reps), "ns", "lower", 8, n);
 
     n = calibrate(FADD, src, buf, &base, &fadds);
     for (int r = 0; r < reps; r++, fadds += n)

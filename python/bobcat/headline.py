@@ -34,8 +34,7 @@ _BY_NAME: dict[str, frozenset[str]] = {
     "io": frozenset({"write_bw", "read_bw"}),
     "hpcc": frozenset(HPCC_RESULTS),
     # OpenSHMEM on one node: put/get latency, the atomic, the barrier, and put bandwidth at every
-    # size it measures (64 KiB .. 4 MiB); not the memcpy reference, the put issue rate or the
-    # loop the get latency is measured in.
+    # size it measures (64 KiB .. 4 MiB); not the memcpy reference or the put issue rate.
     "shmem": frozenset({"put_latency", "get_latency", "fetch_add", "barrier_all", "put_bw"}),
 }
 

@@ -412,19 +412,19 @@ def noise_figure(ds: Dataset, out: Path) -> FigureResult:
     return res
 
 
-_SHMEM_LAT = (("put_latency", "put 8 B\none-way"), ("get_latency", "get 8 B"),
+_SHMEM_LAT = (("put_latency", "put 8 B\none-way"), ("get_latency", "get 8 B\none-way"),
               ("fetch_add", "fetch_add"), ("barrier_all", "barrier_all"))
 
 
 def shmem_figure(ds: Dataset, out: Path) -> FigureResult:
     res = FigureResult("S3", "OpenSHMEM on one node: bobcat over SMARTMAP vs Open MPI oshmem",
                        "Left: latency (ns, log scale) of an 8-byte put as seen by the other PE "
-                       "(one-way), a blocking 8-byte get, fetch_add and barrier_all, 2 PEs; lower "
+                       "(one-way), of an 8-byte store seen through blocking gets (one-way), "
+                       "fetch_add and barrier_all, 2 PEs; lower "
                        "is better. Right: shmem_putmem bandwidth (solid) against message size, "
                        "with memcpy of the same size on the same PE as the reference (dashed, "
                        "same colour); higher is better. Median over repetitions, whiskers "
-                       "min–max; a latency at or below zero (the get is measured as a difference "
-                       "of two loops) is not drawn. The slides plot Cray SHMEM put latency on "
+                       "min–max. The slides plot Cray SHMEM put latency on "
                        "Catamount with SMARTMAP against the version without it; here bobcat's "
                        "OpenSHMEM over SMARTMAP (lwk) plays the first and Debian's Open MPI "
                        "oshmem (same source, /usr/bin/oshcc) the second.",
