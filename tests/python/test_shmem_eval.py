@@ -153,6 +153,23 @@ def test_unavailable_pairings_are_skips_with_reasons(monkeypatch, tmp_path):
         shmem_run.oshmem_program.cache_clear()
 
 
+def test_peer_configurations_mean_their_ucx_transport_for_oshmem():
+    """oshmem's data path is UCX, which `--mca btl` does not reach: each configuration gives the
+    peer its UCX settings (named with -x on the command line), as MPICH's ch4:ucx gets them."""
+    cs = configs.load()
+    want = {"linux-shm": {}, "linux-shm-nocma": {"UCX_TLS": "sysv,posix,self"},
+            "linux-nic": {"UCX_TLS": "tcp,self"}}
+    for name, ucx in want.items():
+        assert shmem_run.ucx_env(cs, cs.get(name), "VN2") == ucx, name
+    ok, _ = runner.bench_available("shmem", "openmpi", cs.get("linux-nic"), "VN2")
+    if ok:
+        lc = shmem_run.launch(cs, cs.get("linux-nic"), "openmpi", "VN2", 2, [])
+        assert lc.env["UCX_TLS"] == "tcp,self" and lc.detail["env"]["UCX_TLS"] == "tcp,self"
+        i = lc.argv.index("UCX_TLS")
+        assert lc.argv[i - 1] == "-x" and i < lc.argv.index("--impl")
+        assert ["--mca", "btl", "tcp,self"] == lc.argv[lc.argv.index("--mca"):][:3]
+
+
 def test_builtin_campaigns_interleave_the_shmem_pair_within_budget():
     cs = configs.load()
     for name, budget_min in (("default", 15.0), ("quick", 3.0)):
