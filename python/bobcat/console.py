@@ -108,7 +108,7 @@ def emit(con: Console, fmt: str, title: str, columns: Sequence[Column],
 
 # --- progress of a campaign -------------------------------------------------------------------------
 
-_HOW_FLAGS = {"--time", "--iters", "--warmup", "--max-size", "--seconds"}  # each takes a value
+_HOW_FLAGS = {"--time", "--iters", "--warmup", "--max-size", "--seconds", "--reps"}  # each takes a value
 
 
 def run_label(p: Point) -> str:
