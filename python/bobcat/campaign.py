@@ -267,20 +267,21 @@ def plan(c: Campaign, cs: configs.ConfigSet) -> tuple[list[Point], list[Skip]]:
     unavailable configuration or benchmark is reported, never faked."""
     runnable: list[Point] = []
     skips: dict[tuple[str, str, str, str], Skip] = {}
-    cache: dict[tuple[str, str, str], tuple[bool, str]] = {}
+    cache: dict[tuple[str, str, str, str], tuple[bool, str]] = {}
     for p in expand(c):
         s = p.spec
-        key = (s.benchmark, s.config, s.mpi)
+        key = (s.benchmark, s.config, s.mpi, s.mode)
         if key not in cache:
-            ok, why = configs.availability(cs, cs.get(s.config), s.mpi)
+            config = cs.get(s.config)
+            ok, why = configs.availability(cs, config, s.mpi)
             if ok:
-                ok, why = runner.bench_available(s.benchmark, s.mpi)
+                ok, why = runner.bench_available(s.benchmark, s.mpi, config, s.mode)
             cache[key] = (ok, why)
         ok, why = cache[key]
         if ok:
             runnable.append(p)
         else:
-            sk = skips.setdefault((*key, s.mode), Skip(s.benchmark, s.config, s.mpi, s.mode, why))
+            sk = skips.setdefault(key, Skip(s.benchmark, s.config, s.mpi, s.mode, why))
             sk.runs += 1
     return runnable, list(skips.values())
 
@@ -366,8 +367,10 @@ def execute(store: Store, c: Campaign, cs: configs.ConfigSet, resume_id: int | N
 def estimate_s(points: list[Point]) -> float:
     """A rough duration: the run's wall time measured on a busy 2-vCPU node (hpcc at N = 1000,
     averaged over SN and VN2) plus two probes and bookkeeping."""
+    # shmem: the mean of its pair, lwk 0.6-1.1 s and oshmem 2.5-4 s (UCX start-up) at a load of
+    # 4-9, with the default campaign's --time 0.05 --reps 7.
     typical = {"hpcc": 8.0, "ring": 5.5, "gups": 3.5, "stream": 2.5, "fft": 2.5, "ptrans": 2.0,
-               "selfish": 1.7, "imb": 1.3, "io": 0.7}
+               "selfish": 1.7, "imb": 1.3, "io": 0.7, "shmem": 1.8}
     # A heap on 4 KiB pages takes ~1-3 s more to populate (MACHINE.md: 1.2-1.5 GB/s, less on
     # memory the VM has not touched yet).
     return sum(typical.get(p.spec.benchmark, 2.0) + 2 * runner.PROBE_SECONDS + 0.5

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from . import __version__, campaign, configs, doctor, export, machine, paths, runner
 from .compare import compare
-from .console import FORMATS, CampaignProgress, Column, Output, emit, plain_line
+from .console import FORMATS, CampaignProgress, Column, Output, crash_note, emit, plain_line
 from .headline import is_headline
 from .store import DEFAULT_DB, Store, StoreError
 
@@ -81,6 +81,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                   f"{rec.config_detail.get('heap_pages') or 'unknown (no node reported)'}",
                   highlight=False)
     out.print(f"stored in {args.db} (run {run_id}); command: {' '.join(rec.command)}")
+    crash = rec.config_detail.get("crashed_after_done")
+    if crash:
+        err.print(f"note: the results above are kept, and after printing them the job "
+                  f"{crash_note(crash)}: {crash.get('known')}; recorded in the run's "
+                  "config_detail.crashed_after_done", highlight=False, markup=False)
     if rec.status != "ok":
         err.print(f"[red]run {rec.status}[/red] (exit {rec.exit_code}); stderr tail:\n"
                   + rec.raw_stderr[-2000:], markup=True, highlight=False)

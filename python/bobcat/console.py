@@ -108,7 +108,7 @@ def emit(con: Console, fmt: str, title: str, columns: Sequence[Column],
 
 # --- progress of a campaign -------------------------------------------------------------------------
 
-_HOW_FLAGS = {"--time", "--iters", "--warmup", "--max-size", "--seconds"}  # each takes a value
+_HOW_FLAGS = {"--time", "--iters", "--warmup", "--max-size", "--seconds", "--reps"}  # each takes a value
 
 
 def run_label(p: Point) -> str:
@@ -138,6 +138,12 @@ def failure_reason(rec: RunRecord) -> str:
              if ln.strip() and not ln.startswith("--- bobcat")]
     last = lines[-1] if lines else "no message on stderr"
     return f"exit {rec.exit_code}: {last}" if rec.exit_code else last
+
+
+def crash_note(crash: dict[str, Any]) -> str:
+    """`crashed: exit 139 (SIGSEGV)`, for a job that died after its valid done line."""
+    sig = f" ({crash['signal']})" if crash.get("signal") else ""
+    return f"crashed: exit {crash.get('exit_code')}{sig}"
 
 
 class CampaignProgress:
@@ -177,11 +183,13 @@ class CampaignProgress:
     def on_done(self, p: Point, rec: RunRecord) -> None:
         self.done_n += 1
         ok = rec.status == "ok"
+        crash = rec.config_detail.get("crashed_after_done")
         line = (f"[{self.done_n}/{self.total}] {run_label(p)}: {rec.status} {rec.duration:.1f} s"
-                + ("" if ok else f" ({failure_reason(rec)})"))
+                + ("" if ok else f" ({failure_reason(rec)})")
+                + (f" (results kept; then the job {crash_note(crash)})" if crash else ""))
         if self.bar:
             self.bar.advance(self.task)
-            if not ok:
+            if not ok or crash:
                 self.bar.console.print(line, highlight=False, markup=False)
             return
         self.con.print(line, highlight=False, markup=False)

@@ -9,7 +9,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from . import configs, machine, paths, runner
+from . import configs, machine, paths, runner, shmem_run
 
 
 @dataclass
@@ -142,6 +142,15 @@ def _benchmarks() -> Check:
                  f"cmake --install <build>, or set BOBCAT_HOME (now {paths.home()})")
 
 
+def _oshmem() -> Check:
+    """The shmem benchmark's peer: shmem_bench.c built with Open MPI's oshcc (cached)."""
+    exe, why = shmem_run.oshmem_program()
+    if exe is None:
+        return Check("WARN", "shmem peer", f"oshmem unavailable: {why}; the shmem benchmark's "
+                     "linux-* runs are skipped", "apt-get install libopenmpi-dev openmpi-bin")
+    return Check("OK", "shmem peer", f"{shmem_run.OSHMEM_CC} builds shmem_bench.c: {exe}")
+
+
 def _lwk() -> Check:
     yod, version = configs.find_yod()
     problems = [f"{v}: {why}" for v in configs.VENDORS for ok, why in [configs.yod_dry_run(v)]
@@ -154,5 +163,6 @@ def _lwk() -> Check:
 
 
 def checks() -> list[Check]:
-    return [*_mpis(), _hwloc(), _hugepages(), _thp(), _cma(), _tick(), _benchmarks(), _lwk(),
+    return [*_mpis(), _hwloc(), _hugepages(), _thp(), _cma(), _tick(), _benchmarks(), _oshmem(),
+            _lwk(),
             _probe()]

@@ -31,7 +31,13 @@ def job_pages(spec: RunSpec, cs: configs.ConfigSet) -> int:
     config = cs.get(spec.config)
     if not config.via_yod or spec.pages == "small":
         return 0
-    return _yod_job_pages(spec.mode, spec.ranks, spec.mpi, config.vendor[spec.mpi].yod_args)
+    pages = _yod_job_pages(spec.mode, spec.ranks, spec.mpi, config.vendor[spec.mpi].yod_args)
+    if spec.benchmark == "shmem" and pages:
+        # libbobcat adds the symmetric heap (rounded up to its 32 MiB block) to each PE's segment.
+        from .shmem_run import SYMMETRIC_BYTES
+        block = 32 << 20
+        pages += spec.ranks * (-(-SYMMETRIC_BYTES // block) * block // HUGE_PAGE)
+    return pages
 
 
 @functools.lru_cache(maxsize=None)

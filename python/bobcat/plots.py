@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
-from .report_tables import Dataset, Sample, at_default_pages, medians  # noqa: E402
+from .report_tables import (Dataset, Sample, at_default_pages, medians, shmem_samples,  # noqa: E402
+                            shmem_series, shmem_skips)
 
 plt.rcParams.update({"font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
                      "svg.fonttype": "none", "figure.dpi": 100})
@@ -411,6 +412,78 @@ def noise_figure(ds: Dataset, out: Path) -> FigureResult:
     return res
 
 
+_SHMEM_LAT = (("put_latency", "put 8 B\none-way"), ("get_latency", "get 8 B\none-way"),
+              ("fetch_add", "fetch_add"), ("barrier_all", "barrier_all"))
+
+
+def shmem_figure(ds: Dataset, out: Path) -> FigureResult:
+    res = FigureResult("S3", "OpenSHMEM on one node: bobcat over SMARTMAP vs Open MPI oshmem",
+                       "Left: latency (ns, log scale) of an 8-byte put as seen by the other PE "
+                       "(one-way), of an 8-byte store seen through blocking gets (one-way), "
+                       "fetch_add and barrier_all, 2 PEs; lower "
+                       "is better. Right: shmem_putmem bandwidth (solid) against message size, "
+                       "with memcpy of the same size on the same PE as the reference (dashed, "
+                       "same colour); higher is better. Median over repetitions, whiskers "
+                       "min–max. The slides plot Cray SHMEM put latency on "
+                       "Catamount with SMARTMAP against the version without it; here bobcat's "
+                       "OpenSHMEM over SMARTMAP (lwk) plays the first and Debian's Open MPI "
+                       "oshmem (same source, /usr/bin/oshcc) the second.",
+                       "Brightwell et al. 2009 (SMARTMAP slides), \"Cray SHMEM Put Latency\"")
+    sh = shmem_samples(ds)
+    if not sh:
+        skips = shmem_skips(ds)
+        res.missing = "no runs of shmem" + ("; skipped: " + "; ".join(skips) if skips else "")
+        return res
+    series = sorted({shmem_series(ds, s.run) for s in sh},
+                    key=lambda x: (not x.endswith("(bobcat)"), x))
+    cmap = plt.get_cmap("tab10")
+    colors = {lab: cmap(i % cmap.N) for i, lab in enumerate(series)}
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.0))
+    lat = medians([s for s in sh if s.name in dict(_SHMEM_LAT)],
+                  lambda s: (shmem_series(ds, s.run), s.name))
+    width = 0.8 / max(1, len(series))
+    for i, lab in enumerate(series):
+        xs, st = [], []
+        for j, (name, _) in enumerate(_SHMEM_LAT):
+            v = lat.get((lab, name))
+            if v is not None and v.median > 0:
+                xs.append(j + (i - (len(series) - 1) / 2) * width)
+                st.append(v)
+        if xs:
+            ax1.errorbar(xs, [v.median for v in st],
+                         yerr=[[v.median - max(v.lo, v.median * 1e-3) for v in st],
+                               [v.hi - v.median for v in st]],
+                         fmt="o", ms=5, capsize=3, color=colors[lab], label=lab)
+    ax1.set_yscale("log")
+    ax1.set_xticks(range(len(_SHMEM_LAT)), [t for _, t in _SHMEM_LAT])
+    ax1.set_ylabel("ns")
+    ax1.set_title("latency — lower is better")
+    _legend(ax1)
+    bw = medians([s for s in sh if s.name in ("put_bw", "memcpy_bw") and s.size],
+                 lambda s: (shmem_series(ds, s.run), s.name, s.size))
+    sizes: set[int] = set()
+    for lab in series:
+        for name, style, text in (("put_bw", "-", "put"), ("memcpy_bw", "--", "memcpy")):
+            xs = sorted(k[2] for k in bw if k[0] == lab and k[1] == name)
+            if not xs:
+                continue
+            sizes |= set(xs)
+            st = [bw[(lab, name, x)] for x in xs]
+            ax2.errorbar(xs, [v.median for v in st],
+                         yerr=[[v.median - v.lo for v in st], [v.hi - v.median for v in st]],
+                         marker="o" if name == "put_bw" else None, ms=4, capsize=3, lw=1.2,
+                         ls=style, color=colors[lab], label=f"{lab} {text}")
+    if sizes:
+        ax2.set_xscale("log", base=2)
+        _size_ticks(ax2, sizes)
+    ax2.set_xlabel("message size (bytes)")
+    ax2.set_ylabel("GB/s")
+    ax2.set_title("put bandwidth, memcpy dashed — higher is better")
+    _legend(ax2)
+    res.png, res.svg = _save(fig, out, "figS3")
+    return res
+
+
 def all_figures(ds: Dataset, out: Path) -> list[FigureResult]:
     out.mkdir(parents=True, exist_ok=True)
     # A figure of an earlier rendering that is not measured now must not linger in the folder.
@@ -419,5 +492,5 @@ def all_figures(ds: Dataset, out: Path) -> list[FigureResult]:
     figs = [_line_figure(ds, out, spec) for spec in _LINES]
     figs += [pingpong_figure(ds, out), barrier_figure(ds, out)]
     figs += [heatmap_figure(ds, out, n, test, title) for n, test, title in _HEAT]
-    figs += [pingpong_bandwidth_figure(ds, out), noise_figure(ds, out)]
+    figs += [pingpong_bandwidth_figure(ds, out), noise_figure(ds, out), shmem_figure(ds, out)]
     return figs

@@ -18,7 +18,7 @@ from typing import Any
 from . import plots
 from .report_tables import (NOISE_PARAMS, Dataset, Table, at_default_pages, config_ratios, fmt,
                             headline, load, matrix, pages_table, pallas_tables, placement_tables,
-                            selfish_table, sn_vs_vn, utilization_table, variability)
+                            selfish_table, shmem_table, sn_vs_vn, utilization_table, variability)
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 1em 2em;
@@ -167,6 +167,7 @@ def render(db_path: str | os.PathLike, out_dir: str | os.PathLike, *,
         "(SAND2008-4039).</p>",
         '<nav><ol><li><a href="#headline">Headline numbers</a></li>'
         '<li><a href="#machine">Machine</a></li><li><a href="#figures">Figures 1–13</a></li>'
+        '<li><a href="#shmem-sec">OpenSHMEM</a></li>'
         '<li><a href="#cnw">CNW tables</a></li><li><a href="#variability">Variability</a></li>'
         '<li><a href="#placement-sec">Placement</a></li>'
         '<li><a href="#other">Other measurements</a></li></ol></nav>',
@@ -179,6 +180,13 @@ def render(db_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     ]
     body += [_figure(by_num[str(n)]) for n in range(1, 14)]
     body += ["<h3>Extra figures</h3>", _figure(by_num["S1"])]
+    body += ['<h3 id="shmem-sec">OpenSHMEM on one node (SMARTMAP slides: "Implementing Cray '
+             'SHMEM", "Cray SHMEM Put Latency")</h3>',
+             '<p class="note">On a node, SMARTMAP makes <code>shmem_putmem</code> a memcpy to '
+             'the other PE\'s address (the slides\' <code>remote_address(core, target)</code>). '
+             "bobcat's OpenSHMEM does that under lwk; the peer is Debian's Open MPI oshmem running "
+             "the same benchmark source (bench/shmem/shmem_bench.c).</p>",
+             _figure(by_num["S3"]), _table(shmem_table(ds), 4)]
 
     body += ['<h2 id="cnw">Tables of the CNW report</h2>', _table(sn_vs_vn(ds))]
     body += [_table(t) for t in config_ratios(ds, ref)]
@@ -204,7 +212,7 @@ def render(db_path: str | os.PathLike, out_dir: str | os.PathLike, *,
              _table(place_summary),
              "<details><summary>Every run (" + str(len(ds.runs)) + ")</summary>"
              + _table(every_run) + "</details>"]
-    shown = {"imb", "selfish"}
+    shown = {"imb", "selfish", "shmem"}
     body += ['<h2 id="other">Other measurements</h2>',
              "<details open><summary>Medians of the benchmarks not shown above</summary>"
              + _other_measurements(ds, shown) + "</details>",

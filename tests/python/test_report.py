@@ -432,7 +432,9 @@ def test_absent_data_is_reported_not_faked(tmp_path):
     empty.close()
     page = parse(render(tmp_path / "empty.db", tmp_path / "empty"))
     assert not page.imgs
-    assert sum("not measured" in c for c in page.captions) == 15
+    assert sum("not measured" in c for c in page.captions) == 16   # 1-13, S1, S2, S3 (SHMEM)
+    assert "not measured (why: no runs of shmem" in [c for c in page.captions
+                                                      if c.startswith("Figure S3.")][0]
 
 
 def _chromium(args: list[str], tmp: Path) -> subprocess.CompletedProcess:
