@@ -87,6 +87,12 @@ typedef struct pmpi_comm {
     int blocked;            /* comm ranks are grouped by node in increasing node order (so a node's
                                partial reduction is a contiguous run of ranks: non-commutative
                                ops may go hierarchical) */
+    /* Node order (the order of the data in every leaders' phase): ranks grouped by node, nodes in
+     * leaders_comm order, comm rank order inside a node. Equal to comm order when blocked. */
+    int *pos;               /* comm rank -> its place in node order */
+    int *by_pos;            /* place in node order -> comm rank */
+    int *node_first;        /* leaders_comm rank k -> place of node k's first rank (nnodes entries) */
+    int *node_count;        /* leaders_comm rank k -> ranks of comm on node k */
     coll_node_t cn;         /* the node as coll/ sees it: size, my index, base table, control area */
     void *ext[PMPI_COMM_EXT_MAX];
 } pmpi_comm_t;
