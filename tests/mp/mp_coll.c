@@ -300,6 +300,12 @@ static void reductions(MPI_Comm comm, const ttype_t *t, opid_t o, size_t count, 
     }
 }
 
+static int env_is(const char *name, const char *a, const char *b)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, a) || (b && !strcmp(v, b)));
+}
+
 /* ---- user ops ------------------------------------------------------------------------------ */
 /* 2x2 integer matrices mod 97; inout = in * inout. Not commutative: the result depends on order. */
 static void matmul(void *in_, void *io_, int *len, MPI_Datatype *dt)
@@ -379,6 +385,14 @@ static void user_ops(MPI_Comm comm, bkind_t bk, size_t count)
      * type, but neither real MPI here accepts it (Open MPI 4.1, MPICH 4.0), so only when bobcat does. */
     const char *fa = getenv("BOBCAT_COLL_ALLREDUCE"), *on = getenv("BOBCAT_MPI");
     int bobcat_does = (!fa || strcmp(fa, "mpi")) && (!on || (strcmp(on, "0") && strcmp(on, "off")));
+    if (env_is("BOBCAT_COLL_HIER", "0", "off")) { /* across nodes that is the real MPI's then */
+        MPI_Comm shm;
+        int ssize;
+        MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
+        MPI_Comm_size(shm, &ssize);
+        MPI_Comm_free(&shm);
+        bobcat_does &= ssize == size;
+    }
     for (size_t i = 0; i < 4 * count; i++)
         si[i] = rank * 3 + (int)i;
     if (bobcat_does) {
@@ -765,11 +779,6 @@ static void zero_counts(MPI_Comm comm)
  * (BOBCAT_STATS on) and the layer is on. */
 typedef long long (*stat_fn_t)(const char *call, const char *key); /* libbobcat-<mpi>.so's, preloaded by yod */
 
-static int env_is(const char *name, const char *a, const char *b)
-{
-    const char *v = getenv(name);
-    return v && (!strcmp(v, a) || (b && !strcmp(v, b)));
-}
 
 static void check_paths(void)
 {
