@@ -139,8 +139,8 @@ typedef enum {
     PMPI_WHY_FORCED,     /* a knob chose mpi */
     PMPI_WHY_DATATYPE,   /* datatype not handled (non-contiguous derived type for a reduction) */
     PMPI_WHY_OP,         /* op/datatype pair not handled here */
-    PMPI_WHY_MULTINODE,  /* this collective runs across nodes through the real MPI */
-    PMPI_WHY_ORDER,      /* non-commutative op across nodes whose ranks are not blocked by node */
+    PMPI_WHY_MULTINODE,  /* the communicator spans nodes and BOBCAT_COLL_HIER=0 */
+    PMPI_WHY_ORDER,      /* across nodes, ranks not grouped by node: non-commutative op, or Scan/Exscan */
     PMPI_WHY_SETUP,      /* the node part could not be built */
     PMPI_WHY_VARIANT,    /* v/w variant or argument combination left to the real MPI */
     PMPI_WHY_OFFNODE,    /* point-to-point: the peer is on another node */
