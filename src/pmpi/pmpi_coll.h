@@ -71,7 +71,8 @@ void hier_gatherv(pmpi_comm_t *pc, int root, const void *piece, size_t mybytes, 
 void hier_scatterv(pmpi_comm_t *pc, int root, const void *in, const size_t *bytes, int uniform, size_t mybytes,
                    void *piece);
 void hier_allgatherv(pmpi_comm_t *pc, const void *piece, const size_t *bytes, void *out);
-/* in: my n blocks of b bytes (any memory; may equal out); out: block r from rank r. */
+/* in: my n blocks of b bytes, in the segment and not overlapping out (node mates read it);
+ * out: block r from rank r (any memory). */
 void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out);
 
 #endif

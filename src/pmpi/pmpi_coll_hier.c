@@ -11,6 +11,7 @@
 #include "pmpi_coll.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -303,43 +304,68 @@ void hier_allgatherv(pmpi_comm_t *pc, const void *piece, const size_t *bytes, vo
 void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out)
 {
     int me = pc->rank, leader = pc->leader == me, ns = pc->node_size, N = pc->nnodes, n = pc->size;
-    size_t row = (size_t)n * b; /* one rank's whole send (or receive) buffer */
-    char *nbuf = leader ? xmalloc((size_t)ns * row) : NULL, *dist = NULL;
-    /* 1. My node's send buffers meet at the leader (row i = node rank i's). */
-    coll_gather(&pc->cn, 0, in, row, nbuf);
+    int myk = pc->leader_rank[me];
+    /* 1. Every rank of the node learns every node mate's send buffer (pointers, in place). */
+    uint64_t *ptr = xmalloc((size_t)ns * sizeof(uint64_t));
+    size_t *pb = xmalloc(2 * (size_t)ns * sizeof(size_t)), *pd = pb + ns;
+    memset(pb, 0, 2 * (size_t)ns * sizeof(size_t));
+    for (int i = 0; i < ns; i++)
+        pb[i] = sizeof(uint64_t), pd[i] = (size_t)i * sizeof(uint64_t);
+    ptr[pc->node_rank] = (uint64_t)(uintptr_t)in;
+    coll_allgatherv(&pc->cn, NULL, ptr, pb, pd);
+    const char **src = xmalloc((size_t)ns * sizeof(char *)); /* node rank i's send buffer, in my view */
+    for (int i = 0; i < ns; i++) {
+        int r = pc->node_ranks[i];
+        src[i] = r == me ? in : pmpi_peer_ptr(pc, r, (const void *)(uintptr_t)ptr[i]);
+    }
+    /* 2. Node-local blocks straight from the node mates' buffers (one copy). */
+    for (int i = 0; i < ns; i++)
+        memcpy((char *)out + (size_t)pc->node_ranks[i] * b, src[i] + (size_t)me * b, b);
+    /* 3. The leader packs the off-node blocks per node pair straight from the node mates' buffers,
+     * [destination j of node k][source i of mine], and the leaders exchange them. */
+    int *rdsp = xmalloc((size_t)N * sizeof(int));
+    for (int k = 0, off = 0; k < N; k++) {
+        rdsp[k] = off;
+        off = k == myk ? off : icount((size_t)off + (size_t)ns * (size_t)pc->node_count[k] * b);
+    }
+    uint64_t rptr = 0;
+    char *rbuf = NULL;
     if (leader) {
-        int *scnt = xmalloc(4 * (size_t)N * sizeof(int)), *sdsp = scnt + N, *rcnt = sdsp + N, *rdsp = rcnt + N;
-        char *sbuf = xmalloc((size_t)ns * row), *rbuf = xmalloc((size_t)ns * row);
-        /* 2. Blocks bound for node k, ordered [destination j of k][source i of mine]. */
-        size_t off = 0;
+        int *scnt = xmalloc(3 * (size_t)N * sizeof(int)), *sdsp = scnt + N, *rcnt = sdsp + N;
+        size_t far = (size_t)(n - ns) * (size_t)ns * b, off = 0;
+        char *sbuf = xmalloc(far);
+        rbuf = xmalloc(far);
         for (int k = 0; k < N; k++) {
             sdsp[k] = icount(off);
-            for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++) {
-                int dst = pc->by_pos[p];
-                for (int i = 0; i < ns; i++, off += b)
-                    memcpy(sbuf + off, nbuf + (size_t)i * row + (size_t)dst * b, b);
-            }
+            rcnt[k] = k == myk ? 0 : icount((size_t)ns * (size_t)pc->node_count[k] * b);
+            if (k != myk)
+                for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++)
+                    for (int i = 0; i < ns; i++, off += b)
+                        memcpy(sbuf + off, src[i] + (size_t)pc->by_pos[p] * b, b);
             scnt[k] = icount(off - (size_t)sdsp[k]);
         }
-        for (int k = 0, roff = 0; k < N; k++) {
-            rcnt[k] = icount((size_t)ns * (size_t)pc->node_count[k] * b);
-            rdsp[k] = roff;
-            roff = icount((size_t)roff + (size_t)rcnt[k]);
-        }
         PMPI_Alltoallv(sbuf, scnt, sdsp, MPI_BYTE, rbuf, rcnt, rdsp, MPI_BYTE, pc->leaders_comm);
-        /* 3. From node m: [my rank j][source i of m]. Rank j's row gets source r at r * b. */
-        dist = nbuf; /* reuse: ns rows of n blocks */
-        for (int r = 0; r < n; r++) {
-            int m = pc->leader_rank[r], i = pc->pos[r] - pc->node_first[m];
-            for (int j = 0; j < ns; j++)
-                memcpy(dist + (size_t)j * row + (size_t)r * b,
-                       rbuf + (size_t)rdsp[m] + ((size_t)j * (size_t)pc->node_count[m] + (size_t)i) * b, b);
-        }
         free(sbuf);
-        free(rbuf);
         free(scnt);
+        rptr = (uint64_t)(uintptr_t)rbuf;
     }
-    /* 4. Every rank reads its row from the leader. */
-    coll_scatter(&pc->cn, 0, dist, row, out);
-    free(nbuf);
+    /* 4. Every rank reads its off-node blocks from the leader's receive buffer: from node m,
+     * [my node rank][source i of m]. */
+    coll_bcast(&pc->cn, 0, &rptr, sizeof rptr);
+    const char *got = leader ? rbuf : pmpi_peer_ptr(pc, pc->leader, (const void *)(uintptr_t)rptr);
+    for (int r = 0; r < n; r++) {
+        int m = pc->leader_rank[r];
+        if (m == myk)
+            continue;
+        size_t i = (size_t)(pc->pos[r] - pc->node_first[m]);
+        memcpy((char *)out + (size_t)r * b,
+               got + (size_t)rdsp[m] + ((size_t)pc->node_rank * (size_t)pc->node_count[m] + i) * b, b);
+    }
+    /* 5. Nobody's send buffer or the leader's receive buffer is needed past this point. */
+    coll_barrier(&pc->cn);
+    free(rbuf);
+    free(rdsp);
+    free(src);
+    free(pb);
+    free(ptr);
 }

@@ -529,13 +529,19 @@ BOBCAT_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype,
     size_t bytes = (size_t)rcount * (size_t)rd.size;
     pc_buf_t in = {0}, out = {0};
     if (pc->nnodes > 1) {
-        /* Every send buffer is read once (into the leader's node block) before any result is
-         * written, so in place needs no copy; buffers may be private (only their owner copies). */
-        int rc = in_place ? pc_in(&in, rbuf, rcount * n, rtype, &rd, 0) : pc_in(&in, sbuf, scount * n, stype, &sd, 0);
+        /* Node mates read my send buffer (node-local blocks, and the leader packs my off-node
+         * ones) while I write my result: it must be in the segment and, in place, a copy. */
+        int rc = in_place ? pc_in(&in, rbuf, rcount * n, rtype, &rd, 1) : pc_in(&in, sbuf, scount * n, stype, &sd, 1);
+        if (rc == 0 && in_place && !in.tmp) {
+            in.p = xalloc(in.bytes);
+            memcpy(in.p, rbuf, in.bytes);
+            in.tmp = 1;
+        }
         if (rc || pc_out(&out, rbuf, rcount * n, rtype, &rd, 0, 0))
             oom(bytes * (size_t)n);
         hier_alltoall(pc, in.p, bytes, out.p);
-        pmpi_stat_path(&st_alltoall, in.tmp || out.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes * (size_t)n, A_HIER);
+        pmpi_stat_path(&st_alltoall, (in.tmp && !in_place) || out.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE,
+                       bytes * (size_t)n, A_HIER);
         pc_in_done(&in);
         pc_out_done(&out);
         return MPI_SUCCESS;
