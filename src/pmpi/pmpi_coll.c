@@ -19,10 +19,10 @@ static pmpi_stat_t st_barrier = {.name = "Barrier", .alg_names = {"counter", "hi
 static pmpi_stat_t st_bcast = {.name = "Bcast", .alg_names = {"inplace", "hier"}};
 static pmpi_stat_t st_reduce = {.name = "Reduce", .alg_names = {"serial", "parallel", "hier"}};
 static pmpi_stat_t st_allreduce = {.name = "Allreduce", .alg_names = {"serial", "parallel", "hier"}};
-static pmpi_stat_t st_rsb = {.name = "Reduce_scatter_block", .alg_names = {"parallel"}};
-static pmpi_stat_t st_rs = {.name = "Reduce_scatter", .alg_names = {"parallel"}};
-static pmpi_stat_t st_scan = {.name = "Scan", .alg_names = {"inplace"}};
-static pmpi_stat_t st_exscan = {.name = "Exscan", .alg_names = {"inplace"}};
+static pmpi_stat_t st_rsb = {.name = "Reduce_scatter_block", .alg_names = {"parallel", "hier"}};
+static pmpi_stat_t st_rs = {.name = "Reduce_scatter", .alg_names = {"parallel", "hier"}};
+static pmpi_stat_t st_scan = {.name = "Scan", .alg_names = {"inplace", "hier"}};
+static pmpi_stat_t st_exscan = {.name = "Exscan", .alg_names = {"inplace", "hier"}};
 
 __attribute__((constructor)) static void register_stats(void)
 {
@@ -90,6 +90,10 @@ BOBCAT_EXPORT int MPI_Barrier(MPI_Comm comm)
         pmpi_stat_mpi(&st_barrier, pc_knobs.barrier == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
         return PMPI_Barrier(comm);
     }
+    if (pc->nnodes > 1 && !pc_knobs.hier) {
+        pmpi_stat_mpi(&st_barrier, PMPI_WHY_MULTINODE, 0);
+        return PMPI_Barrier(comm);
+    }
     coll_barrier(&pc->cn);
     if (pc->nnodes > 1) {
         /* Node arrived, leaders meet, node released: nobody leaves before everyone arrived. */
@@ -109,8 +113,9 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
         pmpi_stat_mpi(&st_bcast, pc_knobs.bcast == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
         return PMPI_Bcast(buf, count, dt, root, comm);
     }
-    if (count <= 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, &d) != 0 || d.size == 0) {
-        pmpi_stat_mpi(&st_bcast, PMPI_WHY_VARIANT, 0);
+    if (count <= 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, &d) != 0 || d.size == 0 ||
+        (pc->nnodes > 1 && !pc_knobs.hier)) {
+        pmpi_stat_mpi(&st_bcast, pc->nnodes > 1 && !pc_knobs.hier ? PMPI_WHY_MULTINODE : PMPI_WHY_VARIANT, 0);
         return PMPI_Bcast(buf, count, dt, root, comm); /* nothing to move, or an error for the MPI to report */
     }
     size_t bytes = (size_t)count * (size_t)d.size;
@@ -163,7 +168,7 @@ static pmpi_comm_t *red_setup(MPI_Comm comm, pc_alg_t knob, int count, MPI_Datat
         return NULL;
     }
     if (pc->nnodes > 1) {
-        if (!multinode_ok) {
+        if (!multinode_ok || !pc_knobs.hier) {
             *why_p = PMPI_WHY_MULTINODE;
             return NULL;
         }
@@ -307,6 +312,64 @@ BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
     return MPI_SUCCESS;
 }
 
+/* Reduce_scatter across nodes: node reduce of the whole vector to the leader, the leaders'
+ * PMPI_Reduce_scatter of node blocks (the vector's blocks put in node order first: each element
+ * reduces on its own, so moving blocks is free of order effects), then each leader hands its
+ * node's ranks their blocks. ip: every rank's input (in the segment). Returns 1 if rbuf was staged. */
+static int reduce_scatter_hier(pmpi_comm_t *pc, const void *ip, void *rbuf, const size_t *cnt, const size_t *displ,
+                               size_t total, const coll_op_t *cop, MPI_Op op)
+{
+    int me = pc->rank, leader = pc->leader == me, ns = pc->node_size, N = pc->nnodes;
+    size_t ext = cop->extent, span = coll_span(cop, total);
+    coll_alg_t alg = pick(pc_knobs.reduce_scatter, span);
+    char *partial = leader ? seg_alloc(total * ext) : NULL, *res = NULL;
+    coll_reduce(&pc->cn, 0, ip, partial, total, cop, alg);
+    size_t *mb = malloc(2 * (size_t)ns * sizeof(size_t)), *md = mb + ns, at = 0;
+    if (!mb)
+        abort();
+    for (int i = 0; i < ns; i++) {
+        size_t c = cnt[pc->node_ranks[i]];
+        mb[i] = coll_span(cop, c);
+        md[i] = at * ext;
+        at += c;
+    }
+    if (leader) {
+        int *ncnt = malloc((size_t)N * sizeof(int));
+        char *ordered = partial;
+        if (!ncnt)
+            abort();
+        for (int k = 0; k < N; k++)
+            ncnt[k] = 0;
+        for (int r = 0; r < pc->size; r++)
+            ncnt[pc->leader_rank[r]] += (int)cnt[r];
+        if (!pc->blocked) {
+            ordered = seg_alloc(total * ext);
+            size_t off = 0;
+            for (int p = 0; p < pc->size; p++) {
+                int r = pc->by_pos[p];
+                memcpy(ordered + off * ext, partial + displ[r] * ext, cnt[r] * ext);
+                off += cnt[r];
+            }
+        }
+        res = seg_alloc(at * ext);
+        PMPI_Reduce_scatter(ordered, res, ncnt, pc_op_base(cop), op, pc->leaders_comm);
+        if (ordered != partial)
+            free(ordered);
+        free(ncnt);
+    }
+    size_t mine = coll_span(cop, cnt[me]);
+    void *out = leader || !mine || smap_is_shared(rbuf) ? rbuf : seg_alloc(mine);
+    coll_scatterv(&pc->cn, 0, res, mb, md, out, mine);
+    if (out != rbuf) {
+        memcpy(rbuf, out, mine);
+        free(out);
+    }
+    free(mb);
+    free(res);
+    free(partial);
+    return out != rbuf;
+}
+
 /* Reduce_scatter(_block) on one node: rank r reduces its block of every rank's input. */
 static int reduce_scatter(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *counts, int bcount,
                           MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
@@ -326,7 +389,7 @@ static int reduce_scatter(pmpi_stat_t *st, const void *sbuf, void *rbuf, const i
         }
         total = t > 0 && t <= (1LL << 30) ? (int)t : 0;
     }
-    pc = red_setup(comm, pc_knobs.reduce_scatter, total, dt, op, &cop, &mult, &why, 0);
+    pc = red_setup(comm, pc_knobs.reduce_scatter, total, dt, op, &cop, &mult, &why, 1);
     /* A rank that receives nothing may pass any rbuf (even sbuf): falling back alone would leave
      * its peers waiting in the layer. Aliasing a non-empty result is erroneous. */
     if (pc && ((sbuf == rbuf && (counts ? counts[pc->rank] : bcount) > 0) || rbuf == MPI_IN_PLACE))
@@ -348,8 +411,12 @@ static int reduce_scatter(pmpi_stat_t *st, const void *sbuf, void *rbuf, const i
     size_t span = coll_span(&cop, (size_t)total * mult);
     void *tin;
     const void *ip = red_in(in_place ? rbuf : sbuf, span, 0, &tin);
-    coll_reduce_scatter(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, cnt, displ, &cop);
-    pmpi_stat_path(st, tin ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, span, 0);
+    int staged = tin != NULL;
+    if (pc->nnodes == 1)
+        coll_reduce_scatter(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, cnt, displ, &cop);
+    else
+        staged |= reduce_scatter_hier(pc, ip, rbuf, cnt, displ, (size_t)total * mult, &cop, op);
+    pmpi_stat_path(st, staged ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, span, pc->nnodes > 1 ? 1 : 0);
     free(tin);
     free(cnt);
     return MPI_SUCCESS;
@@ -373,9 +440,13 @@ static int scan(pmpi_stat_t *st, const void *sbuf, void *rbuf, int count, MPI_Da
     coll_op_t cop;
     pmpi_why_t why;
     size_t mult;
-    pmpi_comm_t *pc = red_setup(comm, pc_knobs.scan, count, dt, op, &cop, &mult, &why, 0);
+    pmpi_comm_t *pc = red_setup(comm, pc_knobs.scan, count, dt, op, &cop, &mult, &why, 1);
     if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
         pc = NULL, why = PMPI_WHY_VARIANT;
+    /* Across nodes a rank's prefix is whole nodes then its own node's part only when the ranks
+     * are grouped by node, whatever the op. */
+    if (pc && pc->nnodes > 1 && !pc->blocked)
+        pc = NULL, why = PMPI_WHY_ORDER;
     if (!pc) {
         pmpi_stat_mpi(st, why, 0);
         return exclusive ? PMPI_Exscan(sbuf, rbuf, count, dt, op, comm) : PMPI_Scan(sbuf, rbuf, count, dt, op, comm);
@@ -384,8 +455,30 @@ static int scan(pmpi_stat_t *st, const void *sbuf, void *rbuf, int count, MPI_Da
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
     void *tin;
     const void *ip = red_in(in_place ? rbuf : sbuf, span, span <= COLL_INLINE_MAX, &tin);
-    coll_scan(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, n, &cop, exclusive);
-    pmpi_stat_path(st, tin ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, span, 0);
+    if (pc->nnodes == 1) {
+        coll_scan(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, n, &cop, exclusive);
+    } else {
+        /* Node total to the leader (before the scan overwrites an in-place input), node scan, the
+         * leaders' PMPI_Exscan of node totals, and every rank of node k > 0 folds its node's
+         * prefix in on the left (earlier ranks first: any op, since the ranks are blocked). */
+        int leader = pc->leader == pc->rank, k = pc->leader_rank[pc->rank];
+        coll_alg_t alg = span <= COLL_INLINE_MAX ? COLL_ALG_SERIAL : pick(PC_AUTO, span);
+        char *partial = leader ? seg_alloc(span) : NULL, *pre = seg_alloc(span);
+        coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
+        coll_scan(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, n, &cop, exclusive);
+        if (leader)
+            PMPI_Exscan(partial, pre, (int)n, pc_op_base(&cop), op, pc->leaders_comm);
+        if (k > 0) {
+            coll_bcast(&pc->cn, 0, pre, span);
+            if (exclusive && pc->node_rank == 0)
+                memcpy(rbuf, pre, span);
+            else
+                cop.fn(pre, rbuf, n, &cop);
+        }
+        free(partial);
+        free(pre);
+    }
+    pmpi_stat_path(st, tin ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, span, pc->nnodes > 1 ? 1 : 0);
     free(tin);
     return MPI_SUCCESS;
 }

@@ -13,6 +13,7 @@ typedef enum { PC_AUTO, PC_INPLACE, PC_SERIAL, PC_PARALLEL, PC_MPI } pc_alg_t;
 typedef struct {
     pc_alg_t barrier, bcast, reduce, allreduce, reduce_scatter, scan, gather, scatter, allgather, alltoall;
     size_t parallel_min;
+    int hier; /* BOBCAT_COLL_HIER: collectives that span nodes run hierarchically (else the real MPI) */
 } pc_knobs_t;
 extern pc_knobs_t pc_knobs;
 void pc_knobs_init(void);
@@ -59,5 +60,19 @@ void pc_out_done(pc_buf_t *b); /* unpacks into the user's buffer */
 /* Pack/unpack count elements between user memory and contiguous bytes. */
 void pc_pack(const void *ubuf, int count, MPI_Datatype dt, const pc_dt_t *d, void *bytes);
 void pc_unpack(const void *bytes, int count, MPI_Datatype dt, const pc_dt_t *d, void *ubuf);
+
+/* ---- across nodes (pmpi_coll_hier.c), on packed bytes; collective over pc (nnodes > 1) --------
+ * piece: my packed piece; it must be in the segment unless I am my node's leader.
+ * bytes: every rank's byte count in comm order (Gatherv/Scatterv: significant at the root only;
+ * uniform: every rank's count is mybytes and bytes may be NULL). The whole (out at the root, in at
+ * the root, out everywhere for Allgatherv) is the pieces packed end to end in comm order. */
+void hier_gatherv(pmpi_comm_t *pc, int root, const void *piece, size_t mybytes, const size_t *bytes, int uniform,
+                  void *out);
+void hier_scatterv(pmpi_comm_t *pc, int root, const void *in, const size_t *bytes, int uniform, size_t mybytes,
+                   void *piece);
+void hier_allgatherv(pmpi_comm_t *pc, const void *piece, const size_t *bytes, void *out);
+/* in: my n blocks of b bytes, in the segment and not overlapping out (node mates read it);
+ * out: block r from rank r (any memory). */
+void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out);
 
 #endif

@@ -47,7 +47,7 @@ void pc_knobs_init(void)
     pc_knobs = (pc_knobs_t){alg_of(o->COLL_BARRIER), alg_of(o->COLL_BCAST), alg_of(o->COLL_REDUCE),
                             alg_of(o->COLL_ALLREDUCE), alg_of(o->COLL_REDUCE_SCATTER), alg_of(o->COLL_SCAN),
                             alg_of(o->COLL_GATHER), alg_of(o->COLL_SCATTER), alg_of(o->COLL_ALLGATHER),
-                            alg_of(o->COLL_ALLTOALL), o->COLL_PARALLEL_MIN};
+                            alg_of(o->COLL_ALLTOALL), o->COLL_PARALLEL_MIN, o->COLL_HIER};
     dt_map_n = 0;
     map_add(MPI_INT, COLL_T_I32, sizeof(int), 0);
     map_add(MPI_DOUBLE, COLL_T_F64, sizeof(double), 0);

@@ -2,8 +2,9 @@
  * its piece at the root), Scatter (each reads its piece at the root), Allgather (each reads every
  * piece), Alltoall (each reads its block from every rank), and the v-variants (Gatherv: the root
  * reads every piece; Scatterv: the root writes every piece; Allgatherv: each reads every piece).
- * Communicators that span nodes, Alltoallv/w and the nonblocking and neighbourhood collectives go
- * to the real MPI unchanged.
+ * Communicators that span nodes run them hierarchically (pmpi_coll_hier.c: node phase in shared
+ * memory, leaders' phase through PMPI_*); Alltoallv/w and the nonblocking and neighbourhood
+ * collectives go to the real MPI unchanged.
  *
  * Datatypes: the algorithms move packed signature bytes. A dense type (memory == signature) is
  * used where it lies; any other type is packed into, or unpacked from, a segment buffer on the
@@ -15,13 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pmpi_stat_t st_gather = {.name = "Gather", .alg_names = {"inplace"}};
-static pmpi_stat_t st_gatherv = {.name = "Gatherv", .alg_names = {"inplace"}};
-static pmpi_stat_t st_scatter = {.name = "Scatter", .alg_names = {"inplace"}};
-static pmpi_stat_t st_scatterv = {.name = "Scatterv", .alg_names = {"inplace"}};
-static pmpi_stat_t st_allgather = {.name = "Allgather", .alg_names = {"inplace"}};
-static pmpi_stat_t st_allgatherv = {.name = "Allgatherv", .alg_names = {"inplace"}};
-static pmpi_stat_t st_alltoall = {.name = "Alltoall", .alg_names = {"inplace"}};
+static pmpi_stat_t st_gather = {.name = "Gather", .alg_names = {"inplace", "hier"}};
+static pmpi_stat_t st_gatherv = {.name = "Gatherv", .alg_names = {"inplace", "hier"}};
+static pmpi_stat_t st_scatter = {.name = "Scatter", .alg_names = {"inplace", "hier"}};
+static pmpi_stat_t st_scatterv = {.name = "Scatterv", .alg_names = {"inplace", "hier"}};
+static pmpi_stat_t st_allgather = {.name = "Allgather", .alg_names = {"inplace", "hier"}};
+static pmpi_stat_t st_allgatherv = {.name = "Allgatherv", .alg_names = {"inplace", "hier"}};
+static pmpi_stat_t st_alltoall = {.name = "Alltoall", .alg_names = {"inplace", "hier"}};
 
 __attribute__((constructor)) static void register_stats(void)
 {
@@ -36,7 +37,10 @@ static void oom(size_t bytes)
     abort();
 }
 
-/* The communicator if this collective runs here; else NULL with the reason. Single node only. */
+enum { A_INPLACE, A_HIER };
+
+/* The communicator if this collective runs here; else NULL with the reason. Across nodes only
+ * with BOBCAT_COLL_HIER (then the hierarchical path). */
 static pmpi_comm_t *move_setup(MPI_Comm comm, pc_alg_t knob, pmpi_why_t *why_p)
 {
     pmpi_comm_t *pc = NULL;
@@ -44,7 +48,7 @@ static pmpi_comm_t *move_setup(MPI_Comm comm, pc_alg_t knob, pmpi_why_t *why_p)
         *why_p = knob == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : (pmpi_layer.on ? PMPI_WHY_INTER : PMPI_WHY_OFF);
         return NULL;
     }
-    if (pc->nnodes > 1) {
+    if (pc->nnodes > 1 && !pc_knobs.hier) {
         *why_p = PMPI_WHY_MULTINODE;
         return NULL;
     }
@@ -53,6 +57,78 @@ static pmpi_comm_t *move_setup(MPI_Comm comm, pc_alg_t knob, pmpi_why_t *why_p)
 
 /* count * n fits an int (the packing calls count in ints). */
 static int fits(int count, int n) { return count >= 0 && (long long)count * n <= INT_MAX; }
+
+/* Across nodes the leaders' phase moves node blocks as int MPI_BYTE counts: the whole (n pieces
+ * of `piece` bytes; Alltoall: n rows of them) must fit. From facts all ranks share. */
+static int hier_fits(const pmpi_comm_t *pc, long long piece, int rows)
+{
+    return pc->nnodes == 1 || (double)piece * pc->size * rows <= (double)INT_MAX;
+}
+
+static void *xalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p)
+        oom(bytes);
+    return p;
+}
+
+/* Gather across nodes: pieces packed (in the segment unless I lead my node), hier_gatherv, the
+ * root unpacks the comm-ordered whole (or receives it straight in rbuf when rtype is dense). */
+static int gather_hier(pmpi_comm_t *pc, const void *sbuf, int scount, MPI_Datatype stype, const pc_dt_t *sd, void *rbuf,
+                       int rcount, MPI_Datatype rtype, const pc_dt_t *rd, int root)
+{
+    int me = pc->rank, n = pc->size, leader = pc->leader == me, rc;
+    pc_buf_t in = {0};
+    size_t b;
+    if (me == root && sbuf == MPI_IN_PLACE) {
+        b = (size_t)rcount * (size_t)rd->size;
+        rc = pc_in(&in, (char *)rbuf + (MPI_Aint)root * rcount * rd->extent, rcount, rtype, rd, !leader);
+    } else {
+        b = (size_t)scount * (size_t)sd->size;
+        rc = pc_in(&in, sbuf, scount, stype, sd, !leader);
+    }
+    if (rc)
+        oom(b);
+    char *whole = me == root ? (rd->dense ? rbuf : xalloc(b * (size_t)n)) : NULL;
+    hier_gatherv(pc, root, in.p, b, NULL, 1, whole);
+    if (me == root && !rd->dense) {
+        pc_unpack(whole, rcount * n, rtype, rd, rbuf);
+        free(whole);
+    }
+    pmpi_stat_path(&st_gather, in.tmp || (me == root && !rd->dense) ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, b, A_HIER);
+    pc_in_done(&in);
+    return MPI_SUCCESS;
+}
+
+static int scatter_hier(pmpi_comm_t *pc, const void *sbuf, int scount, MPI_Datatype stype, const pc_dt_t *sd, void *rbuf,
+                        int rcount, MPI_Datatype rtype, const pc_dt_t *rd, int root)
+{
+    int me = pc->rank, n = pc->size, leader = pc->leader == me;
+    pc_buf_t in = {0}, out = {0};
+    size_t b;
+    void *piece, *discard = NULL;
+    if (me == root) {
+        b = (size_t)scount * (size_t)sd->size;
+        if (pc_in(&in, sbuf, scount * n, stype, sd, 0))
+            oom(b * (size_t)n);
+    } else {
+        b = (size_t)rcount * (size_t)rd->size;
+    }
+    if (me == root && rbuf == MPI_IN_PLACE) {
+        piece = discard = xalloc(b); /* my piece stays where it is in sbuf */
+    } else {
+        if (pc_out(&out, rbuf, rcount, rtype, rd, !leader, 0))
+            oom(b);
+        piece = out.p;
+    }
+    hier_scatterv(pc, root, in.p, NULL, 1, b, piece);
+    pmpi_stat_path(&st_scatter, in.tmp || out.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, b, A_HIER);
+    free(discard);
+    pc_in_done(&in);
+    pc_out_done(&out);
+    return MPI_SUCCESS;
+}
 
 BOBCAT_EXPORT int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                              MPI_Datatype rtype, int root, MPI_Comm comm)
@@ -68,13 +144,15 @@ BOBCAT_EXPORT int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, v
         int bad = me == root ? (pc_dt(rtype, &rd) || !fits(rcount, pc->size) || (!in_place && pc_dt(stype, &sd)))
                              : pc_dt(stype, &sd);
         long long piece = me == root ? (long long)rcount * rd.size : (long long)scount * sd.size;
-        if (bad || piece <= 0)
+        if (bad || piece <= 0 || !hier_fits(pc, piece, 1))
             pc = NULL, why = PMPI_WHY_VARIANT;
     }
     if (!pc) {
         pmpi_stat_mpi(&st_gather, why, 0);
         return PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
     }
+    if (pc->nnodes > 1)
+        return gather_hier(pc, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root);
     pc_buf_t in = {0}, out = {0};
     size_t bytes;
     if (me == root) {
@@ -108,13 +186,15 @@ BOBCAT_EXPORT int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, 
         int bad = me == root ? (pc_dt(stype, &sd) || !fits(scount, pc->size) || (!in_place && pc_dt(rtype, &rd)))
                              : pc_dt(rtype, &rd);
         long long piece = me == root ? (long long)scount * sd.size : (long long)rcount * rd.size;
-        if (bad || piece <= 0)
+        if (bad || piece <= 0 || !hier_fits(pc, piece, 1))
             pc = NULL, why = PMPI_WHY_VARIANT;
     }
     if (!pc) {
         pmpi_stat_mpi(&st_scatter, why, 0);
         return PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
     }
+    if (pc->nnodes > 1)
+        return scatter_hier(pc, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root);
     pc_buf_t in = {0}, out = {0};
     size_t bytes;
     if (me == root) {
@@ -187,6 +267,32 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
         pmpi_stat_mpi(&st_gatherv, why, 0);
         return PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
     }
+    if (pc->nnodes > 1) {
+        /* Pieces packed; the root unpacks the comm-ordered whole at the displacements. */
+        pc_buf_t in = {0};
+        int leader = pc->leader == me, rc;
+        if (me == root && in_place)
+            rc = pc_in(&in, (char *)rbuf + (MPI_Aint)displs[root] * rd.extent, rcounts[root], rtype, &rd, !leader);
+        else
+            rc = pc_in(&in, sbuf, scount, stype, &sd, !leader);
+        if (rc)
+            oom(in.bytes);
+        char *whole = me == root ? xalloc(v.total) : NULL;
+        hier_gatherv(pc, root, in.p, in.bytes, v.bytes, 0, whole);
+        if (me == root) {
+            size_t off = 0;
+            for (int r = 0; r < pc->size; r++) {
+                if (rcounts[r] && !(r == root && in_place))
+                    pc_unpack(whole + off, rcounts[r], rtype, &rd, (char *)rbuf + (MPI_Aint)displs[r] * rd.extent);
+                off += v.bytes[r];
+            }
+            free(whole);
+        }
+        pmpi_stat_path(&st_gatherv, in.tmp || me == root ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, in.bytes, A_HIER);
+        pc_in_done(&in);
+        free(v.bytes);
+        return MPI_SUCCESS;
+    }
     pc_buf_t in = {0};
     char *dst = rbuf;
     int staged = 0;
@@ -230,6 +336,38 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
         free(v.bytes);
         pmpi_stat_mpi(&st_scatterv, why, 0);
         return PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
+    }
+    if (pc->nnodes > 1) {
+        /* The root packs the pieces end to end in comm order; each rank unpacks its own. */
+        pc_buf_t out = {0};
+        char *whole = NULL;
+        void *piece, *discard = NULL;
+        size_t mybytes;
+        if (me == root) {
+            whole = xalloc(v.total);
+            size_t off = 0;
+            for (int r = 0; r < pc->size; r++) {
+                if (scounts[r])
+                    pc_pack((const char *)sbuf + (MPI_Aint)displs[r] * sd.extent, scounts[r], stype, &sd, whole + off);
+                off += v.bytes[r];
+            }
+        }
+        if (me == root && in_place) {
+            mybytes = v.bytes[root];
+            piece = discard = xalloc(mybytes);
+        } else {
+            if (pc_out(&out, rbuf, rcount, rtype, &rd, pc->leader != me, 0))
+                oom((size_t)rcount * (size_t)rd.size);
+            mybytes = out.bytes;
+            piece = out.p;
+        }
+        hier_scatterv(pc, root, whole, v.bytes, 0, mybytes, piece);
+        pmpi_stat_path(&st_scatterv, out.tmp || me == root ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, mybytes, A_HIER);
+        free(discard);
+        free(whole);
+        pc_out_done(&out);
+        free(v.bytes);
+        return MPI_SUCCESS;
     }
     pc_buf_t out = {0};
     const char *src = sbuf;
@@ -281,7 +419,8 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
         /* An empty piece may alias rbuf (legal; see Gatherv); a non-empty one is erroneous. */
         if (!in_place && sbuf == rbuf && mine != 0)
             mine = -1;
-        if (pc_dt(rtype, &rd) || mine < 0 || vlayout(&v, n, cnt, dsp, &rd) || !v.total || (!rcounts && !fits(rcount, n)))
+        if (pc_dt(rtype, &rd) || mine < 0 || vlayout(&v, n, cnt, dsp, &rd) || !v.total || (!rcounts && !fits(rcount, n)) ||
+            (pc->nnodes > 1 && v.total > INT_MAX))
             pc = NULL, why = PMPI_WHY_VARIANT;
     }
     if (!pc) {
@@ -290,6 +429,37 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
         pmpi_stat_mpi(st, why, 0);
         return rcounts ? PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm)
                        : PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    }
+    if (pc->nnodes > 1) {
+        pc_buf_t in = {0};
+        int leader = pc->leader == me, rc;
+        if (in_place)
+            rc = pc_in(&in, (char *)rbuf + (MPI_Aint)dsp[me] * rd.extent, cnt[me], rtype, &rd, !leader);
+        else
+            rc = pc_in(&in, sbuf, scount, stype, &sd, !leader);
+        if (rc)
+            oom(v.bytes[me]);
+        /* The whole arrives in comm order, pieces end to end: that is rbuf itself when the type is
+         * dense and the displacements lay the pieces end to end (always for Allgather). */
+        int direct = !v.packed;
+        for (size_t r = 0, off = 0; r < (size_t)n && direct; off += v.bytes[r++])
+            direct = v.displ[r] == off;
+        char *whole = direct ? rbuf : xalloc(v.total);
+        hier_allgatherv(pc, in.p, v.bytes, whole);
+        if (!direct) {
+            size_t off = 0;
+            for (int r = 0; r < n; r++) {
+                if (cnt[r] && !(r == me && in_place))
+                    pc_unpack(whole + off, cnt[r], rtype, &rd, (char *)rbuf + (MPI_Aint)dsp[r] * rd.extent);
+                off += v.bytes[r];
+            }
+            free(whole);
+        }
+        pmpi_stat_path(st, in.tmp || !direct ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, v.total, A_HIER);
+        pc_in_done(&in);
+        free(cnt);
+        free(v.bytes);
+        return MPI_SUCCESS;
     }
     pc_buf_t in = {0};
     const void *piece;
@@ -348,6 +518,7 @@ BOBCAT_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype,
     if (pc && (sbuf == rbuf || rbuf == MPI_IN_PLACE))
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (pc && (pc_dt(rtype, &rd) || !fits(rcount, pc->size) || (long long)rcount * rd.size <= 0 ||
+               !hier_fits(pc, (long long)rcount * rd.size, pc->size) ||
                (!in_place && (pc_dt(stype, &sd) || !fits(scount, pc->size)))))
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
@@ -357,6 +528,24 @@ BOBCAT_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype,
     int n = pc->size;
     size_t bytes = (size_t)rcount * (size_t)rd.size;
     pc_buf_t in = {0}, out = {0};
+    if (pc->nnodes > 1) {
+        /* Node mates read my send buffer (node-local blocks, and the leader packs my off-node
+         * ones) while I write my result: it must be in the segment and, in place, a copy. */
+        int rc = in_place ? pc_in(&in, rbuf, rcount * n, rtype, &rd, 1) : pc_in(&in, sbuf, scount * n, stype, &sd, 1);
+        if (rc == 0 && in_place && !in.tmp) {
+            in.p = xalloc(in.bytes);
+            memcpy(in.p, rbuf, in.bytes);
+            in.tmp = 1;
+        }
+        if (rc || pc_out(&out, rbuf, rcount * n, rtype, &rd, 0, 0))
+            oom(bytes * (size_t)n);
+        hier_alltoall(pc, in.p, bytes, out.p);
+        pmpi_stat_path(&st_alltoall, (in.tmp && !in_place) || out.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE,
+                       bytes * (size_t)n, A_HIER);
+        pc_in_done(&in);
+        pc_out_done(&out);
+        return MPI_SUCCESS;
+    }
     /* In place, my blocks are read by peers while I overwrite them: they go through a copy. */
     int rc = in_place ? pc_in(&in, rbuf, rcount * n, rtype, &rd, 1) : pc_in(&in, sbuf, scount * n, stype, &sd, 1);
     if (rc == 0 && in_place && !in.tmp) {

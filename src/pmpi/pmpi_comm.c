@@ -100,6 +100,7 @@ static void comm_destroy(pmpi_comm_t *pc)
         free((void *)pc->cn.base);
         free(pc->node_ranks);
         free(pc->leader_rank);
+        free(pc->pos);
         /* Inside MPI_Finalize the MPI is tearing communicators down itself. */
         if (!pmpi_layer.finalizing) {
             if (pc->node_comm != MPI_COMM_NULL)
@@ -292,6 +293,26 @@ static int node_part_build(pmpi_comm_t *pc)
     }
     pc->nnodes = nn;
     pc->blocked = blocked;
+    /* Node order: one allocation for pos, by_pos, node_first and node_count. */
+    if (!(pc->pos = malloc((2 * (size_t)pc->size + 2 * (size_t)nn) * sizeof(int))))
+        goto fail;
+    pc->by_pos = pc->pos + pc->size;
+    pc->node_first = pc->by_pos + pc->size;
+    pc->node_count = pc->node_first + nn;
+    for (int k = 0; k < nn; k++)
+        pc->node_count[k] = 0;
+    for (int r = 0; r < pc->size; r++)
+        pc->node_count[pc->leader_rank[r]]++;
+    for (int k = 0, at = 0; k < nn; k++) {
+        pc->node_first[k] = at;
+        at += pc->node_count[k];
+        pc->node_count[k] = 0; /* refilled below as a cursor, ends equal */
+    }
+    for (int r = 0; r < pc->size; r++) {
+        int k = pc->leader_rank[r];
+        pc->pos[r] = pc->node_first[k] + pc->node_count[k]++;
+        pc->by_pos[pc->pos[r]] = r;
+    }
     if (PMPI_Comm_split(pc->comm, mynode, me, &pc->node_comm) != MPI_SUCCESS ||
         PMPI_Comm_split(pc->comm, pc->leader == me ? 0 : MPI_UNDEFINED, me, &pc->leaders_comm) != MPI_SUCCESS)
         goto fail;

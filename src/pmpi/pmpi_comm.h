@@ -87,6 +87,12 @@ typedef struct pmpi_comm {
     int blocked;            /* comm ranks are grouped by node in increasing node order (so a node's
                                partial reduction is a contiguous run of ranks: non-commutative
                                ops may go hierarchical) */
+    /* Node order (the order of the data in every leaders' phase): ranks grouped by node, nodes in
+     * leaders_comm order, comm rank order inside a node. Equal to comm order when blocked. */
+    int *pos;               /* comm rank -> its place in node order */
+    int *by_pos;            /* place in node order -> comm rank */
+    int *node_first;        /* leaders_comm rank k -> place of node k's first rank (nnodes entries) */
+    int *node_count;        /* leaders_comm rank k -> ranks of comm on node k */
     coll_node_t cn;         /* the node as coll/ sees it: size, my index, base table, control area */
     void *ext[PMPI_COMM_EXT_MAX];
 } pmpi_comm_t;
@@ -133,8 +139,8 @@ typedef enum {
     PMPI_WHY_FORCED,     /* a knob chose mpi */
     PMPI_WHY_DATATYPE,   /* datatype not handled (non-contiguous derived type for a reduction) */
     PMPI_WHY_OP,         /* op/datatype pair not handled here */
-    PMPI_WHY_MULTINODE,  /* this collective runs across nodes through the real MPI */
-    PMPI_WHY_ORDER,      /* non-commutative op across nodes whose ranks are not blocked by node */
+    PMPI_WHY_MULTINODE,  /* the communicator spans nodes and BOBCAT_COLL_HIER=0 */
+    PMPI_WHY_ORDER,      /* across nodes, ranks not grouped by node: non-commutative op, or Scan/Exscan */
     PMPI_WHY_SETUP,      /* the node part could not be built */
     PMPI_WHY_VARIANT,    /* v/w variant or argument combination left to the real MPI */
     PMPI_WHY_OFFNODE,    /* point-to-point: the peer is on another node */

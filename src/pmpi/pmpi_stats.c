@@ -131,3 +131,29 @@ out:
     free(mine);
     free(sum);
 }
+
+/* One of this rank's counters by name, for programs that check which path ran (bobcat's tests):
+ * key "calls", "inplace", "staged", "mpi", "alg.<name>" or "why.<reason>"; -1 if no such counter
+ * or key. Counted only while BOBCAT_STATS is on (0 otherwise). */
+BOBCAT_EXPORT long long bobcat_mpi_stat(const char *call, const char *key)
+{
+    for (const pmpi_stat_t *s = stats_head; s; s = s->next) {
+        if (strcmp(s->name, call))
+            continue;
+        if (!strcmp(key, "calls"))
+            return (long long)(s->calls[0] + s->calls[1] + s->calls[2]);
+        for (int p = 0; p < PMPI_PATH_N; p++)
+            if (!strcmp(key, path_names[p]))
+                return (long long)s->calls[p];
+        if (!strncmp(key, "alg.", 4))
+            for (int a = 0; a < PMPI_STAT_ALGS && s->alg_names[a]; a++)
+                if (!strcmp(key + 4, s->alg_names[a]))
+                    return (long long)s->alg[a];
+        if (!strncmp(key, "why.", 4))
+            for (int y = 0; y < PMPI_WHY_N; y++)
+                if (!strcmp(key + 4, pmpi_why_names[y]))
+                    return (long long)s->why[y];
+        return -1;
+    }
+    return -1;
+}

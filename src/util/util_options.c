@@ -52,7 +52,7 @@ static const char *const *enum_values(const char *name)
         return enum_coll_barrier;
     if (!strcmp(name, "COLL_REDUCE") || !strcmp(name, "COLL_ALLREDUCE") || !strcmp(name, "COLL_REDUCE_SCATTER"))
         return enum_coll_reduce;
-    if (!strncmp(name, "COLL_", 5) && strcmp(name, "COLL_SPIN") && strcmp(name, "COLL_PARALLEL_MIN"))
+    if (!strncmp(name, "COLL_", 5) && strcmp(name, "COLL_SPIN") && strcmp(name, "COLL_PARALLEL_MIN") && strcmp(name, "COLL_HIER"))
         return enum_coll_plain;
     return NULL;
 }

@@ -11,6 +11,7 @@
  * (default) one type per kind of element; mini (for the runs that force each algorithm) fewer
  * sizes and communicators. Every level covers every collective, MPI_IN_PLACE and buffer kind. */
 #include <complex.h>
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -299,6 +300,12 @@ static void reductions(MPI_Comm comm, const ttype_t *t, opid_t o, size_t count, 
     }
 }
 
+static int env_is(const char *name, const char *a, const char *b)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, a) || (b && !strcmp(v, b)));
+}
+
 /* ---- user ops ------------------------------------------------------------------------------ */
 /* 2x2 integer matrices mod 97; inout = in * inout. Not commutative: the result depends on order. */
 static void matmul(void *in_, void *io_, int *len, MPI_Datatype *dt)
@@ -378,6 +385,14 @@ static void user_ops(MPI_Comm comm, bkind_t bk, size_t count)
      * type, but neither real MPI here accepts it (Open MPI 4.1, MPICH 4.0), so only when bobcat does. */
     const char *fa = getenv("BOBCAT_COLL_ALLREDUCE"), *on = getenv("BOBCAT_MPI");
     int bobcat_does = (!fa || strcmp(fa, "mpi")) && (!on || (strcmp(on, "0") && strcmp(on, "off")));
+    if (env_is("BOBCAT_COLL_HIER", "0", "off")) { /* across nodes that is the real MPI's then */
+        MPI_Comm shm;
+        int ssize;
+        MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
+        MPI_Comm_size(shm, &ssize);
+        MPI_Comm_free(&shm);
+        bobcat_does &= ssize == size;
+    }
     for (size_t i = 0; i < 4 * count; i++)
         si[i] = rank * 3 + (int)i;
     if (bobcat_does) {
@@ -757,6 +772,43 @@ static void zero_counts(MPI_Comm comm)
     free(mine);
 }
 
+/* ---- which path ran (BOBCAT_STATS counters of this rank) ------------------------------------
+ * On a world that spans nodes, every collective that has a hierarchical path must have taken it
+ * (alg.hier > 0, never why.multinode), unless its knob forces the real MPI; with
+ * BOBCAT_COLL_HIER=0 the opposite: why.multinode > 0 and no alg.hier. Only when the counters run
+ * (BOBCAT_STATS on) and the layer is on. */
+typedef long long (*stat_fn_t)(const char *call, const char *key); /* libbobcat-<mpi>.so's, preloaded by yod */
+
+
+static void check_paths(void)
+{
+    static const struct { const char *call, *knob; } hier[] = {
+        {"Barrier", "BOBCAT_COLL_BARRIER"}, {"Bcast", "BOBCAT_COLL_BCAST"}, {"Reduce", "BOBCAT_COLL_REDUCE"},
+        {"Allreduce", "BOBCAT_COLL_ALLREDUCE"}, {"Gather", "BOBCAT_COLL_GATHER"}, {"Gatherv", "BOBCAT_COLL_GATHER"},
+        {"Scatter", "BOBCAT_COLL_SCATTER"}, {"Scatterv", "BOBCAT_COLL_SCATTER"}, {"Allgather", "BOBCAT_COLL_ALLGATHER"},
+        {"Allgatherv", "BOBCAT_COLL_ALLGATHER"}, {"Alltoall", "BOBCAT_COLL_ALLTOALL"}, {"Scan", "BOBCAT_COLL_SCAN"},
+        {"Exscan", "BOBCAT_COLL_SCAN"}, {"Reduce_scatter", "BOBCAT_COLL_REDUCE_SCATTER"},
+        {"Reduce_scatter_block", "BOBCAT_COLL_REDUCE_SCATTER"},
+    };
+    if (smap_local_size() == wsize || !getenv("BOBCAT_STATS") || env_is("BOBCAT_STATS", "off", "0") ||
+        env_is("BOBCAT_MPI", "off", "0"))
+        return;
+    stat_fn_t stat = (stat_fn_t)dlsym(RTLD_DEFAULT, "bobcat_mpi_stat");
+    CHECK(stat != NULL, "bobcat_mpi_stat not found: is the MPI layer preloaded?");
+    if (!stat)
+        return;
+    int off = env_is("BOBCAT_COLL_HIER", "0", "off");
+    for (size_t i = 0; i < sizeof hier / sizeof hier[0]; i++) {
+        if (env_is(hier[i].knob, "mpi", NULL))
+            continue;
+        long long h = stat(hier[i].call, "alg.hier"), m = stat(hier[i].call, "why.multinode");
+        if (off)
+            CHECK(h == 0 && m > 0, "BOBCAT_COLL_HIER=0: %s alg.hier=%lld why.multinode=%lld", hier[i].call, h, m);
+        else
+            CHECK(h > 0 && m == 0, "%s across nodes: alg.hier=%lld why.multinode=%lld", hier[i].call, h, m);
+    }
+}
+
 static void run_comm(MPI_Comm comm, const char *name)
 {
     int size, rank;
@@ -838,6 +890,7 @@ int main(int argc, char **argv)
     MPI_Comm_split(MPI_COMM_WORLD, 0, (wrank % 2) * wsize + wrank / 2, &inter);
     run_comm(inter, "interleaved");
     MPI_Comm_free(&inter);
+    check_paths();
 node:
     node_things();
     /* Comms created and freed in a loop: the info and control areas come and go. */

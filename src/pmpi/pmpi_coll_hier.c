@@ -1,0 +1,371 @@
+/* pmpi_coll_hier: the data-movement collectives across nodes on packed bytes (as Cray's MPICH2
+ * on SMARTMAP): a node phase in shared memory (coll/, the node's leader gathers or distributes),
+ * and the leaders' phase through PMPI_* on the private leaders' communicator. The data of the
+ * leaders' phase is in node order (pmpi_comm_t.pos): nodes in leaders_comm order, comm rank order
+ * inside a node. A communicator whose ranks are interleaved across nodes is handled by permuting
+ * pieces between comm order and node order where the data is whole (at the root, or after the
+ * node broadcast), so every communicator takes the same path.
+ *
+ * Every call here is collective over the communicator and every branch is taken from facts all
+ * ranks of a node share (root, node sizes, the byte counts the caller says are shared). */
+#include "pmpi_coll.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        /* Peers wait for this rank in shared memory or in the leaders' phase: no way back. */
+        util_error("out of heap for a %zu-byte collective buffer: raise the heap (yod --heap)", bytes);
+        abort();
+    }
+    return p;
+}
+
+static int node_index_of(const pmpi_comm_t *pc, int r)
+{
+    for (int i = 0; i < pc->node_size; i++)
+        if (pc->node_ranks[i] == r)
+            return i;
+    return -1;
+}
+
+/* int counts of the leaders' phase: a byte count past INT_MAX cannot travel as MPI_BYTE in one call. */
+static int icount(size_t bytes)
+{
+    if (bytes > INT_MAX) {
+        util_error("a %zu-byte leaders' phase exceeds the int count of the MPI call", bytes);
+        abort();
+    }
+    return (int)bytes;
+}
+
+static void leaders_layout(const pmpi_comm_t *pc, const size_t *nodebytes, int *cnt, int *dsp)
+{
+    size_t off = 0;
+    for (int k = 0; k < pc->nnodes; k++) {
+        cnt[k] = icount(nodebytes[k]);
+        dsp[k] = icount(off);
+        off += nodebytes[k];
+    }
+}
+
+/* Pieces of byte counts bytes[] (comm order) between comm order (prefix offsets) and node order. */
+static void to_node_order(const pmpi_comm_t *pc, const size_t *bytes, const char *comm_order, char *node_order)
+{
+    size_t *coff = xmalloc((size_t)pc->size * sizeof(size_t)), off = 0;
+    for (int r = 0; r < pc->size; r++)
+        coff[r] = off, off += bytes[r];
+    off = 0;
+    for (int p = 0; p < pc->size; p++) {
+        int r = pc->by_pos[p];
+        memcpy(node_order + off, comm_order + coff[r], bytes[r]);
+        off += bytes[r];
+    }
+    free(coff);
+}
+
+static void to_comm_order(const pmpi_comm_t *pc, const size_t *bytes, const char *node_order, char *comm_order)
+{
+    size_t *coff = xmalloc((size_t)pc->size * sizeof(size_t)), off = 0;
+    for (int r = 0; r < pc->size; r++)
+        coff[r] = off, off += bytes[r];
+    off = 0;
+    for (int p = 0; p < pc->size; p++) {
+        int r = pc->by_pos[p];
+        memcpy(comm_order + coff[r], node_order + off, bytes[r]);
+        off += bytes[r];
+    }
+    free(coff);
+}
+
+/* The byte count of every rank of my node at its leader (mb, node_size entries; NULL elsewhere). */
+static size_t *members_bytes(pmpi_comm_t *pc, size_t mybytes, int uniform)
+{
+    int leader = pc->leader == pc->rank;
+    size_t *mb = leader ? xmalloc((size_t)pc->node_size * sizeof(size_t)) : NULL;
+    if (uniform) {
+        for (int i = 0; leader && i < pc->node_size; i++)
+            mb[i] = mybytes;
+    } else {
+        size_t v = mybytes;
+        coll_gather(&pc->cn, 0, &v, sizeof v, mb);
+    }
+    return mb;
+}
+
+static size_t prefix(const size_t *b, int n, size_t *displ)
+{
+    size_t off = 0;
+    for (int i = 0; i < n; i++)
+        displ[i] = off, off += b[i];
+    return off;
+}
+
+/* Node totals (leaders_comm order) from every rank's byte count (comm order). */
+static size_t *node_totals(const pmpi_comm_t *pc, const size_t *bytes)
+{
+    size_t *nb = xmalloc((size_t)pc->nnodes * sizeof(size_t));
+    memset(nb, 0, (size_t)pc->nnodes * sizeof(size_t));
+    for (int r = 0; r < pc->size; r++)
+        nb[pc->leader_rank[r]] += bytes[r];
+    return nb;
+}
+
+/* On the root's node, the root hands its leader the node totals (non-uniform calls only: in a
+ * uniform one every rank computes them). Returns them on the root and its leader. */
+static size_t *root_node_totals(pmpi_comm_t *pc, int root, const size_t *bytes, size_t uniform_bytes, int uniform)
+{
+    int me = pc->rank, leader = pc->leader == me, N = pc->nnodes;
+    if (uniform) {
+        size_t *nb = xmalloc((size_t)N * sizeof(size_t));
+        for (int k = 0; k < N; k++)
+            nb[k] = (size_t)pc->node_count[k] * uniform_bytes;
+        return nb;
+    }
+    if (pc->node[me] != pc->node[root])
+        return NULL;
+    size_t *nb = me == root ? node_totals(pc, bytes) : xmalloc((size_t)N * sizeof(size_t));
+    if (root != pc->leader)
+        coll_bcast(&pc->cn, node_index_of(pc, root), nb, (size_t)N * sizeof(size_t));
+    if (me != root && !leader) {
+        free(nb);
+        nb = NULL;
+    }
+    return nb;
+}
+
+/* The byte counts of a uniform call at the root (who needs them for the permutation). */
+static size_t *uniform_bytes(const pmpi_comm_t *pc, size_t b)
+{
+    size_t *u = xmalloc((size_t)pc->size * sizeof(size_t));
+    for (int r = 0; r < pc->size; r++)
+        u[r] = b;
+    return u;
+}
+
+void hier_gatherv(pmpi_comm_t *pc, int root, const void *piece, size_t mybytes, const size_t *bytes, int uniform,
+                  void *out)
+{
+    size_t *ub = uniform && pc->rank == root ? uniform_bytes(pc, mybytes) : NULL;
+    if (ub)
+        bytes = ub;
+    int me = pc->rank, leader = pc->leader == me, ns = pc->node_size, N = pc->nnodes;
+    int lroot = pc->leader_rank[root], on_root_node = pc->node[me] == pc->node[root];
+    /* 1. My node's pieces meet at its leader, in node order. */
+    size_t *mb = members_bytes(pc, mybytes, uniform), *md = NULL, mytot = 0;
+    char *nbuf = NULL;
+    if (leader) {
+        md = xmalloc((size_t)ns * sizeof(size_t));
+        mytot = prefix(mb, ns, md);
+        nbuf = xmalloc(mytot);
+    }
+    coll_gatherv(&pc->cn, 0, piece, mybytes, nbuf, mb, md);
+    /* 2. The leaders gather the node blocks at the root's leader. */
+    size_t *nb = root_node_totals(pc, root, bytes, mybytes, uniform), total = 0;
+    char *all = NULL;
+    if (leader) {
+        int *cnt = NULL, *dsp = NULL;
+        if (pc->leader_rank[me] == lroot) {
+            cnt = xmalloc(2 * (size_t)N * sizeof(int));
+            dsp = cnt + N;
+            leaders_layout(pc, nb, cnt, dsp);
+            for (int k = 0; k < N; k++)
+                total += nb[k];
+            all = xmalloc(total);
+        }
+        PMPI_Gatherv(nbuf, icount(mytot), MPI_BYTE, all, cnt, dsp, MPI_BYTE, lroot, pc->leaders_comm);
+        free(cnt);
+    }
+    /* 3. The root's leader hands the node-ordered whole to the root, which puts it in comm order. */
+    if (on_root_node) {
+        if (root != pc->leader) {
+            size_t *hb = xmalloc((size_t)ns * sizeof(size_t)), *hd = xmalloc((size_t)ns * sizeof(size_t));
+            memset(hb, 0, (size_t)ns * sizeof(size_t));
+            memset(hd, 0, (size_t)ns * sizeof(size_t));
+            if (me == root)
+                for (int r = 0; r < pc->size; r++)
+                    total += bytes[r];
+            hb[node_index_of(pc, root)] = total; /* known on the leader (node totals) and the root */
+            char *got = me == root ? xmalloc(total) : NULL;
+            coll_scatterv(&pc->cn, 0, all, hb, hd, got, me == root ? total : 0);
+            if (me == root) {
+                free(all);
+                all = got;
+            }
+            free(hb);
+            free(hd);
+        }
+        if (me == root)
+            to_comm_order(pc, bytes, all, out);
+    }
+    free(all);
+    free(nb);
+    free(nbuf);
+    free(mb);
+    free(md);
+    free(ub);
+}
+
+void hier_scatterv(pmpi_comm_t *pc, int root, const void *in, const size_t *bytes, int uniform, size_t mybytes,
+                   void *piece)
+{
+    size_t *ub = uniform && pc->rank == root ? uniform_bytes(pc, mybytes) : NULL;
+    if (ub)
+        bytes = ub;
+    int me = pc->rank, leader = pc->leader == me, ns = pc->node_size, N = pc->nnodes;
+    int lroot = pc->leader_rank[root], on_root_node = pc->node[me] == pc->node[root];
+    size_t *nb = root_node_totals(pc, root, bytes, mybytes, uniform), total = 0;
+    char *all = NULL;
+    /* 1. The root puts the pieces in node order and hands them to its leader. */
+    if (on_root_node && (me == root || leader)) {
+        for (int k = 0; k < N; k++)
+            total += nb[k];
+    }
+    if (me == root) {
+        all = xmalloc(total);
+        to_node_order(pc, bytes, in, all);
+    }
+    if (on_root_node && root != pc->leader) {
+        size_t *hb = xmalloc((size_t)ns * sizeof(size_t)), *hd = xmalloc((size_t)ns * sizeof(size_t));
+        memset(hb, 0, (size_t)ns * sizeof(size_t));
+        memset(hd, 0, (size_t)ns * sizeof(size_t));
+        hb[node_index_of(pc, root)] = total;
+        char *got = leader ? xmalloc(total) : NULL;
+        coll_gatherv(&pc->cn, 0, all, me == root ? total : 0, got, hb, hd);
+        if (leader)
+            all = got;
+        else if (me == root) {
+            free(all);
+            all = NULL;
+        }
+        free(hb);
+        free(hd);
+    }
+    /* 2. The leaders scatter node blocks; 3. each leader hands its node's ranks their pieces. */
+    size_t *mb = members_bytes(pc, mybytes, uniform), *md = NULL, mytot = 0;
+    char *nbuf = NULL;
+    if (leader) {
+        md = xmalloc((size_t)ns * sizeof(size_t));
+        mytot = prefix(mb, ns, md);
+        nbuf = xmalloc(mytot);
+        int *cnt = NULL, *dsp = NULL;
+        if (pc->leader_rank[me] == lroot) {
+            cnt = xmalloc(2 * (size_t)N * sizeof(int));
+            dsp = cnt + N;
+            leaders_layout(pc, nb, cnt, dsp);
+        }
+        PMPI_Scatterv(all, cnt, dsp, MPI_BYTE, nbuf, icount(mytot), MPI_BYTE, lroot, pc->leaders_comm);
+        free(cnt);
+    }
+    coll_scatterv(&pc->cn, 0, nbuf, mb, md, piece, mybytes);
+    free(all);
+    free(nb);
+    free(nbuf);
+    free(mb);
+    free(md);
+    free(ub);
+}
+
+void hier_allgatherv(pmpi_comm_t *pc, const void *piece, const size_t *bytes, void *out)
+{
+    int me = pc->rank, leader = pc->leader == me, ns = pc->node_size, N = pc->nnodes;
+    size_t *mb = xmalloc(2 * (size_t)ns * sizeof(size_t)), *md = mb + ns;
+    for (int i = 0; i < ns; i++)
+        mb[i] = bytes[pc->node_ranks[i]];
+    prefix(mb, ns, md);
+    size_t *nb = node_totals(pc, bytes), total = 0;
+    for (int k = 0; k < N; k++)
+        total += nb[k];
+    char *all = xmalloc(total);
+    if (leader) {
+        /* The node's pieces land in the leader's whole at the node's place; the leaders then fill
+         * in the other nodes' blocks around it. */
+        int *cnt = xmalloc(2 * (size_t)N * sizeof(int)), *dsp = cnt + N;
+        leaders_layout(pc, nb, cnt, dsp);
+        coll_gatherv(&pc->cn, 0, piece, bytes[me], all + dsp[pc->leader_rank[me]], mb, md);
+        PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, cnt, dsp, MPI_BYTE, pc->leaders_comm);
+        free(cnt);
+    } else {
+        coll_gatherv(&pc->cn, 0, piece, bytes[me], NULL, mb, md);
+    }
+    /* Every rank of the node reads the whole from its leader. */
+    coll_bcast(&pc->cn, 0, all, total);
+    to_comm_order(pc, bytes, all, out);
+    free(all);
+    free(nb);
+    free(mb);
+}
+
+void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out)
+{
+    int me = pc->rank, leader = pc->leader == me, ns = pc->node_size, N = pc->nnodes, n = pc->size;
+    int myk = pc->leader_rank[me];
+    /* 1. Every rank of the node learns every node mate's send buffer (pointers, in place). */
+    uint64_t *ptr = xmalloc((size_t)ns * sizeof(uint64_t));
+    size_t *pb = xmalloc(2 * (size_t)ns * sizeof(size_t)), *pd = pb + ns;
+    memset(pb, 0, 2 * (size_t)ns * sizeof(size_t));
+    for (int i = 0; i < ns; i++)
+        pb[i] = sizeof(uint64_t), pd[i] = (size_t)i * sizeof(uint64_t);
+    ptr[pc->node_rank] = (uint64_t)(uintptr_t)in;
+    coll_allgatherv(&pc->cn, NULL, ptr, pb, pd);
+    const char **src = xmalloc((size_t)ns * sizeof(char *)); /* node rank i's send buffer, in my view */
+    for (int i = 0; i < ns; i++) {
+        int r = pc->node_ranks[i];
+        src[i] = r == me ? in : pmpi_peer_ptr(pc, r, (const void *)(uintptr_t)ptr[i]);
+    }
+    /* 2. Node-local blocks straight from the node mates' buffers (one copy). */
+    for (int i = 0; i < ns; i++)
+        memcpy((char *)out + (size_t)pc->node_ranks[i] * b, src[i] + (size_t)me * b, b);
+    /* 3. The leader packs the off-node blocks per node pair straight from the node mates' buffers,
+     * [destination j of node k][source i of mine], and the leaders exchange them. */
+    int *rdsp = xmalloc((size_t)N * sizeof(int));
+    for (int k = 0, off = 0; k < N; k++) {
+        rdsp[k] = off;
+        off = k == myk ? off : icount((size_t)off + (size_t)ns * (size_t)pc->node_count[k] * b);
+    }
+    uint64_t rptr = 0;
+    char *rbuf = NULL;
+    if (leader) {
+        int *scnt = xmalloc(3 * (size_t)N * sizeof(int)), *sdsp = scnt + N, *rcnt = sdsp + N;
+        size_t far = (size_t)(n - ns) * (size_t)ns * b, off = 0;
+        char *sbuf = xmalloc(far);
+        rbuf = xmalloc(far);
+        for (int k = 0; k < N; k++) {
+            sdsp[k] = icount(off);
+            rcnt[k] = k == myk ? 0 : icount((size_t)ns * (size_t)pc->node_count[k] * b);
+            if (k != myk)
+                for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++)
+                    for (int i = 0; i < ns; i++, off += b)
+                        memcpy(sbuf + off, src[i] + (size_t)pc->by_pos[p] * b, b);
+            scnt[k] = icount(off - (size_t)sdsp[k]);
+        }
+        PMPI_Alltoallv(sbuf, scnt, sdsp, MPI_BYTE, rbuf, rcnt, rdsp, MPI_BYTE, pc->leaders_comm);
+        free(sbuf);
+        free(scnt);
+        rptr = (uint64_t)(uintptr_t)rbuf;
+    }
+    /* 4. Every rank reads its off-node blocks from the leader's receive buffer: from node m,
+     * [my node rank][source i of m]. */
+    coll_bcast(&pc->cn, 0, &rptr, sizeof rptr);
+    const char *got = leader ? rbuf : pmpi_peer_ptr(pc, pc->leader, (const void *)(uintptr_t)rptr);
+    for (int r = 0; r < n; r++) {
+        int m = pc->leader_rank[r];
+        if (m == myk)
+            continue;
+        size_t i = (size_t)(pc->pos[r] - pc->node_first[m]);
+        memcpy((char *)out + (size_t)r * b,
+               got + (size_t)rdsp[m] + ((size_t)pc->node_rank * (size_t)pc->node_count[m] + i) * b, b);
+    }
+    /* 5. Nobody's send buffer or the leader's receive buffer is needed past this point. */
+    coll_barrier(&pc->cn);
+    free(rbuf);
+    free(rdsp);
+    free(src);
+    free(pb);
+    free(ptr);
+}
