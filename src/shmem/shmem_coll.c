@@ -11,6 +11,14 @@
 #include <complex.h>
 #include <stdlib.h>
 
+/* The syncs of a collective: what this PE copied (a large memcpy streams with non-temporal
+ * stores, which a release store does not order) is visible before it signals. */
+static inline void csync(shi_set_t *s)
+{
+    shi_store_fence();
+    shi_set_sync(s);
+}
+
 /* A get of n bytes, nothing at all for none (zero-size collects may pass any pointer). */
 static inline void get_n(void *dest, const void *src, size_t n, int pe, const char *R, int nbi)
 {
@@ -43,17 +51,17 @@ static void bcast_hier(shi_set_t *s, void *dest, const void *src, size_t nbytes,
 {
     int root_pe = shi_set_pe(s, root), me_pe = shi_set_pe(s, s->me);
     int root_node = shi.node[root_pe] == shi.node[me_pe];
-    shi_set_sync(s);
+    csync(s);
     if (s->me == root) {
         if (root_too && dest != src)
             memmove(dest, src, nbytes);
     } else if (root_node || h->leader_idx >= 0) {
         get_n(dest, src, nbytes, root_pe, R, 0);
     }
-    shi_set_sync(s);
+    csync(s);
     if (!root_node && h->leader_idx < 0)
         get_n(dest, dest, nbytes, shi_set_pe(s, h->leader), R, 0);
-    shi_set_sync(s);
+    csync(s);
 }
 
 static void bcast(shi_set_t *s, void *dest, const void *src, size_t nbytes, int root, int root_too, const char *R)
@@ -67,12 +75,12 @@ static void bcast(shi_set_t *s, void *dest, const void *src, size_t nbytes, int 
         bcast_hier(s, dest, src, nbytes, root, root_too, &h, R);
         return;
     }
-    shi_set_sync(s);
+    csync(s);
     if (s->me != root)
         get_n(dest, src, nbytes, shi_set_pe(s, root), R, 0);
     else if (root_too && dest != src)
         memmove(dest, src, nbytes);
-    shi_set_sync(s);
+    csync(s);
 }
 
 /* fcollect across nodes: a node's members are contiguous in the set, so its blocks form one range
@@ -83,11 +91,11 @@ static void fcollect_hier(shi_set_t *s, void *dest, const void *src, size_t nbyt
                           const int *leaders, const char *R)
 {
     char *d = dest;
-    shi_set_sync(s);
+    csync(s);
     if (h->leader_idx >= 0)
         for (int j = 0; j < h->nlocal; j++)
             get_n(d + (size_t)(h->leader + j) * nbytes, src, nbytes, shi_set_pe(s, h->leader + j), R, 0);
-    shi_set_sync(s);
+    csync(s);
     if (h->leader_idx >= 0)
         for (int l = 0; l < h->nleaders; l++) {
             int first = leaders[l], end = l + 1 < h->nleaders ? leaders[l + 1] : s->size;
@@ -97,10 +105,10 @@ static void fcollect_hier(shi_set_t *s, void *dest, const void *src, size_t nbyt
         }
     if (h->leader_idx >= 0)
         shi_quiet();
-    shi_set_sync(s);
+    csync(s);
     if (h->leader_idx < 0)
         get_n(dest, dest, (size_t)s->size * nbytes, shi_set_pe(s, h->leader), R, 0);
-    shi_set_sync(s);
+    csync(s);
 }
 
 static void fcollect(shi_set_t *s, void *dest, const void *src, size_t nbytes, const char *R)
@@ -112,17 +120,17 @@ static void fcollect(shi_set_t *s, void *dest, const void *src, size_t nbytes, c
         free(leaders);
         return;
     }
-    shi_set_sync(s);
+    csync(s);
     for (int j = 0; j < s->size; j++)
         get_n((char *)dest + (size_t)j * nbytes, src, nbytes, shi_set_pe(s, j), R, 0);
-    shi_set_sync(s);
+    csync(s);
 }
 
 /* Variable sizes: the running offset goes down the members (chain word), then every member pushes
  * its block to every member at its offset. */
 static void collect_flat(shi_set_t *s, void *dest, const void *src, size_t nbytes, const char *R)
 {
-    shi_set_sync(s);
+    csync(s);
     uint64_t off = 0;
     if (s->me > 0) {
         unsigned spins = 0;
@@ -136,7 +144,7 @@ static void collect_flat(shi_set_t *s, void *dest, const void *src, size_t nbyte
     for (int j = 0; j < s->size && nbytes; j++)
         shi_put((char *)dest + off, src, nbytes, shi_set_pe(s, j), R, 1);
     shi_quiet();
-    shi_set_sync(s);
+    csync(s);
 }
 
 /* collect across nodes, the layout of fcollect_hier with sizes that differ: each member posts its
@@ -154,7 +162,7 @@ static void collect_hier(shi_set_t *s, void *dest, const void *src, size_t nbyte
     int lpe = shi_set_pe(s, h->leader);
     uint64_t *tot = NULL, *sz = NULL;
     w[0] = nbytes;
-    shi_set_sync(s); /* S1: every member is in, its size posted */
+    csync(s); /* S1: every member is in, its size posted */
     if (h->leader_idx >= 0) {
         tot = malloc(sizeof(uint64_t) * (size_t)h->nleaders);
         sz = malloc(sizeof(uint64_t) * (size_t)h->nlocal);
@@ -171,7 +179,7 @@ static void collect_hier(shi_set_t *s, void *dest, const void *src, size_t nbyte
         }
         w[1] = t;
     }
-    shi_set_sync(s); /* S2: every node's total is posted at its leader */
+    csync(s); /* S2: every node's total is posted at its leader */
     if (h->leader_idx >= 0) {
         for (int l = 0; l < h->nleaders; l++)
             if (l == h->leader_idx)
@@ -192,7 +200,7 @@ static void collect_hier(shi_set_t *s, void *dest, const void *src, size_t nbyte
             off += sz[j];
         }
     }
-    shi_set_sync(s); /* S3: each node's range is in its leader's dest */
+    csync(s); /* S3: each node's range is in its leader's dest */
     if (h->leader_idx >= 0) {
         uint64_t off = 0;
         for (int l = 0; l < h->nleaders; l++) {
@@ -202,7 +210,7 @@ static void collect_hier(shi_set_t *s, void *dest, const void *src, size_t nbyte
         }
         shi_quiet();
     }
-    shi_set_sync(s); /* S4: the leaders hold the whole */
+    csync(s); /* S4: the leaders hold the whole */
     if (h->leader_idx < 0) {
         int region = 0;
         size_t disp = 0;
@@ -211,7 +219,7 @@ static void collect_hier(shi_set_t *s, void *dest, const void *src, size_t nbyte
             shi_fatal(R, "internal: the node's leader is not reachable by load/store");
         get_n(dest, dest, __atomic_load_n(p, __ATOMIC_ACQUIRE), lpe, R, 0);
     }
-    shi_set_sync(s); /* S5: the members have copied it and read w[3] */
+    csync(s); /* S5: the members have copied it and read w[3] */
     w[0] = w[1] = w[2] = w[3] = 0;
     free(tot);
     free(sz);
@@ -285,7 +293,7 @@ static void alltoall_hier(shi_set_t *s, void *dest, const void *src, const blk_t
         if (leaders[l] == h->leader)
             mynode = l;
 #define NL(l) ((l + 1 < h->nleaders ? leaders[l + 1] : s->size) - leaders[l])
-    shi_set_sync(s); /* S0: every member is in; the leaders' staging areas are free */
+    csync(s); /* S0: every member is in; the leaders' staging areas are free */
     if (bytes) {
         /* this node's blocks, in place */
         for (int k = 0; k < nl_me; k++) {
@@ -307,7 +315,7 @@ static void alltoall_hier(shi_set_t *s, void *dest, const void *src, const blk_t
             off += (size_t)NL(l) * (size_t)nl_me * bytes;
         }
     }
-    shi_set_sync(s); /* S1: every leader's outgoing half is packed */
+    csync(s); /* S1: every leader's outgoing half is packed */
     if (bytes && h->leader_idx >= 0) {
         char *in = SHI_STAGE_ADDR + SHI_STAGE / 2;
         size_t inoff = 0;
@@ -322,7 +330,7 @@ static void alltoall_hier(shi_set_t *s, void *dest, const void *src, const blk_t
         }
         shi_quiet();
     }
-    shi_set_sync(s); /* S2: every leader holds its node's incoming blocks */
+    csync(s); /* S2: every leader holds its node's incoming blocks */
     if (bytes) {
         const char *in = node_ptr(SHI_STAGE_ADDR + SHI_STAGE / 2, SHI_STAGE / 2, lpe, R);
         size_t inoff = 0;
@@ -337,7 +345,7 @@ static void alltoall_hier(shi_set_t *s, void *dest, const void *src, const blk_t
         }
     }
 #undef NL
-    shi_set_sync(s); /* S3: the staging areas are read */
+    csync(s); /* S3: the staging areas are read */
 }
 
 /* The blocks of alltoall(s) whose dest or source the caller got wrong end the job naming the routine
@@ -375,13 +383,13 @@ static void alltoall(shi_set_t *s, void *dest, const void *src, size_t nbytes, c
     blk_t b = {.nelems = nbytes, .es = 1, .dst = 1, .sst = 1};
     if (a2a_hier(s, dest, src, &b, R))
         return;
-    shi_set_sync(s);
+    csync(s);
     for (int k = 0; k < s->size && nbytes; k++) {
         int j = (s->me + k) % s->size; /* start at a different peer on each PE */
         shi_get((char *)dest + (size_t)j * nbytes, (const char *)src + (size_t)s->me * nbytes, nbytes,
                 shi_set_pe(s, j), R, 0);
     }
-    shi_set_sync(s);
+    csync(s);
 }
 
 static void alltoalls(shi_set_t *s, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
@@ -390,14 +398,14 @@ static void alltoalls(shi_set_t *s, void *dest, const void *src, ptrdiff_t dst, 
     blk_t b = {.nelems = nelems, .es = es, .dst = dst, .sst = sst};
     if (a2a_hier(s, dest, src, &b, R))
         return;
-    shi_set_sync(s);
+    csync(s);
     for (int k = 0; k < s->size; k++) {
         int j = (s->me + k) % s->size;
         shi_iget((char *)dest + (ptrdiff_t)((size_t)j * nelems) * dst * (ptrdiff_t)es,
                  (const char *)src + (ptrdiff_t)((size_t)s->me * nelems) * sst * (ptrdiff_t)es, dst, sst, nelems, es,
                  shi_set_pe(s, j), R);
     }
-    shi_set_sync(s);
+    csync(s);
 }
 
 typedef void (*kernel_t)(void *acc, const void *in, size_t n);
@@ -436,25 +444,25 @@ static void reduce_hier(shi_set_t *s, void *dest, const void *src, size_t count,
     int *idx = malloc(sizeof(int) * (size_t)(h->nlocal > h->nleaders ? h->nlocal : h->nleaders));
     if (!acc || !idx)
         shi_fatal(R, "out of memory for a %zu-byte reduction", nbytes);
-    shi_set_sync(s);
+    csync(s);
     if (h->leader_idx >= 0) {
         for (int j = 0; j < h->nlocal; j++)
             idx[j] = h->leader + j;
         combine(s, idx, h->nlocal, src, acc, &buf, count, es, k, R);
     }
-    shi_set_sync(s); /* the node's sources are read: a leader's dest may alias its source */
+    csync(s); /* the node's sources are read: a leader's dest may alias its source */
     if (h->leader_idx >= 0)
         memcpy(dest, acc, nbytes);
-    shi_set_sync(s); /* every node's partial result is in its leader's dest */
+    csync(s); /* every node's partial result is in its leader's dest */
     if (h->leader_idx >= 0)
         combine(s, leaders, h->nleaders, dest, acc, &buf, count, es, k, R);
-    shi_set_sync(s); /* the partials are read */
+    csync(s); /* the partials are read */
     if (h->leader_idx >= 0)
         memcpy(dest, acc, nbytes);
-    shi_set_sync(s); /* the leaders hold the result */
+    csync(s); /* the leaders hold the result */
     if (h->leader_idx < 0)
         get_n(dest, dest, nbytes, shi_set_pe(s, h->leader), R, 0);
-    shi_set_sync(s); /* the leader's dest is the caller's again only when its members copied it */
+    csync(s); /* the leader's dest is the caller's again only when its members copied it */
     free(idx);
     free(buf);
     free(acc);
@@ -473,7 +481,7 @@ static void reduce(shi_set_t *s, void *dest, const void *src, size_t count, size
     char *acc = malloc(nbytes ? nbytes : 1), *buf = NULL;
     if (!acc)
         shi_fatal(R, "out of memory for a %zu-byte reduction", nbytes);
-    shi_set_sync(s);
+    csync(s);
     for (int j = 0; j < s->size; j++) {
         int pe = shi_set_pe(s, j), region = 0;
         size_t disp = 0;
@@ -489,7 +497,7 @@ static void reduce(shi_set_t *s, void *dest, const void *src, size_t count, size
         else if (count)
             k(acc, p, count);
     }
-    shi_set_sync(s); /* every member has read every source: dest may alias source */
+    csync(s); /* every member has read every source: dest may alias source */
     memcpy(dest, acc, nbytes);
     free(buf);
     free(acc);

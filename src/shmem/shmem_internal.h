@@ -207,6 +207,7 @@ void shi_mpi_iput(int region, size_t disp, const void *src, ptrdiff_t dst, ptrdi
                   int pe);
 void shi_mpi_iget(int region, size_t disp, void *dst, ptrdiff_t dst_stride, ptrdiff_t sst, size_t nelems, size_t size,
                   int pe);
+void shi_mpi_counts(unsigned long *puts, unsigned long *gets, unsigned long *amos);
 void shi_mpi_flush(int pe);
 void shi_mpi_flush_local(int pe);
 void shi_mpi_flush_all(void);

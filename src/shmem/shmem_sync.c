@@ -289,7 +289,6 @@ void shi_set_sync(shi_set_t *s)
     if (n <= 1)
         return;
     unsigned spins = 0;
-    shi_store_fence(); /* what this PE wrote (memcpy may stream) is visible before it signals */
     if (!shi.all_local) {
         shi_hier_t h;
         int leaders_small[64], *leaders = n <= 64 ? leaders_small : malloc(sizeof(int) * (size_t)n);

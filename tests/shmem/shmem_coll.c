@@ -17,7 +17,7 @@
 #include "../mp/mp_util.h"
 
 static int me, npes;
-#define ITERS 3
+#define ITERS 2
 #define BIG 5120 /* int64 elements per alltoall block: 40 KiB, beyond the staging area at 8 PEs */
 
 static long psA[SHMEM_SYNC_SIZE], psB[SHMEM_SYNC_SIZE], psBar[SHMEM_SYNC_SIZE];
