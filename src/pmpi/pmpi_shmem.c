@@ -72,10 +72,23 @@ void shi_mpi_windows(void *heap, size_t heap_size, void *data, size_t data_size)
     check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win[SHI_DATA]), "shmem_init");
 }
 
+/* MPI RMA operations issued by this PE (SHMEM_DEBUG prints them at shmem_finalize): how many
+ * messages the off-node paths cost. Relaxed atomics: threads may share a PE. */
+static unsigned long n_ops[3];
+#define COUNT(k) __atomic_fetch_add(&n_ops[k], 1, __ATOMIC_RELAXED)
+
+void shi_mpi_counts(unsigned long *puts, unsigned long *gets, unsigned long *amos)
+{
+    *puts = __atomic_load_n(&n_ops[0], __ATOMIC_RELAXED);
+    *gets = __atomic_load_n(&n_ops[1], __ATOMIC_RELAXED);
+    *amos = __atomic_load_n(&n_ops[2], __ATOMIC_RELAXED);
+}
+
 void shi_mpi_put(int region, size_t disp, const void *src, size_t n, int pe)
 {
     for (size_t done = 0; done < n; done += CHUNK) {
         size_t k = n - done < CHUNK ? n - done : CHUNK;
+        COUNT(0);
         check(MPI_Put((const char *)src + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE,
                       win[region]), "shmem put");
     }
@@ -101,6 +114,7 @@ void shi_mpi_get(int region, size_t disp, void *dst, size_t n, int pe)
 {
     for (size_t done = 0; done < n; done += CHUNK) {
         size_t k = n - done < CHUNK ? n - done : CHUNK;
+        COUNT(1);
         check(MPI_Get((char *)dst + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE,
                       win[region]), "shmem get");
     }
@@ -123,6 +137,7 @@ void shi_mpi_iput(int region, size_t disp, const void *src, ptrdiff_t dst, ptrdi
     if (nelems > INT_MAX)
         shi_fatal("shmem iput", "%zu elements: at most %d per call off-node", nelems, INT_MAX);
     MPI_Datatype o = strided(nelems, sst, size), t = strided(nelems, dst, size);
+    COUNT(0);
     check(MPI_Put(src, 1, o, pe, (MPI_Aint)disp, 1, t, win[region]), "shmem iput");
     MPI_Type_free(&o);
     MPI_Type_free(&t);
@@ -134,6 +149,7 @@ void shi_mpi_iget(int region, size_t disp, void *dst, ptrdiff_t dst_stride, ptrd
     if (nelems > INT_MAX)
         shi_fatal("shmem iget", "%zu elements: at most %d per call off-node", nelems, INT_MAX);
     MPI_Datatype o = strided(nelems, dst_stride, size), t = strided(nelems, sst, size);
+    COUNT(1);
     check(MPI_Get(dst, 1, o, pe, (MPI_Aint)disp, 1, t, win[region]), "shmem iget");
     MPI_Type_free(&o);
     MPI_Type_free(&t);
@@ -144,6 +160,7 @@ void shi_mpi_get_wait(int region, size_t disp, void *dst, size_t n, int pe)
     for (size_t done = 0; done < n; done += CHUNK) {
         size_t k = n - done < CHUNK ? n - done : CHUNK;
         MPI_Request req;
+        COUNT(1);
         check(MPI_Rget((char *)dst + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE, win[region],
                        &req), "shmem get");
         wait_request(&req);
@@ -188,6 +205,7 @@ uint64_t shi_mpi_amo(shi_amo_op_t op, int size, int region, size_t disp, uint64_
     case SHI_AMO_XOR: mop = MPI_BXOR; break;
     case SHI_AMO_CSWAP: break;
     }
+    COUNT(2);
     if ((op & ~SHI_AMO_F) == SHI_AMO_CSWAP) {
         check(MPI_Compare_and_swap(v, c, r, dt, pe, (MPI_Aint)disp, w), "shmem atomic compare-swap");
         MPI_Win_flush(pe, w);

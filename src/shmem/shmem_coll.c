@@ -11,12 +11,27 @@
 #include <complex.h>
 #include <stdlib.h>
 
-/* Hierarchy of a team spanning nodes (0 for legacy sets, one-node teams, one PE per node).
- * leaders must hold s->size ints. */
+/* The syncs of a collective: what this PE copied (a large memcpy streams with non-temporal
+ * stores, which a release store does not order) is visible before it signals. */
+static inline void csync(shi_set_t *s)
+{
+    shi_store_fence();
+    shi_set_sync(s);
+}
+
+/* A get of n bytes, nothing at all for none (zero-size collects may pass any pointer). */
+static inline void get_n(void *dest, const void *src, size_t n, int pe, const char *R, int nbi)
+{
+    if (n)
+        shi_get(dest, src, n, pe, R, nbi);
+}
+
+/* Hierarchy of a team or legacy active set spanning nodes (0 for one-node sets and sets of one
+ * PE per node). *leaders_p gets the set index of each node's first member (node order). */
 static int hier(shi_set_t *s, shi_hier_t *h, int **leaders_p, const char *R)
 {
     *leaders_p = NULL;
-    if (shi.all_local || !s->slot)
+    if (shi.all_local)
         return 0;
     int *leaders = malloc(sizeof(int) * (size_t)s->size);
     if (!leaders)
@@ -36,17 +51,17 @@ static void bcast_hier(shi_set_t *s, void *dest, const void *src, size_t nbytes,
 {
     int root_pe = shi_set_pe(s, root), me_pe = shi_set_pe(s, s->me);
     int root_node = shi.node[root_pe] == shi.node[me_pe];
-    shi_set_sync(s);
+    csync(s);
     if (s->me == root) {
         if (root_too && dest != src)
             memmove(dest, src, nbytes);
     } else if (root_node || h->leader_idx >= 0) {
-        shi_get(dest, src, nbytes, root_pe, R, 0);
+        get_n(dest, src, nbytes, root_pe, R, 0);
     }
-    shi_set_sync(s);
+    csync(s);
     if (!root_node && h->leader_idx < 0)
-        shi_get(dest, dest, nbytes, shi_set_pe(s, h->leader), R, 0);
-    shi_set_sync(s);
+        get_n(dest, dest, nbytes, shi_set_pe(s, h->leader), R, 0);
+    csync(s);
 }
 
 static void bcast(shi_set_t *s, void *dest, const void *src, size_t nbytes, int root, int root_too, const char *R)
@@ -60,12 +75,12 @@ static void bcast(shi_set_t *s, void *dest, const void *src, size_t nbytes, int 
         bcast_hier(s, dest, src, nbytes, root, root_too, &h, R);
         return;
     }
-    shi_set_sync(s);
+    csync(s);
     if (s->me != root)
-        shi_get(dest, src, nbytes, shi_set_pe(s, root), R, 0);
+        get_n(dest, src, nbytes, shi_set_pe(s, root), R, 0);
     else if (root_too && dest != src)
         memmove(dest, src, nbytes);
-    shi_set_sync(s);
+    csync(s);
 }
 
 /* fcollect across nodes: a node's members are contiguous in the set, so its blocks form one range
@@ -76,22 +91,24 @@ static void fcollect_hier(shi_set_t *s, void *dest, const void *src, size_t nbyt
                           const int *leaders, const char *R)
 {
     char *d = dest;
-    shi_set_sync(s);
+    csync(s);
     if (h->leader_idx >= 0)
         for (int j = 0; j < h->nlocal; j++)
-            shi_get(d + (size_t)(h->leader + j) * nbytes, src, nbytes, shi_set_pe(s, h->leader + j), R, 0);
-    shi_set_sync(s);
+            get_n(d + (size_t)(h->leader + j) * nbytes, src, nbytes, shi_set_pe(s, h->leader + j), R, 0);
+    csync(s);
     if (h->leader_idx >= 0)
         for (int l = 0; l < h->nleaders; l++) {
             int first = leaders[l], end = l + 1 < h->nleaders ? leaders[l + 1] : s->size;
-            if (l != h->leader_idx)
-                shi_get(d + (size_t)first * nbytes, d + (size_t)first * nbytes, (size_t)(end - first) * nbytes,
-                        shi_set_pe(s, first), R, 0);
+            if (l != h->leader_idx) /* all issued, then completed together */
+                get_n(d + (size_t)first * nbytes, d + (size_t)first * nbytes, (size_t)(end - first) * nbytes,
+                      shi_set_pe(s, first), R, 1);
         }
-    shi_set_sync(s);
+    if (h->leader_idx >= 0)
+        shi_quiet();
+    csync(s);
     if (h->leader_idx < 0)
-        shi_get(dest, dest, (size_t)s->size * nbytes, shi_set_pe(s, h->leader), R, 0);
-    shi_set_sync(s);
+        get_n(dest, dest, (size_t)s->size * nbytes, shi_set_pe(s, h->leader), R, 0);
+    csync(s);
 }
 
 static void fcollect(shi_set_t *s, void *dest, const void *src, size_t nbytes, const char *R)
@@ -103,17 +120,17 @@ static void fcollect(shi_set_t *s, void *dest, const void *src, size_t nbytes, c
         free(leaders);
         return;
     }
-    shi_set_sync(s);
+    csync(s);
     for (int j = 0; j < s->size; j++)
-        shi_get((char *)dest + (size_t)j * nbytes, src, nbytes, shi_set_pe(s, j), R, 0);
-    shi_set_sync(s);
+        get_n((char *)dest + (size_t)j * nbytes, src, nbytes, shi_set_pe(s, j), R, 0);
+    csync(s);
 }
 
 /* Variable sizes: the running offset goes down the members (chain word), then every member pushes
  * its block to every member at its offset. */
-static void collect(shi_set_t *s, void *dest, const void *src, size_t nbytes, const char *R)
+static void collect_flat(shi_set_t *s, void *dest, const void *src, size_t nbytes, const char *R)
 {
-    shi_set_sync(s);
+    csync(s);
     uint64_t off = 0;
     if (s->me > 0) {
         unsigned spins = 0;
@@ -124,34 +141,271 @@ static void collect(shi_set_t *s, void *dest, const void *src, size_t nbytes, co
     }
     if (s->me + 1 < s->size)
         shi_amo(SHI_AMO_SET, 8, s->chain, off + nbytes + 1, 0, shi_set_pe(s, s->me + 1), R);
-    for (int j = 0; j < s->size; j++)
+    for (int j = 0; j < s->size && nbytes; j++)
         shi_put((char *)dest + off, src, nbytes, shi_set_pe(s, j), R, 1);
     shi_quiet();
-    shi_set_sync(s);
+    csync(s);
+}
+
+/* collect across nodes, the layout of fcollect_hier with sizes that differ: each member posts its
+ * size in its own word (w[0]); the leader sums its node's (w[1]: the node's total), the leaders
+ * read each other's totals (one word per node), so each knows where its node's range starts
+ * (w[2]) and how long the whole is (w[3]); the leader gathers its node's blocks there in place,
+ * fetches every other node's range from that node's leader, and the members copy the whole from
+ * their leader. The words are the PE's own and go back to 0 (SHMEM_SYNC_VALUE) before it returns:
+ * each is read only between two syncs it has passed. */
+static void collect_hier(shi_set_t *s, void *dest, const void *src, size_t nbytes, const shi_hier_t *h,
+                         const int *leaders, const char *R)
+{
+    uint64_t *w = s->coll;
+    char *d = dest;
+    int lpe = shi_set_pe(s, h->leader);
+    uint64_t *tot = NULL, *sz = NULL;
+    w[0] = nbytes;
+    csync(s); /* S1: every member is in, its size posted */
+    if (h->leader_idx >= 0) {
+        tot = malloc(sizeof(uint64_t) * (size_t)h->nleaders);
+        sz = malloc(sizeof(uint64_t) * (size_t)h->nlocal);
+        if (!tot || !sz)
+            shi_fatal(R, "out of memory");
+        uint64_t t = 0;
+        for (int j = 0; j < h->nlocal; j++) {
+            int region = 0;
+            size_t disp = 0;
+            uint64_t *p = shi_xlate(w, 8, shi_set_pe(s, h->leader + j), R, &region, &disp);
+            if (!p)
+                shi_fatal(R, "internal: a member of this node is not reachable by load/store");
+            t += sz[j] = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+        }
+        w[1] = t;
+    }
+    csync(s); /* S2: every node's total is posted at its leader */
+    if (h->leader_idx >= 0) {
+        for (int l = 0; l < h->nleaders; l++)
+            if (l == h->leader_idx)
+                tot[l] = w[1];
+            else
+                shi_get(&tot[l], &w[1], 8, shi_set_pe(s, leaders[l]), R, 1);
+        shi_quiet();
+        uint64_t off = 0, all = 0;
+        for (int l = 0; l < h->nleaders; l++) {
+            if (l < h->leader_idx)
+                off += tot[l];
+            all += tot[l];
+        }
+        w[2] = off;
+        w[3] = all;
+        for (int j = 0; j < h->nlocal; j++) {
+            get_n(d + off, src, sz[j], shi_set_pe(s, h->leader + j), R, 0);
+            off += sz[j];
+        }
+    }
+    csync(s); /* S3: each node's range is in its leader's dest */
+    if (h->leader_idx >= 0) {
+        uint64_t off = 0;
+        for (int l = 0; l < h->nleaders; l++) {
+            if (l != h->leader_idx)
+                get_n(d + off, d + off, tot[l], shi_set_pe(s, leaders[l]), R, 1);
+            off += tot[l];
+        }
+        shi_quiet();
+    }
+    csync(s); /* S4: the leaders hold the whole */
+    if (h->leader_idx < 0) {
+        int region = 0;
+        size_t disp = 0;
+        uint64_t *p = shi_xlate(&w[3], 8, lpe, R, &region, &disp);
+        if (!p)
+            shi_fatal(R, "internal: the node's leader is not reachable by load/store");
+        get_n(dest, dest, __atomic_load_n(p, __ATOMIC_ACQUIRE), lpe, R, 0);
+    }
+    csync(s); /* S5: the members have copied it and read w[3] */
+    w[0] = w[1] = w[2] = w[3] = 0;
+    free(tot);
+    free(sz);
+}
+
+static void collect(shi_set_t *s, void *dest, const void *src, size_t nbytes, const char *R)
+{
+    shi_hier_t h;
+    int *leaders;
+    if (hier(s, &h, &leaders, R)) {
+        collect_hier(s, dest, src, nbytes, &h, leaders, R);
+        free(leaders);
+        return;
+    }
+    collect_flat(s, dest, src, nbytes, R);
+}
+
+/* alltoall(s) across nodes. Blocks between members of one node move in place (each member pulls
+ * its blocks from its node's members through the windows); blocks between nodes go through the
+ * leaders' staging areas: each member packs the blocks it sends to another node into its
+ * leader's outgoing half (region per destination node, [destination member][source member]),
+ * each leader fetches, from every other node's leader, the region meant for its node with one
+ * get, into its incoming half, and each member unpacks its row from there. One transfer per pair
+ * of nodes instead of one per pair of PEs. Used when every node's outgoing blocks fit in half the
+ * area (nl * (size - nl) * block bytes); larger exchanges are bandwidth-bound and stay flat. The
+ * element copy describes a block: nelems elements of es bytes, `st` elements apart. */
+typedef struct {
+    size_t nelems, es;
+    ptrdiff_t dst, sst; /* strides in elements; 1 for alltoall */
+} blk_t;
+
+static int a2a_fits(const shi_set_t *s, const shi_hier_t *h, const int *leaders, size_t bytes)
+{
+    for (int l = 0; l < h->nleaders; l++) {
+        size_t nl = (size_t)((l + 1 < h->nleaders ? leaders[l + 1] : s->size) - leaders[l]);
+        if (bytes && nl * (size_t)(s->size - (int)nl) > SHI_STAGE / 2 / bytes)
+            return 0;
+    }
+    return 1;
+}
+
+static void copy_elems(char *d, ptrdiff_t dst, const char *sp, ptrdiff_t sst, size_t nelems, size_t es)
+{
+    if (dst == 1 && sst == 1) {
+        memcpy(d, sp, nelems * es);
+        return;
+    }
+    for (size_t e = 0; e < nelems; e++)
+        memcpy(d + (ptrdiff_t)e * dst * (ptrdiff_t)es, sp + (ptrdiff_t)e * sst * (ptrdiff_t)es, es);
+}
+
+static char *node_ptr(void *addr, size_t n, int pe, const char *R)
+{
+    int region = 0;
+    size_t disp = 0;
+    char *p = shi_xlate(addr, n, pe, R, &region, &disp);
+    if (!p)
+        shi_fatal(R, "internal: PE %d of this node is not reachable by load/store", pe);
+    return p;
+}
+
+static void alltoall_hier(shi_set_t *s, void *dest, const void *src, const blk_t *b, const shi_hier_t *h,
+                          const int *leaders, const char *R)
+{
+    size_t bytes = b->nelems * b->es;
+    ptrdiff_t dblk = (ptrdiff_t)b->nelems * b->dst * (ptrdiff_t)b->es; /* one block's span in dest */
+    ptrdiff_t sblk = (ptrdiff_t)b->nelems * b->sst * (ptrdiff_t)b->es;
+    int me = s->me, nl_me = h->nlocal, ia = h->my_local, lpe = shi_set_pe(s, h->leader);
+    int mynode = -1;
+    for (int l = 0; l < h->nleaders; l++)
+        if (leaders[l] == h->leader)
+            mynode = l;
+#define NL(l) ((l + 1 < h->nleaders ? leaders[l + 1] : s->size) - leaders[l])
+    csync(s); /* S0: every member is in; the leaders' staging areas are free */
+    if (bytes) {
+        /* this node's blocks, in place */
+        for (int k = 0; k < nl_me; k++) {
+            int j = h->leader + (ia + k) % nl_me;
+            const char *sp = node_ptr((char *)src + (ptrdiff_t)me * sblk, b->es, shi_set_pe(s, j), R);
+            node_ptr((char *)src + (ptrdiff_t)me * sblk + ((ptrdiff_t)b->nelems - 1) * b->sst * (ptrdiff_t)b->es,
+                     b->es, shi_set_pe(s, j), R);
+            copy_elems((char *)dest + (ptrdiff_t)j * dblk, b->dst, sp, b->sst, b->nelems, b->es);
+        }
+        /* pack what goes to the other nodes into the leader's outgoing half */
+        char *out = node_ptr(SHI_STAGE_ADDR, SHI_STAGE, lpe, R);
+        size_t off = 0;
+        for (int l = 0; l < h->nleaders; l++) {
+            if (l == mynode)
+                continue;
+            for (int jb = 0; jb < NL(l); jb++)
+                copy_elems(out + off + ((size_t)jb * (size_t)nl_me + (size_t)ia) * bytes, 1,
+                           (const char *)src + (ptrdiff_t)(leaders[l] + jb) * sblk, b->sst, b->nelems, b->es);
+            off += (size_t)NL(l) * (size_t)nl_me * bytes;
+        }
+    }
+    csync(s); /* S1: every leader's outgoing half is packed */
+    if (bytes && h->leader_idx >= 0) {
+        char *in = SHI_STAGE_ADDR + SHI_STAGE / 2;
+        size_t inoff = 0;
+        for (int l = 0; l < h->nleaders; l++) {
+            if (l == mynode)
+                continue;
+            /* node l's region for us: after its regions for the nodes before ours (not itself) */
+            size_t before = (size_t)(leaders[mynode] - (l < mynode ? NL(l) : 0));
+            size_t len = (size_t)NL(l) * (size_t)nl_me * bytes;
+            shi_get(in + inoff, SHI_STAGE_ADDR + before * (size_t)NL(l) * bytes, len, shi_set_pe(s, leaders[l]), R, 1);
+            inoff += len;
+        }
+        shi_quiet();
+    }
+    csync(s); /* S2: every leader holds its node's incoming blocks */
+    if (bytes) {
+        const char *in = node_ptr(SHI_STAGE_ADDR + SHI_STAGE / 2, SHI_STAGE / 2, lpe, R);
+        size_t inoff = 0;
+        for (int l = 0; l < h->nleaders; l++) {
+            if (l == mynode)
+                continue;
+            const char *row = in + inoff + (size_t)ia * (size_t)NL(l) * bytes;
+            for (int i = 0; i < NL(l); i++)
+                copy_elems((char *)dest + (ptrdiff_t)(leaders[l] + i) * dblk, b->dst, row + (size_t)i * bytes, 1,
+                           b->nelems, b->es);
+            inoff += (size_t)NL(l) * (size_t)nl_me * bytes;
+        }
+    }
+#undef NL
+    csync(s); /* S3: the staging areas are read */
+}
+
+/* The blocks of alltoall(s) whose dest or source the caller got wrong end the job naming the routine
+ * rather than being read from outside the symmetric regions. */
+static void a2a_check(const shi_set_t *s, void *dest, const void *src, const blk_t *b, const char *R)
+{
+    if (!b->nelems || !b->es)
+        return;
+    ptrdiff_t last = ((ptrdiff_t)s->size * (ptrdiff_t)b->nelems - 1);
+    int region = 0;
+    size_t disp = 0;
+    shi_xlate(src, b->es, shi.me, R, &region, &disp);
+    shi_xlate((const char *)src + last * b->sst * (ptrdiff_t)b->es, b->es, shi.me, R, &region, &disp);
+    shi_xlate(dest, b->es, shi.me, R, &region, &disp);
+    shi_xlate((const char *)dest + last * b->dst * (ptrdiff_t)b->es, b->es, shi.me, R, &region, &disp);
+}
+
+static int a2a_hier(shi_set_t *s, void *dest, const void *src, const blk_t *b, const char *R)
+{
+    shi_hier_t h;
+    int *leaders;
+    if (!hier(s, &h, &leaders, R))
+        return 0;
+    int ok = a2a_fits(s, &h, leaders, b->nelems * b->es);
+    if (ok) {
+        a2a_check(s, dest, src, b, R);
+        alltoall_hier(s, dest, src, b, &h, leaders, R);
+    }
+    free(leaders);
+    return ok;
 }
 
 static void alltoall(shi_set_t *s, void *dest, const void *src, size_t nbytes, const char *R)
 {
-    shi_set_sync(s);
-    for (int k = 0; k < s->size; k++) {
+    blk_t b = {.nelems = nbytes, .es = 1, .dst = 1, .sst = 1};
+    if (a2a_hier(s, dest, src, &b, R))
+        return;
+    csync(s);
+    for (int k = 0; k < s->size && nbytes; k++) {
         int j = (s->me + k) % s->size; /* start at a different peer on each PE */
         shi_get((char *)dest + (size_t)j * nbytes, (const char *)src + (size_t)s->me * nbytes, nbytes,
                 shi_set_pe(s, j), R, 0);
     }
-    shi_set_sync(s);
+    csync(s);
 }
 
 static void alltoalls(shi_set_t *s, void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems,
                       size_t es, const char *R)
 {
-    shi_set_sync(s);
+    blk_t b = {.nelems = nelems, .es = es, .dst = dst, .sst = sst};
+    if (a2a_hier(s, dest, src, &b, R))
+        return;
+    csync(s);
     for (int k = 0; k < s->size; k++) {
         int j = (s->me + k) % s->size;
         shi_iget((char *)dest + (ptrdiff_t)((size_t)j * nelems) * dst * (ptrdiff_t)es,
                  (const char *)src + (ptrdiff_t)((size_t)s->me * nelems) * sst * (ptrdiff_t)es, dst, sst, nelems, es,
                  shi_set_pe(s, j), R);
     }
-    shi_set_sync(s);
+    csync(s);
 }
 
 typedef void (*kernel_t)(void *acc, const void *in, size_t n);
@@ -190,25 +444,25 @@ static void reduce_hier(shi_set_t *s, void *dest, const void *src, size_t count,
     int *idx = malloc(sizeof(int) * (size_t)(h->nlocal > h->nleaders ? h->nlocal : h->nleaders));
     if (!acc || !idx)
         shi_fatal(R, "out of memory for a %zu-byte reduction", nbytes);
-    shi_set_sync(s);
+    csync(s);
     if (h->leader_idx >= 0) {
         for (int j = 0; j < h->nlocal; j++)
             idx[j] = h->leader + j;
         combine(s, idx, h->nlocal, src, acc, &buf, count, es, k, R);
     }
-    shi_set_sync(s); /* the node's sources are read: a leader's dest may alias its source */
+    csync(s); /* the node's sources are read: a leader's dest may alias its source */
     if (h->leader_idx >= 0)
         memcpy(dest, acc, nbytes);
-    shi_set_sync(s); /* every node's partial result is in its leader's dest */
+    csync(s); /* every node's partial result is in its leader's dest */
     if (h->leader_idx >= 0)
         combine(s, leaders, h->nleaders, dest, acc, &buf, count, es, k, R);
-    shi_set_sync(s); /* the partials are read */
+    csync(s); /* the partials are read */
     if (h->leader_idx >= 0)
         memcpy(dest, acc, nbytes);
-    shi_set_sync(s); /* the leaders hold the result */
+    csync(s); /* the leaders hold the result */
     if (h->leader_idx < 0)
-        shi_get(dest, dest, nbytes, shi_set_pe(s, h->leader), R, 0);
-    shi_set_sync(s); /* the leader's dest is the caller's again only when its members copied it */
+        get_n(dest, dest, nbytes, shi_set_pe(s, h->leader), R, 0);
+    csync(s); /* the leader's dest is the caller's again only when its members copied it */
     free(idx);
     free(buf);
     free(acc);
@@ -227,7 +481,7 @@ static void reduce(shi_set_t *s, void *dest, const void *src, size_t count, size
     char *acc = malloc(nbytes ? nbytes : 1), *buf = NULL;
     if (!acc)
         shi_fatal(R, "out of memory for a %zu-byte reduction", nbytes);
-    shi_set_sync(s);
+    csync(s);
     for (int j = 0; j < s->size; j++) {
         int pe = shi_set_pe(s, j), region = 0;
         size_t disp = 0;
@@ -243,7 +497,7 @@ static void reduce(shi_set_t *s, void *dest, const void *src, size_t count, size
         else if (count)
             k(acc, p, count);
     }
-    shi_set_sync(s); /* every member has read every source: dest may alias source */
+    csync(s); /* every member has read every source: dest may alias source */
     memcpy(dest, acc, nbytes);
     free(buf);
     free(acc);

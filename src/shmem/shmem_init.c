@@ -261,6 +261,11 @@ SHI_EXPORT void shmem_finalize(void)
     if (!shi.initialized || shi.finalized)
         return;
     shmem_barrier_all();
+    if (shi.debug) {
+        unsigned long puts, gets, amos;
+        shi_mpi_counts(&puts, &gets, &amos);
+        shi_debug("MPI RMA operations issued: %lu puts, %lu gets, %lu atomics", puts, gets, amos);
+    }
     shi_mpi_finalize();
     shi.finalized = 1;
     shi.initialized = 0;

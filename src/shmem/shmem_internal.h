@@ -37,7 +37,17 @@ typedef struct {
     _Alignas(64) uint64_t release;           /* hierarchical sync: the node leader's go (epoch) */
     _Alignas(64) uint64_t arrive[SMAP_MAX_LOCAL_RANKS + 1]; /* ...and each node member's arrival */
 } shi_slot_t;
-#define SHI_RESERVED (((sizeof(shi_slot_t) * SHI_MAX_TEAMS) + 4095) & ~(size_t)4095)
+#define SHI_SLOTS_BYTES (((sizeof(shi_slot_t) * SHI_MAX_TEAMS) + 4095) & ~(size_t)4095)
+/* After the slots: the staging area of hierarchical alltoall(s) (a node leader's outgoing blocks in
+ * the first half, the blocks it fetched from the other nodes' leaders in the second). */
+#define SHI_STAGE ((size_t)1 << 20)
+#define SHI_RESERVED (SHI_SLOTS_BYTES + SHI_STAGE)
+
+/* Words of a legacy pSync (SHMEM_SYNC_SIZE = 72 longs, all SHMEM_SYNC_VALUE = 0 between calls):
+ * dissemination round counters (a set has < 2^31 members, so < 32 rounds), the node arrival count
+ * (at the node's leader) and the release count (each member's own) of the hierarchical barrier,
+ * four words of hierarchical collect, and the chain word of the flat collect. */
+enum { SHI_PS_ARRIVE = 32, SHI_PS_RELEASE = 33, SHI_PS_COLL = 34, SHI_PS_CHAIN = 64 };
 
 typedef struct {
     int initialized, finalized;
@@ -140,6 +150,7 @@ typedef struct {
     uint64_t *epoch_p;           /* team: its barrier epoch counter; NULL: legacy (counters in pSync) */
     uint64_t *flags;             /* team slot flags, or pSync[0..63] */
     uint64_t *chain;             /* collect offset word */
+    uint64_t *coll;              /* 4 words of hierarchical collect (team scratch or pSync) */
     uint64_t *scratch;           /* team only */
     shi_slot_t *slot;            /* team only: hierarchical sync words */
 } shi_set_t;
@@ -149,6 +160,8 @@ typedef struct {
     int leader;               /* set index of our node's leader */
     int nlocal, my_local;     /* members on our node, our index among them */
 } shi_hier_t;
+/* The staging area of this PE (symmetric: the same offset in every PE's heap). */
+#define SHI_STAGE_ADDR ((char *)shi.slots + SHI_SLOTS_BYTES)
 int shi_set_hier(const shi_set_t *s, shi_hier_t *h_p, int *leaders_p); /* 1: spans nodes, not one per node */
 static inline int shi_set_pe(const shi_set_t *s, int i) { return s->start + i * s->stride; }
 void shi_set_sync(shi_set_t *s);
@@ -194,6 +207,7 @@ void shi_mpi_iput(int region, size_t disp, const void *src, ptrdiff_t dst, ptrdi
                   int pe);
 void shi_mpi_iget(int region, size_t disp, void *dst, ptrdiff_t dst_stride, ptrdiff_t sst, size_t nelems, size_t size,
                   int pe);
+void shi_mpi_counts(unsigned long *puts, unsigned long *gets, unsigned long *amos);
 void shi_mpi_flush(int pe);
 void shi_mpi_flush_local(int pe);
 void shi_mpi_flush_all(void);

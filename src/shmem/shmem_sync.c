@@ -164,13 +164,19 @@ SHI_EXPORT uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_
  * consume their count, which leaves pSync as they found it (all SHMEM_SYNC_VALUE). */
 int shi_set_hier(const shi_set_t *s, shi_hier_t *h, int *leaders)
 {
-    /* A node's PEs are contiguous and a set is strided, so its members of one node are contiguous
-     * in set order: a member leads its node when the member before it is on another node. */
-    int mynode = shi.node[shi_set_pe(s, s->me)];
+    /* shi.node[pe] is the first PE of the run of consecutive PEs pe reaches by load/store, so it
+     * never decreases with pe; a set's PEs increase (stride >= 1), so a node's members are
+     * contiguous in set order, for any stride and for both axes of a 2-D split. A member leads
+     * its node when the member before it is on another node. Should the node numbers ever go
+     * down (a placement that is not by contiguous blocks), the set is not treated as
+     * hierarchical: the flat algorithms are correct at any placement. */
+    int mynode = shi.node[shi_set_pe(s, s->me)], monotonic = 1;
     *h = (shi_hier_t){.leader_idx = -1, .leader = -1};
     for (int i = 0; i < s->size; i++) {
         int nd = shi.node[shi_set_pe(s, i)];
         if (i == 0 || shi.node[shi_set_pe(s, i - 1)] != nd) {
+            if (i > 0 && shi.node[shi_set_pe(s, i - 1)] > nd)
+                monotonic = 0;
             if (leaders)
                 leaders[h->nleaders] = i;
             if (i == s->me)
@@ -185,7 +191,8 @@ int shi_set_hier(const shi_set_t *s, shi_hier_t *h, int *leaders)
             h->nlocal++;
         }
     }
-    return s->slot && h->nleaders > 1 && h->nleaders < s->size;
+    /* Teams sync through their slot, legacy sets through their pSync: both have the words. */
+    return monotonic && h->nleaders > 1 && h->nleaders < s->size;
 }
 
 static void signal_epoch(uint64_t *flag, uint64_t e, int pe)
@@ -228,20 +235,70 @@ static void hier_sync(shi_set_t *s, uint64_t e, const shi_hier_t *h, const int *
     __atomic_store_n(&s->slot->release, e, __ATOMIC_RELEASE);
 }
 
+/* The address of `word` (symmetric) in `pe`'s memory, which must be reachable by load/store. */
+static uint64_t *node_word(uint64_t *word, int pe, const char *R)
+{
+    int region = 0;
+    size_t disp = 0;
+    uint64_t *p = shi_xlate(word, 8, pe, R, &region, &disp);
+    if (!p)
+        shi_fatal(R, "internal: PE %d of this node is not reachable by load/store", pe);
+    return p;
+}
+
+/* A legacy active set across nodes, counting in its pSync: each member adds one to its leader's
+ * arrival count (a CPU atomic through the window: only this node's PEs ever touch that word),
+ * the leader takes its node's arrivals out of the count, runs the counting dissemination with the
+ * other leaders (MPI atomics on the round words, as the flat barrier), and adds one to each
+ * member's own release count, which the member takes back out. Every count is consumed by the
+ * PE that owns the word, so pSync is back at SHMEM_SYNC_VALUE once the PEs have left, and a
+ * member already in the next call cannot take a token meant for another member (each has its
+ * own). */
+static void legacy_hier_sync(shi_set_t *s, const shi_hier_t *h, const int *leaders)
+{
+    static const char R[] = "shmem_barrier/shmem_sync (pSync)";
+    unsigned spins = 0;
+    uint64_t *arrive = s->flags + SHI_PS_ARRIVE, *release = s->flags + SHI_PS_RELEASE;
+    if (h->leader_idx < 0) {
+        __atomic_fetch_add(node_word(arrive, shi_set_pe(s, h->leader), R), 1, __ATOMIC_RELEASE);
+        while ((int64_t)__atomic_load_n(release, __ATOMIC_ACQUIRE) < 1)
+            shi_relax(&spins);
+        __atomic_fetch_sub(release, 1, __ATOMIC_ACQ_REL);
+        return;
+    }
+    uint64_t others = (uint64_t)(h->nlocal - 1);
+    if (others) {
+        while (__atomic_load_n(arrive, __ATOMIC_ACQUIRE) < others)
+            shi_relax(&spins);
+        __atomic_fetch_sub(arrive, others, __ATOMIC_ACQ_REL);
+    }
+    int n = h->nleaders, me = h->leader_idx;
+    for (int k = 0, d = 1; d < n; k++, d <<= 1) {
+        shi_amo(SHI_AMO_ADD | SHI_AMO_F, 8, &s->flags[k], 1, 0, shi_set_pe(s, leaders[(me + d) % n]), R);
+        while ((int64_t)__atomic_load_n(&s->flags[k], __ATOMIC_ACQUIRE) < 1)
+            shi_relax(&spins);
+        shi_amo(SHI_AMO_ADD | SHI_AMO_F, 8, &s->flags[k], (uint64_t)-1, 0, shi.me, R);
+    }
+    for (int j = 1; j < h->nlocal; j++)
+        __atomic_fetch_add(node_word(release, shi_set_pe(s, h->leader + j), R), 1, __ATOMIC_RELEASE);
+}
+
 void shi_set_sync(shi_set_t *s)
 {
     int n = s->size, me = s->me;
     if (n <= 1)
         return;
     unsigned spins = 0;
-    if (s->epoch_p && !shi.all_local) {
+    if (!shi.all_local) {
         shi_hier_t h;
         int leaders_small[64], *leaders = n <= 64 ? leaders_small : malloc(sizeof(int) * (size_t)n);
         if (!leaders)
             shi_fatal("shmem_team_sync", "out of memory");
         int hier = shi_set_hier(s, &h, leaders);
-        if (hier)
+        if (hier && s->epoch_p)
             hier_sync(s, ++*s->epoch_p, &h, leaders);
+        else if (hier)
+            legacy_hier_sync(s, &h, leaders);
         if (leaders != leaders_small)
             free(leaders);
         if (hier)
@@ -283,7 +340,8 @@ void shi_set_legacy(shi_set_t *s, int start, int log_stride, int size, long *psy
     if (!(a - shi.heap < shi.heap_size || a - shi.data < shi.data_size))
         shi_not_symmetric(routine, psync, shi.me);
     *s = (shi_set_t){.start = start, .stride = stride, .size = size, .me = rel / stride,
-                     .flags = (uint64_t *)psync, .chain = (uint64_t *)psync + SHI_ROUNDS};
+                     .flags = (uint64_t *)psync, .chain = (uint64_t *)psync + SHI_PS_CHAIN,
+                     .coll = (uint64_t *)psync + SHI_PS_COLL};
 }
 
 SHI_EXPORT void shmem_barrier_all(void)

@@ -28,7 +28,8 @@ void shi_team_set(shmem_team_t t, shi_set_t *s)
 {
     shi_slot_t *slot = &shi.slots[t->slot];
     *s = (shi_set_t){.start = t->start, .stride = t->stride, .size = t->size, .me = t->me, .epoch_p = &t->epoch,
-                     .flags = slot->flags, .chain = &slot->chain, .scratch = slot->scratch, .slot = slot};
+                     .flags = slot->flags, .chain = &slot->chain, .coll = &slot->scratch[8], .scratch = slot->scratch,
+                     .slot = slot};
 }
 
 void shi_teams_init(void)
