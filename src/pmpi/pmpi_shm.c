@@ -68,15 +68,38 @@ BOBCAT_EXPORT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MP
     return rc;
 }
 
+/* Windows are counted (pmpi_rma_windows): while any exist, bobcat's waits drive the real MPI. */
+static int counted(int rc)
+{
+    if (rc == MPI_SUCCESS)
+        pmpi_rma_windows++;
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    return counted(PMPI_Win_create(base, size, disp_unit, info, comm, win));
+}
+
+BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                                   MPI_Win *win)
+{
+    return counted(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win));
+}
+
+BOBCAT_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    return counted(PMPI_Win_create_dynamic(info, comm, win));
+}
+
 BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                                           MPI_Win *win)
 {
     pmpi_comm_t *pc = pmpi_comm_get(comm);
-    if (!pc || !pc->single_node || size < 0 || disp_unit <= 0)
-        return PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
-    if (win_keyval == MPI_KEYVAL_INVALID &&
-        PMPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, shwin_delete, &win_keyval, NULL) != MPI_SUCCESS)
-        return PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+    if (!pc || !pc->single_node || size < 0 || disp_unit <= 0 ||
+        (win_keyval == MPI_KEYVAL_INVALID &&
+         PMPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, shwin_delete, &win_keyval, NULL) != MPI_SUCCESS))
+        return counted(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win));
     int n = pc->size, me = pc->rank;
     shwin_t *w = calloc(1, sizeof *w + (size_t)n * (2 * sizeof(MPI_Aint) + sizeof(int)));
     MPI_Aint mine[2] = {size, disp_unit}, *all = malloc((size_t)n * 2 * sizeof(MPI_Aint));
@@ -110,7 +133,7 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
     if (!addr) {
         /* Every rank saw the same address: all fall back together. */
         free(w);
-        return PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+        return counted(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win));
     }
     w->region = pmpi_peer_ptr(pc, 0, (void *)(uintptr_t)addr);
     char *base = w->region + w->off[me];
@@ -124,6 +147,7 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
     }
     PMPI_Win_set_attr(*win, win_keyval, w);
     *(void **)baseptr = base;
+    pmpi_rma_windows++;
     return MPI_SUCCESS;
 }
 
@@ -157,11 +181,17 @@ BOBCAT_EXPORT int MPI_Win_get_attr(MPI_Win win, int keyval, void *value, int *fl
 BOBCAT_EXPORT int MPI_Win_free(MPI_Win *win)
 {
     shwin_t *w = win ? shwin_of(*win) : NULL;
-    if (!w)
-        return PMPI_Win_free(win);
+    if (!w) {
+        int rc = PMPI_Win_free(win);
+        if (rc == MPI_SUCCESS && pmpi_rma_windows > 0)
+            pmpi_rma_windows--;
+        return rc;
+    }
     void *owned = w->owned;
     MPI_Comm comm = w->comm;
     int rc = PMPI_Win_free(win); /* the delete callback frees w */
+    if (rc == MPI_SUCCESS && pmpi_rma_windows > 0)
+        pmpi_rma_windows--;
     /* Nobody may still touch the region when its owner frees it. */
     PMPI_Barrier(comm);
     PMPI_Comm_free(&comm);
