@@ -138,13 +138,18 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
     }
     w->region = pmpi_peer_ptr(pc, 0, (void *)(uintptr_t)addr);
     char *base = w->region + w->off[me];
+    /* The real window lives on our private dup, whose errors return: some MPIs cannot make one on
+     * every communicator (Open MPI 4.1.4: none of its one-sided components takes MPI_COMM_SELF,
+     * which mpi4py's test_win probes with MPI.Win.Allocate_shared(1, 1, ..., COMM_SELF)). Then
+     * the real MPI's own shared window instead; every rank fails alike (the same components). */
     PMPI_Comm_dup(comm, &w->comm);
-    int rc = PMPI_Win_create(base, size, disp_unit, info, comm, win);
+    PMPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
+    int rc = PMPI_Win_create(base, size, disp_unit, info, w->comm, win);
     if (rc != MPI_SUCCESS) {
         PMPI_Comm_free(&w->comm);
         free(w->owned);
         free(w);
-        return rc;
+        return counted(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win));
     }
     PMPI_Win_set_attr(*win, win_keyval, w);
     *(void **)baseptr = base;
