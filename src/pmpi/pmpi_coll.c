@@ -101,6 +101,12 @@ BOBCAT_EXPORT int MPI_Barrier(MPI_Comm comm)
             PMPI_Barrier(pc->leaders_comm);
         coll_barrier(&pc->cn);
     }
+    /* The real MPI's barrier would have received what a peer sent before arriving (its messages
+     * travel in order with the barrier's): an MPICH access epoch's completion, say, that the
+     * target's MPI_Win_test must see right after the barrier (mpi4py's test_rma). Ours travels in
+     * shared memory, so with RMA windows alive, one progress pass of the real MPI on the way out. */
+    if (pmpi_rma_windows)
+        pmpi_mpi_progress();
     pmpi_stat_path(&st_barrier, PMPI_PATH_INPLACE, 0, pc->nnodes > 1 ? 1 : 0);
     return MPI_SUCCESS;
 }

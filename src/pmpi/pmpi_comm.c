@@ -256,6 +256,10 @@ static void mpi_progress(void)
         PMPI_Test(&progress_req, &flag, MPI_STATUS_IGNORE);
 }
 
+int pmpi_rma_windows;
+
+void pmpi_mpi_progress(void) { mpi_progress(); }
+
 static int node_part_build(pmpi_comm_t *pc)
 {
     const pmpi_layer_t *L = &pmpi_layer;

@@ -114,6 +114,13 @@ static inline void *pmpi_peer_ptr(const pmpi_comm_t *pc, int r, const void *p)
 /* Other parts of the layer run fn at the start of MPI_Finalize (before the statistics are printed
  * and the layer stops; MPI still works), in registration order. Up to 8. */
 void pmpi_at_finalize(void (*fn)(void));
+
+/* RMA windows alive in this process (pmpi_shm.c counts them). While there are any, the real MPI
+ * may owe a peer progress that only its engine makes (MPICH: a passive-target lock, the completion
+ * of an access epoch), so bobcat's waits and MPI_Barrier drive it: pmpi_mpi_progress is one
+ * progress pass of the real MPI (MPI_Test on a receive nothing matches). */
+extern int pmpi_rma_windows;
+void pmpi_mpi_progress(void);
 void pmpi_run_finalize_hooks(void);
 
 /* Layer start and end (pmpi_init.c calls them). */

@@ -84,12 +84,26 @@ static void *out_of_heap(size_t n)
     return NULL;
 }
 
+/* glibc's malloc returns blocks aligned to alignof(max_align_t) = 16 on x86-64, whatever the size,
+ * and programs rely on it: MPICH 4.0.2's MPI_Win_allocate keeps a 16-aligned copy of a 1-byte
+ * window's base and frees that at MPI_Win_free. mimalloc puts requests of 1-8, 17-24, 33-40 and
+ * 49-56 bytes in bins whose blocks are only 8-aligned, so such a free released the neighbouring
+ * block (issue 10: heap corruption after mpi4py's module-level MPI.Win.Allocate(1, ...)). Requests
+ * up to 64 bytes are rounded up to a multiple of 16: those bins hold 16-aligned blocks, as do all
+ * larger ones (mimalloc's bins above 64 bytes are multiples of 16). */
+#define GLIBC_ALIGN 16
+static inline size_t glibc_size(size_t n)
+{
+    return n <= 64 ? (n + GLIBC_ALIGN - 1 + (n == 0)) & ~(size_t)(GLIBC_ALIGN - 1) : n;
+}
+
 #define ALLOC_RESULT(p, n) ((p) ? track((p), (n)) : h ? out_of_heap(n) : (errno = ENOMEM, NULL))
 
 BOBCAT_EXPORT void *malloc(size_t n)
 {
     mi_heap_t *h = seg_heap();
-    void *p = h ? mi_heap_malloc(h, n) : mi_malloc(n);
+    size_t m = glibc_size(n);
+    void *p = h ? mi_heap_malloc(h, m) : mi_malloc(m);
     return ALLOC_RESULT(p, n);
 }
 
@@ -103,14 +117,16 @@ BOBCAT_EXPORT void *calloc(size_t count, size_t size)
         return NULL;
     }
     mi_heap_t *h = seg_heap();
-    void *p = h ? mi_heap_calloc(h, count, size) : mi_calloc(count, size);
+    size_t m = glibc_size(n);
+    void *p = h ? mi_heap_zalloc(h, m) : mi_zalloc(m);
     return ALLOC_RESULT(p, n);
 }
 
 BOBCAT_EXPORT void *realloc(void *old, size_t n)
 {
     mi_heap_t *h = seg_heap();
-    void *p = h ? mi_heap_realloc(h, old, n) : mi_realloc(old, n);
+    size_t m = n ? glibc_size(n) : 0; /* realloc(p, 0) behaves as before */
+    void *p = h ? mi_heap_realloc(h, old, m) : mi_realloc(old, m);
     if (!p && n == 0)
         return NULL;
     return ALLOC_RESULT(p, n);

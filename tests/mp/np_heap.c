@@ -1,7 +1,7 @@
 /* np_heap: a non-MPI program under yod. Checks the SMARTMAP calls work from the first call without
  * MPI, that malloc is thread-safe in the segment (cross-thread frees included), that fork() gives
  * the child a private heap and leaves the parent's intact, and (with "exhaust") that running out
- * of segment returns NULL/ENOMEM without crashing. Usage: np_heap <expected local size, 0: any> [exhaust] */
+ * of segment returns NULL/ENOMEM without crashing; that blocks are 16-byte aligned, as glibc's are. Usage: np_heap <expected local size, 0: any> [exhaust] */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -35,6 +35,31 @@ static void *churn(void *arg)
         free(old);
     }
     return NULL;
+}
+
+/* glibc's guarantee, which programs rely on (MPICH 4.0.2's MPI_Win_allocate frees a 16-aligned copy
+ * of a 1-byte window's base): every malloc/calloc/realloc block is aligned to
+ * alignof(max_align_t) = 16, whatever its size. Many blocks per size, so a size class whose blocks
+ * are only 8-aligned shows up. */
+static void alignment(void)
+{
+    enum { PER = 8 };
+    for (size_t n = 0; n <= 1100; n++) {
+        void *b[3 * PER];
+        for (int k = 0; k < PER; k++) {
+            b[k] = malloc(n);
+            b[PER + k] = calloc(1, n);
+            b[2 * PER + k] = realloc(malloc(1), n ? n : 1);
+        }
+        for (int k = 0; k < 3 * PER; k++) {
+            CHECK(b[k] && ((uintptr_t)b[k] & 15) == 0, "%s(%zu) = %p is not 16-byte aligned",
+                  k < PER ? "malloc" : k < 2 * PER ? "calloc" : "realloc", n, b[k]);
+            if (b[k] && ((uintptr_t)b[k] & 15))
+                return;
+        }
+        for (int k = 0; k < 3 * PER; k++)
+            free(b[k]);
+    }
 }
 
 static void exhaust(void)
@@ -82,6 +107,8 @@ int main(int argc, char **argv)
         if (w)
             (void)*w; /* mapped: this must not fault */
     }
+
+    alignment();
 
     pthread_t th[NTHREADS];
     for (long i = 0; i < NTHREADS; i++)
