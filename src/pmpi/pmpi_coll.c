@@ -14,11 +14,11 @@
 /* Marker the evaluation looks for (bobcat.configs.mpi_layer) to record that lwk runs this layer. */
 BOBCAT_EXPORT const char bobcat_coll_layer[] = "in-place collectives over SMARTMAP";
 
-enum { A_SERIAL, A_PARALLEL, A_HIER };
+enum { A_SERIAL, A_PARALLEL, A_FUSED, A_HIER };
 static pmpi_stat_t st_barrier = {.name = "Barrier", .alg_names = {"counter", "hier"}};
-static pmpi_stat_t st_bcast = {.name = "Bcast", .alg_names = {"inplace", "hier"}};
-static pmpi_stat_t st_reduce = {.name = "Reduce", .alg_names = {"serial", "parallel", "hier"}};
-static pmpi_stat_t st_allreduce = {.name = "Allreduce", .alg_names = {"serial", "parallel", "hier"}};
+static pmpi_stat_t st_bcast = {.name = "Bcast", .alg_names = {"inplace", "hier", "split"}};
+static pmpi_stat_t st_reduce = {.name = "Reduce", .alg_names = {"serial", "parallel", "fused", "hier"}};
+static pmpi_stat_t st_allreduce = {.name = "Allreduce", .alg_names = {"serial", "parallel", "fused", "hier"}};
 static pmpi_stat_t st_rsb = {.name = "Reduce_scatter_block", .alg_names = {"parallel"}};
 static pmpi_stat_t st_rs = {.name = "Reduce_scatter", .alg_names = {"parallel"}};
 static pmpi_stat_t st_scan = {.name = "Scan", .alg_names = {"inplace"}};
@@ -135,7 +135,8 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
         if (pc->node[me] != rnode)
             coll_bcast(&pc->cn, 0, b.p, bytes);
     }
-    pmpi_stat_path(&st_bcast, b.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes, hier);
+    pmpi_stat_path(&st_bcast, b.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes,
+                   hier ? 1 : coll_tune.split_min && bytes > COLL_INLINE_MAX && bytes >= coll_tune.split_min ? 2 : 0);
     if (me == root)
         pc_in_done(&b);
     else
@@ -175,13 +176,17 @@ static pmpi_comm_t *red_setup(MPI_Comm comm, pc_alg_t knob, int count, MPI_Datat
     return pc;
 }
 
-static coll_alg_t pick(pc_alg_t knob, size_t span)
+/* auto: serial below COLL_PARALLEL_MIN bytes, else `big` (Allreduce: fused; Reduce: parallel,
+ * which already writes each slice straight into the root's result). */
+static coll_alg_t pick(pc_alg_t knob, size_t span, coll_alg_t big)
 {
     if (knob == PC_SERIAL)
         return COLL_ALG_SERIAL;
     if (knob == PC_PARALLEL)
         return COLL_ALG_PARALLEL;
-    return span >= pc_knobs.parallel_min ? COLL_ALG_PARALLEL : COLL_ALG_SERIAL;
+    if (knob == PC_FUSED)
+        return COLL_ALG_FUSED;
+    return span >= pc_knobs.parallel_min ? big : COLL_ALG_SERIAL;
 }
 
 /* PMPI_Reduce, working around MPICH 4.0's crash when a root other than 0 passes MPI_IN_PLACE
@@ -223,7 +228,7 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
     }
     int me = pc->rank, in_place = me == root && sbuf == MPI_IN_PLACE;
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
-    coll_alg_t alg = pick(pc_knobs.reduce, span);
+    coll_alg_t alg = pick(pc_knobs.reduce, span, COLL_ALG_PARALLEL);
     void *tin, *tout = NULL;
     int inl = span <= COLL_INLINE_MAX && (alg == COLL_ALG_SERIAL || n < (size_t)pc->node_size);
     const void *ip = red_in(in_place ? rbuf : sbuf, span, inl, &tin);
@@ -283,7 +288,7 @@ BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
     }
     int in_place = sbuf == MPI_IN_PLACE;
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
-    coll_alg_t alg = pick(pc_knobs.allreduce, span);
+    coll_alg_t alg = pick(pc_knobs.allreduce, span, COLL_ALG_FUSED);
     void *tin, *tout = NULL;
     int inl = span <= COLL_INLINE_MAX && (alg == COLL_ALG_SERIAL || n < (size_t)pc->node_size);
     const void *ip = red_in(in_place ? rbuf : sbuf, span, inl, &tin);
