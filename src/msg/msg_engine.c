@@ -26,6 +26,23 @@ static struct {
     msg_req_t *posted_head, *posted_tail;
     msg_unexp_t *unexp_head, *unexp_tail;
     msg_unexp_t *unexp_free;
+    /* fast boxes (msg.h): what this rank sends to each local peer, and receives from each */
+    unsigned cells;        /* cells per box (power of two), 0: none */
+    size_t cell_data;      /* largest message a cell carries */
+    struct {
+        msg_chan_t *chan;  /* my box to this peer, once announced (own address) */
+        uint64_t seq;      /* messages sent to this peer */
+        uint64_t ack;      /* last `ack` read from the box */
+        uint32_t sent;     /* messages before the box opens */
+        int refused;       /* the peer has its fill of boxes */
+    } tx[SMAP_MAX_LOCAL_RANKS];
+    struct {
+        msg_chan_t *chan;  /* the peer's box to me (in my view) */
+        uint64_t expect;   /* messages received from this peer */
+        uint64_t acked;    /* last value stored in the box's ack */
+    } rx[SMAP_MAX_LOCAL_RANKS];
+    int16_t polled[SMAP_MAX_LOCAL_RANKS]; /* peers whose boxes progress polls */
+    int npolled;
     msg_stats_t stats;
 } E;
 
@@ -153,6 +170,15 @@ BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox)
     return E.peer[local] != NULL && E.peer[local]->magic == MSG_INBOX_MAGIC;
 }
 
+BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells)
+{
+    unsigned c = 1;
+    while (c * 2 <= cells && c < (1u << 16))
+        c *= 2;
+    E.cells = cells ? c : 0;
+    E.cell_data = E.eager < MSG_CELL_DATA ? E.eager : MSG_CELL_DATA;
+}
+
 BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void) { return E.eager; }
 BOBCAT_MSG_API int bobcat_msg_active(void) { return E.active; }
 BOBCAT_MSG_API int bobcat_msg_busy(void) { return E.posted_head != NULL; }
@@ -166,7 +192,10 @@ BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
     size_t page;
     if (smap_world_size() == 0 || smap_segment_info(&page, NULL) == SMAP_PAGES_NONE)
         return BOBCAT_ERR_INVAL; /* not started by yod: no segment, no windows */
-    return bobcat_msg_init(o.P2P_EAGER, (unsigned)o.P2P_NODES, inbox_p);
+    bobcat_status_t st = bobcat_msg_init(o.P2P_EAGER, (unsigned)o.P2P_NODES, inbox_p);
+    if (st == BOBCAT_OK)
+        bobcat_msg_set_fastbox(o.P2P_FASTBOX > (1u << 16) ? (1u << 16) : (unsigned)o.P2P_FASTBOX);
+    return st;
 }
 
 static msg_ticket_t *ticket_get(void)
@@ -212,17 +241,75 @@ static void reap_detached(void)
     }
 }
 
+/* Open a fast box to local rank `dest` if it still takes one (its inbox counts them). */
+static msg_chan_t *fbox_open(int dest)
+{
+    msg_inbox_t *ib = E.peer[dest];
+    if (atomic_fetch_add_explicit(&ib->fboxes, 1, memory_order_relaxed) >= MSG_FBOX_MAX) {
+        atomic_fetch_sub_explicit(&ib->fboxes, 1, memory_order_relaxed);
+        E.tx[dest].refused = 1;
+        return NULL;
+    }
+    msg_chan_t *c = NULL;
+    size_t bytes = sizeof *c + (size_t)E.cells * sizeof(msg_cell_t);
+    if (posix_memalign((void **)&c, MSG_LINE, bytes) != 0 || !smap_is_shared(c)) {
+        free(c);
+        atomic_fetch_sub_explicit(&ib->fboxes, 1, memory_order_relaxed);
+        E.tx[dest].refused = 1; /* no room: the inbox serves this pair */
+        return NULL;
+    }
+    memset(c, 0, bytes);
+    E.stats.fboxes++;
+    return c;
+}
+
+/* A small message into the pair's fast box, if it fits and the cell is free. */
+static inline int fbox_send(int dest, int32_t ctx, int32_t src, int32_t tag, const void *buf, size_t len)
+{
+    __typeof__(E.tx[0]) *t = &E.tx[dest];
+    uint64_t q = t->seq;
+    if (q - t->ack >= E.cells) {
+        t->ack = atomic_load_explicit(&t->chan->ack, memory_order_acquire);
+        if (q - t->ack >= E.cells)
+            return 0; /* the receiver has not taken message q - cells yet */
+    }
+    msg_cell_t *c = &t->chan->cell[q & (E.cells - 1)];
+    c->len = (uint32_t)len;
+    c->ctx = ctx;
+    c->src = src;
+    c->tag = tag;
+    if (len)
+        memcpy(c->data, buf, len);
+    atomic_store_explicit(&c->seq, q + 1, memory_order_release);
+    t->seq = q + 1;
+    E.stats.fbox_sent++;
+    E.stats.eager_sent++;
+    E.stats.bytes_sent += len;
+    return 1;
+}
+
 BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
                                     const void *buf, size_t len, int sync)
 {
+    __typeof__(E.tx[0]) *t = &E.tx[dest_local];
+    if (t->chan && len <= E.cell_data && !sync && fbox_send(dest_local, ctx, src, tag, buf, len)) {
+        req->kind = MSG_REQ_SEND;
+        req->sync = 0;
+        req->ticket = NULL;
+        req->waits_done = 0;
+        req->complete = 1;
+        return;
+    }
     msg_node_t *n = node_get();
     n->ctx = ctx;
     n->src = src;
     n->tag = tag;
     n->len = len;
-    n->from_local = E.my_local;
+    n->from_local = (int16_t)E.my_local;
+    n->pseq = (uint32_t)t->seq++;
     n->addr = 0;
     n->done = 0;
+    msg_chan_t *opened = NULL;
     atomic_store_explicit(&n->consumed, 0, memory_order_relaxed);
     req->kind = MSG_REQ_SEND;
     req->complete = 0;
@@ -239,6 +326,10 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
         if (len)
             memcpy(n + 1, buf, len);
         E.stats.eager_sent++;
+        /* A pair that talks often gets a fast box; this node announces it. */
+        if (E.cells && !t->chan && !t->refused && dest_local != E.my_local && ++t->sent >= MSG_FBOX_AFTER &&
+            (opened = fbox_open(dest_local)) != NULL)
+            n->addr = (uint64_t)(uintptr_t)opened;
     } else {
         req->ticket = ticket_get();
         n->kind = MSG_NODE_RTS;
@@ -267,6 +358,10 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
     }
     E.stats.bytes_sent += len;
     inbox_push(E.peer[dest_local], n);
+    if (opened) {
+        t->chan = opened;
+        t->ack = t->seq; /* every cell is free */
+    }
     req->waits_done = req->ticket != NULL;
     if (!req->waits_done)
         req->complete = 1;
@@ -407,26 +502,27 @@ static void unexp_unlink(msg_unexp_t *u)
 }
 
 /* One arrival: the first posted receive it matches takes it, else it waits as unexpected. */
-static void arrive(const msg_node_t *c)
+static void arrive(int32_t ctx, int32_t src, int32_t tag, uint32_t kind, uint64_t len, uint64_t addr, uint64_t done,
+                   int from_local, const void *data)
 {
     for (msg_req_t *r = E.posted_head; r; r = r->next) {
-        if (matches(r->ctx, r->src, r->tag, c->ctx, c->src, c->tag)) {
+        if (matches(r->ctx, r->src, r->tag, ctx, src, tag)) {
             unlink_posted(r);
-            deliver(r, c->src, c->tag, c->kind, c->len, c->addr, c->done, c->from_local, c + 1);
+            deliver(r, src, tag, kind, len, addr, done, from_local, data);
             return;
         }
     }
     msg_unexp_t *u = unexp_get();
-    u->ctx = c->ctx;
-    u->src = c->src;
-    u->tag = c->tag;
-    u->from_local = c->from_local;
-    u->kind = c->kind;
-    u->len = c->len;
-    u->addr = c->addr;
-    u->done = c->done;
-    if (c->kind == MSG_NODE_EAGER && c->len)
-        memcpy(u->data, c + 1, c->len);
+    u->ctx = ctx;
+    u->src = src;
+    u->tag = tag;
+    u->from_local = from_local;
+    u->kind = kind;
+    u->len = len;
+    u->addr = addr;
+    u->done = done;
+    if (kind == MSG_NODE_EAGER && len)
+        memcpy(u->data, data, len);
     u->next = NULL;
     u->prev = E.unexp_tail;
     if (E.unexp_tail)
@@ -435,6 +531,51 @@ static void arrive(const msg_node_t *c)
         E.unexp_head = u;
     E.unexp_tail = u;
     E.stats.unexpected++;
+}
+
+/* Take the pair's next message out of its fast box if it is there (acquire: the cell's fields). */
+static inline int fbox_take(int s)
+{
+    __typeof__(E.rx[0]) *x = &E.rx[s];
+    msg_cell_t *c = &x->chan->cell[x->expect & (E.cells - 1)];
+    if (atomic_load_explicit(&c->seq, memory_order_acquire) != x->expect + 1)
+        return 0;
+    arrive(c->ctx, c->src, c->tag, MSG_NODE_EAGER, c->len, 0, 0, s, c->data);
+    x->expect++;
+    E.stats.fbox_recv++;
+    return 1;
+}
+
+/* Let the sender reuse the cells taken so far (release: their reads are done). */
+static inline void fbox_ack(int s)
+{
+    __typeof__(E.rx[0]) *x = &E.rx[s];
+    if (x->acked != x->expect) {
+        atomic_store_explicit(&x->chan->ack, x->expect, memory_order_release);
+        x->acked = x->expect;
+    }
+}
+
+/* A node from the inbox, in its pair's order: the pair's fast-box messages numbered before it
+ * come first (they are visible: written before the node was pushed). */
+static void arrive_node(const msg_node_t *c)
+{
+    int s = c->from_local;
+    __typeof__(E.rx[0]) *x = &E.rx[s];
+    if (x->chan)
+        while ((uint32_t)x->expect != c->pseq)
+            if (!fbox_take(s)) {
+                util_error("msg: fast box of local rank %d out of order (expected message %llu, node %u)", s,
+                           (unsigned long long)x->expect, c->pseq);
+                abort();
+            }
+    if (c->kind == MSG_NODE_EAGER && c->addr && !x->chan) {
+        x->chan = peer_addr(s, c->addr);
+        x->acked = 0;
+        E.polled[E.npolled++] = (int16_t)s;
+    }
+    arrive(c->ctx, c->src, c->tag, c->kind, c->len, c->kind == MSG_NODE_EAGER ? 0 : c->addr, c->done, s, c + 1);
+    x->expect++;
 }
 
 /* Take the next node out of the inbox (Vyukov's pop); NULL if none is fully linked yet. */
@@ -473,9 +614,15 @@ BOBCAT_MSG_API int bobcat_msg_progress(void)
     if (E.detached)
         reap_detached();
     while ((c = inbox_pop()) != NULL) {
-        arrive(c);
+        arrive_node(c);
         atomic_store_explicit(&c->consumed, 1, memory_order_release);
         n++;
+    }
+    for (int i = 0; i < E.npolled; i++) {
+        int s = E.polled[i];
+        while (fbox_take(s))
+            n++;
+        fbox_ack(s);
     }
     return n;
 }
