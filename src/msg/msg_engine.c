@@ -605,10 +605,11 @@ static msg_node_t *inbox_pop(void)
     return NULL;
 }
 
-BOBCAT_MSG_API int bobcat_msg_progress(void)
+/* Take arrivals out of the inbox and the fast boxes; with `stop`, only until it completes (the
+ * rest stay where they are for the receives about to be posted, instead of being copied aside as
+ * unexpected: a receiver posting a window of receives takes each message straight from its cell). */
+static int progress_until(const msg_req_t *stop)
 {
-    if (!E.active)
-        return 0;
     int n = 0;
     msg_node_t *c;
     if (E.detached)
@@ -617,14 +618,23 @@ BOBCAT_MSG_API int bobcat_msg_progress(void)
         arrive_node(c);
         atomic_store_explicit(&c->consumed, 1, memory_order_release);
         n++;
+        if (stop && stop->complete)
+            break;
     }
     for (int i = 0; i < E.npolled; i++) {
         int s = E.polled[i];
-        while (fbox_take(s))
+        while (!(stop && stop->complete) && fbox_take(s))
             n++;
         fbox_ack(s);
     }
     return n;
+}
+
+BOBCAT_MSG_API int bobcat_msg_progress(void)
+{
+    if (!E.active)
+        return 0;
+    return progress_until(NULL);
 }
 
 BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap)
@@ -639,9 +649,9 @@ BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, in
     req->buf = buf;
     req->cap = cap;
     req->waits_done = 0;
-    /* Arrivals still in the inbox are later than every unexpected one; drain first so the
-     * unexpected list is complete, then the earliest match wins. */
-    bobcat_msg_progress();
+    /* Arrivals still in the inbox or the fast boxes are later than every unexpected one: the
+     * earliest unexpected match wins; else post, then take arrivals (earlier posted receives
+     * first, as they come) until this one is matched or none is left. */
     for (msg_unexp_t *u = E.unexp_head; u; u = u->next) {
         if (matches(ctx, src, tag, u->ctx, u->src, u->tag)) {
             unexp_unlink(u);
@@ -658,6 +668,8 @@ BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, in
     else
         E.posted_head = req;
     E.posted_tail = req;
+    if (E.active)
+        progress_until(req);
 }
 
 BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req)
