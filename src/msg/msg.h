@@ -75,6 +75,17 @@ typedef struct msg_ticket {
     uint64_t bounce;           /* 8: detached copy (sender's own address) */
     struct msg_ticket *next;   /* 16: sender-private: free / detached lists */
     void *owned;               /* 24: sender-private: buffer to free when done */
+    /* Split copy (P2P_SPLIT_MIN): a receiver that claimed the buffer (claim 1) and whose buffer is
+     * in its segment offers the sender the tail [lo, len): it writes dst and lo, then push = 1
+     * (release). A sender testing its request takes the offer by CAS 1 -> 2, copies the tail into
+     * dst through the window and sets pushed (release). The receiver copies the head, then takes the
+     * tail back by CAS 1 -> 3 if the sender has not taken it (a sender busy elsewhere never stalls
+     * it), or waits for pushed (the sender is mid-copy), then sets done. */
+    _Atomic uint32_t push;     /* 32: 0 none, 1 offered, 2 sender copies, 3 receiver took it back */
+    _Atomic uint32_t pushed;   /* 36: the sender's copy is complete */
+    uint64_t dst;              /* 40: receiver's buffer (universal address) */
+    uint64_t lo;               /* 48: offset of the tail */
+    uint64_t len;              /* 56: bytes the receiver takes */
 } msg_ticket_t;
 
 /* Inbox: producers exchange `tail` (line 0); the consumer's head is private. The stub node lets
@@ -160,6 +171,7 @@ typedef struct {
     uint64_t eager_sent, rndv_sent, staged_sent, detached, pool_nodes;
     uint64_t eager_recv, rndv_recv, unexpected, bytes_sent, bytes_single_copy;
     uint64_t fbox_sent, fbox_recv, fboxes; /* messages through fast boxes; boxes opened */
+    uint64_t split_pushed, bytes_pushed;   /* rendezvous tails this rank copied as the sender */
 } msg_stats_t;
 
 /* Set up this rank's inbox (in the segment). eager: payload bytes per node; nodes: the pool's
@@ -167,6 +179,8 @@ typedef struct {
 BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p);
 /* Cells per fast box (rounded down to a power of two; 0: no fast boxes). Before any send. */
 BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells);
+/* Rendezvous of at least this many bytes split the copy between receiver and sender (0: never). */
+BOBCAT_MSG_API void bobcat_msg_set_split(size_t min_bytes);
 /* Tell the engine where local rank `local` has its inbox (that rank's own address). */
 BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox); /* 0 if its window is missing */
 BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void);

@@ -3,6 +3,7 @@
  * completion words is private to the process. */
 #include "msg.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@ static struct {
     msg_unexp_t *unexp_head, *unexp_tail;
     msg_unexp_t *unexp_free;
     /* fast boxes (msg.h): what this rank sends to each local peer, and receives from each */
+    size_t split_min;      /* rendezvous from this size split the copy with the sender; 0: never */
     unsigned cells;        /* cells per box (power of two), 0: none */
     size_t cell_data;      /* largest message a cell carries */
     struct {
@@ -179,6 +181,8 @@ BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells)
     E.cell_data = E.eager < MSG_CELL_DATA ? E.eager : MSG_CELL_DATA;
 }
 
+BOBCAT_MSG_API void bobcat_msg_set_split(size_t min_bytes) { E.split_min = min_bytes; }
+
 BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void) { return E.eager; }
 BOBCAT_MSG_API int bobcat_msg_active(void) { return E.active; }
 BOBCAT_MSG_API int bobcat_msg_busy(void) { return E.posted_head != NULL; }
@@ -193,8 +197,10 @@ BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
     if (smap_world_size() == 0 || smap_segment_info(&page, NULL) == SMAP_PAGES_NONE)
         return BOBCAT_ERR_INVAL; /* not started by yod: no segment, no windows */
     bobcat_status_t st = bobcat_msg_init(o.P2P_EAGER, (unsigned)o.P2P_NODES, inbox_p);
-    if (st == BOBCAT_OK)
+    if (st == BOBCAT_OK) {
         bobcat_msg_set_fastbox(o.P2P_FASTBOX > (1u << 16) ? (1u << 16) : (unsigned)o.P2P_FASTBOX);
+        bobcat_msg_set_split(o.P2P_SPLIT_MIN);
+    }
     return st;
 }
 
@@ -212,6 +218,8 @@ static msg_ticket_t *ticket_get(void)
     }
     atomic_store_explicit(&t->done, 0, memory_order_relaxed);
     atomic_store_explicit(&t->claim, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->push, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->pushed, 0, memory_order_relaxed);
     t->bounce = 0;
     t->owned = NULL;
     t->next = NULL;
@@ -367,8 +375,23 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
         req->complete = 1;
 }
 
+/* The receiver offered this send's tail: copy it into the receiver's buffer (split copy). */
+static void take_offer(msg_req_t *req)
+{
+    msg_ticket_t *t = req->ticket;
+    uint32_t offered = 1;
+    if (!atomic_compare_exchange_strong_explicit(&t->push, &offered, 2, memory_order_acquire, memory_order_relaxed))
+        return;
+    memcpy((char *)(uintptr_t)t->dst + t->lo, (const char *)req->sbuf + t->lo, t->len - t->lo);
+    atomic_store_explicit(&t->pushed, 1, memory_order_release);
+    E.stats.split_pushed++;
+    E.stats.bytes_pushed += t->len - t->lo;
+}
+
 BOBCAT_MSG_API int bobcat_msg_test(msg_req_t *req)
 {
+    if (!req->complete && req->waits_done && atomic_load_explicit(&req->ticket->push, memory_order_acquire) == 1)
+        take_offer(req);
     if (!req->complete && req->waits_done && atomic_load_explicit(&req->ticket->done, memory_order_acquire)) {
         ticket_put(req->ticket);
         req->ticket = NULL;
@@ -421,6 +444,36 @@ static inline void signal_sender(int from_local, uint64_t done)
     atomic_store_explicit(&t->done, 1, memory_order_release);
 }
 
+/* Copy n bytes of a claimed rendezvous from s to buf, offering the sender the tail (msg.h,
+ * msg_ticket_t). The split point is a cache line of buf, so the two writers share none. */
+static void split_copy(msg_ticket_t *t, void *buf, const void *s, uint64_t n)
+{
+    uint64_t lo = (((uintptr_t)buf + n / 2 + MSG_LINE - 1) & ~(uintptr_t)(MSG_LINE - 1)) - (uintptr_t)buf;
+    if (lo >= n) {
+        memcpy(buf, s, n);
+        return;
+    }
+    t->dst = universal(buf);
+    t->lo = lo;
+    t->len = n;
+    atomic_store_explicit(&t->push, 1, memory_order_release);
+    memcpy(buf, s, lo);
+    uint32_t offered = 1;
+    if (atomic_compare_exchange_strong_explicit(&t->push, &offered, 3, memory_order_relaxed, memory_order_relaxed)) {
+        memcpy((char *)buf + lo, (const char *)s + lo, n - lo); /* the sender was busy elsewhere */
+        return;
+    }
+    /* The sender is copying the tail: wait for it (yielding, in case it shares our core). */
+    unsigned spins = 0;
+    while (!atomic_load_explicit(&t->pushed, memory_order_acquire)) {
+        if (++spins % 256 == 0)
+            sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
 /* Complete receive `r` with a message described by a header, eager payload at `data`. */
 static void deliver(msg_req_t *r, int32_t src, int32_t tag, uint32_t kind, uint64_t len, uint64_t addr,
                     uint64_t done, int from_local, const void *data)
@@ -439,7 +492,9 @@ static void deliver(msg_req_t *r, int32_t src, int32_t tag, uint32_t kind, uint6
                                                      memory_order_acquire))
             from = t->bounce; /* open == 2: the copy is complete (the sender's release) */
         const void *s = peer_addr(from_local, from);
-        if (n)
+        if (from == addr && E.split_min && n >= E.split_min && from_local != E.my_local && smap_is_shared(r->buf))
+            split_copy(t, r->buf, s, n);
+        else if (n)
             memcpy(r->buf, s, n);
         E.stats.rndv_recv++;
         E.stats.bytes_single_copy += n;

@@ -44,6 +44,9 @@ int main(void)
     EXPECT(offsetof(msg_ticket_t, done) == 0);
     EXPECT(offsetof(msg_ticket_t, claim) == 4);
     EXPECT(offsetof(msg_ticket_t, bounce) == 8);
+    EXPECT(offsetof(msg_ticket_t, push) == 32);
+    EXPECT(offsetof(msg_ticket_t, pushed) == 36);
+    EXPECT(offsetof(msg_ticket_t, dst) == 40);
     EXPECT(sizeof(msg_ticket_t) <= MSG_LINE);
     /* lock-free atomics: a process must never fall back to a lock shared with nobody */
     EXPECT(__atomic_always_lock_free(sizeof(uint64_t), 0));
