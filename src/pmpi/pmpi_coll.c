@@ -186,6 +186,8 @@ static coll_alg_t pick(pc_alg_t knob, size_t span, coll_alg_t big)
         return COLL_ALG_PARALLEL;
     if (knob == PC_FUSED)
         return COLL_ALG_FUSED;
+    if (knob == PC_AUTO_PARALLEL)
+        big = COLL_ALG_PARALLEL; /* the auto rule of before the fused algorithm, for comparisons */
     return span >= pc_knobs.parallel_min ? big : COLL_ALG_SERIAL;
 }
 

@@ -19,6 +19,8 @@ static pc_alg_t alg_of(const char *v)
         return PC_PARALLEL;
     if (!strcmp(v, "fused"))
         return PC_FUSED;
+    if (!strcmp(v, "auto-parallel"))
+        return PC_AUTO_PARALLEL;
     if (!strcmp(v, "split"))
         return PC_SPLIT;
     if (!strcmp(v, "inplace") || !strcmp(v, "counter"))

@@ -36,7 +36,7 @@ static const char *const enum_windows[] = {"auto", "eager", "lazy", NULL};
 static const char *const enum_stats[] = {"0", "off", "1", "rank", "node", NULL};
 static const char *const enum_coll_plain[] = {"auto", "inplace", "mpi", NULL};
 static const char *const enum_coll_reduce[] = {"auto", "serial", "parallel", "mpi", NULL};
-static const char *const enum_coll_allreduce[] = {"auto", "serial", "parallel", "fused", "mpi", NULL};
+static const char *const enum_coll_allreduce[] = {"auto", "auto-parallel", "serial", "parallel", "fused", "mpi", NULL};
 static const char *const enum_coll_bcast[] = {"auto", "inplace", "split", "mpi", NULL};
 static const char *const enum_coll_barrier[] = {"auto", "counter", "mpi", NULL};
 
