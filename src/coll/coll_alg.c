@@ -269,6 +269,7 @@ void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t
  * bytes of results written, with no scratch round trip. Only rank r reads slice r of any input and
  * it writes slice r only after its fold, so in-place inputs are safe. A rank whose result is private
  * pulls the slices from where their reducers keep them (word 2) in a second round. */
+#define FUSED_CHUNK (16 * 1024)
 static int allreduce_fused(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op)
 {
     size_t lo, cnt;
@@ -289,18 +290,23 @@ static int allreduce_fused(coll_node_t *cn, const void *sbuf, void *rbuf, size_t
     coll_publish(cn, w, 3);
     int pull = !rshared;
     if (cnt) {
-        inputs_t in = {cn, off, 0};
-        fold(&in, 0, cn->size - 1, acc, cnt, op);
-        for (int k = 1; k < cn->size; k++) {
-            int r = (cn->rank + k) % cn->size;
-            uint64_t d = coll_pub_of(cn, r)->word[1];
-            if (d)
-                memcpy((char *)coll_peer(cn, r, d) + off, acc, sspan);
-            else
-                pull = 1;
+        /* Chunk by chunk, so each reduced chunk is still in L1 when it is written to the peers. */
+        size_t ce = FUSED_CHUNK / op->extent ? FUSED_CHUNK / op->extent : 1;
+        for (size_t c0 = 0; c0 < cnt; c0 += ce) {
+            size_t ccnt = cnt - c0 < ce ? cnt - c0 : ce, coff = c0 * op->extent, cspan = coll_span(op, ccnt);
+            inputs_t in = {cn, off + coff, 0};
+            fold(&in, 0, cn->size - 1, acc + coff, ccnt, op);
+            for (int k = 1; k < cn->size; k++) {
+                int r = (cn->rank + k) % cn->size;
+                uint64_t d = coll_pub_of(cn, r)->word[1];
+                if (d)
+                    memcpy((char *)coll_peer(cn, r, d) + off + coff, acc + coff, cspan);
+                else
+                    pull = 1;
+            }
+            if (acc != (char *)rbuf + off)
+                memcpy((char *)rbuf + off + coff, acc + coff, cspan);
         }
-        if (acc != (char *)rbuf + off)
-            memcpy((char *)rbuf + off, acc, sspan);
     } else {
         for (int k = 1; k < cn->size && !pull; k++)
             pull = !coll_pub_of(cn, (cn->rank + k) % cn->size)->word[1];
