@@ -125,10 +125,19 @@ typedef struct {
     unsigned char data[MSG_CELL_DATA]; /* 24 */
 } msg_cell_t;
 
+/* A message of more than MSG_CELL_DATA bytes (up to the eager limit and the ring) puts its payload
+ * in the box's data ring, at the running offset the cell names in its first 8 data bytes, lines
+ * rounded up and never wrapping (a payload that would cross the ring's end starts at the next lap);
+ * the receiver returns ring bytes through `dack` (the running offset up to which it has read). So
+ * the receiver polls cells only and a payload is never mistaken for a header. */
 typedef struct {
     _Atomic uint64_t ack;      /* 0: messages of the pair the receiver has consumed (receiver writes) */
-    uint8_t pad_[MSG_LINE - 8];
-    msg_cell_t cell[];         /* 64: P2P_FASTBOX cells (a power of two) */
+    _Atomic uint64_t dack;     /* 8: running data-ring offset the receiver has read up to */
+    uint32_t cells;            /* 16: cells (a power of two), set by the sender when it opens the box */
+    uint32_t pad0_;
+    uint64_t ring;             /* 24: data-ring bytes (a multiple of 64; 0: none) */
+    uint8_t pad_[MSG_LINE - 32];
+    msg_cell_t cell[];         /* 64: `cells` cells, then the data ring */
 } msg_chan_t;
 
 #define MSG_INBOX_MAGIC 0x62636d73676e6279ull
@@ -177,8 +186,9 @@ typedef struct {
 /* Set up this rank's inbox (in the segment). eager: payload bytes per node; nodes: the pool's
  * initial size. Returns the inbox address (this rank's own address) for the peers. */
 BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p);
-/* Cells per fast box (rounded down to a power of two; 0: no fast boxes). Before any send. */
-BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells);
+/* Cells per fast box (rounded down to a power of two; 0: no fast boxes) and bytes of its data
+ * ring (rounded down to lines; 0: only messages that fit a cell). Before any send. */
+BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells, size_t ring);
 /* Rendezvous of at least this many bytes split the copy between receiver and sender (0: never). */
 BOBCAT_MSG_API void bobcat_msg_set_split(size_t min_bytes);
 /* Tell the engine where local rank `local` has its inbox (that rank's own address). */

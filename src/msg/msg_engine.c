@@ -31,10 +31,15 @@ static struct {
     size_t split_min;      /* rendezvous from this size split the copy with the sender; 0: never */
     unsigned cells;        /* cells per box (power of two), 0: none */
     size_t cell_data;      /* largest message a cell carries */
+    size_t ring;           /* data-ring bytes of the boxes I open */
+    size_t box_max;        /* largest message a box of mine carries (cell or ring) */
+    unsigned opened;       /* boxes I opened */
     struct {
         msg_chan_t *chan;  /* my box to this peer, once announced (own address) */
         uint64_t seq;      /* messages sent to this peer */
         uint64_t ack;      /* last `ack` read from the box */
+        uint64_t dhead;    /* data-ring bytes written (running offset) */
+        uint64_t dack;     /* last `dack` read from the box */
         uint32_t sent;     /* messages before the box opens */
         int refused;       /* the peer has its fill of boxes */
     } tx[SMAP_MAX_LOCAL_RANKS];
@@ -42,6 +47,11 @@ static struct {
         msg_chan_t *chan;  /* the peer's box to me (in my view) */
         uint64_t expect;   /* messages received from this peer */
         uint64_t acked;    /* last value stored in the box's ack */
+        uint64_t dpos;     /* data-ring offset read up to */
+        uint64_t dacked;   /* last value stored in the box's dack */
+        uint32_t mask;     /* its cells - 1 */
+        uint64_t ring;     /* its data-ring bytes */
+        const char *data;  /* its data ring */
     } rx[SMAP_MAX_LOCAL_RANKS];
     int16_t polled[SMAP_MAX_LOCAL_RANKS]; /* peers whose boxes progress polls */
     int npolled;
@@ -172,13 +182,15 @@ BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox)
     return E.peer[local] != NULL && E.peer[local]->magic == MSG_INBOX_MAGIC;
 }
 
-BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells)
+BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells, size_t ring)
 {
     unsigned c = 1;
     while (c * 2 <= cells && c < (1u << 16))
         c *= 2;
     E.cells = cells ? c : 0;
     E.cell_data = E.eager < MSG_CELL_DATA ? E.eager : MSG_CELL_DATA;
+    E.ring = ring / MSG_LINE * MSG_LINE;
+    E.box_max = E.ring && E.eager > E.cell_data ? (E.eager < E.ring ? E.eager : E.ring) : E.cell_data;
 }
 
 BOBCAT_MSG_API void bobcat_msg_set_split(size_t min_bytes) { E.split_min = min_bytes; }
@@ -198,7 +210,7 @@ BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
         return BOBCAT_ERR_INVAL; /* not started by yod: no segment, no windows */
     bobcat_status_t st = bobcat_msg_init(o.P2P_EAGER, (unsigned)o.P2P_NODES, inbox_p);
     if (st == BOBCAT_OK) {
-        bobcat_msg_set_fastbox(o.P2P_FASTBOX > (1u << 16) ? (1u << 16) : (unsigned)o.P2P_FASTBOX);
+        bobcat_msg_set_fastbox(o.P2P_FASTBOX > (1u << 16) ? (1u << 16) : (unsigned)o.P2P_FASTBOX, o.P2P_FASTBOX_RING);
         bobcat_msg_set_split(o.P2P_SPLIT_MIN);
     }
     return st;
@@ -253,20 +265,27 @@ static void reap_detached(void)
 static msg_chan_t *fbox_open(int dest)
 {
     msg_inbox_t *ib = E.peer[dest];
+    if (E.opened >= MSG_FBOX_MAX) {
+        E.tx[dest].refused = 1; /* mine are used up: my heap holds at most MSG_FBOX_MAX boxes */
+        return NULL;
+    }
     if (atomic_fetch_add_explicit(&ib->fboxes, 1, memory_order_relaxed) >= MSG_FBOX_MAX) {
         atomic_fetch_sub_explicit(&ib->fboxes, 1, memory_order_relaxed);
         E.tx[dest].refused = 1;
         return NULL;
     }
     msg_chan_t *c = NULL;
-    size_t bytes = sizeof *c + (size_t)E.cells * sizeof(msg_cell_t);
+    size_t bytes = sizeof *c + (size_t)E.cells * sizeof(msg_cell_t) + E.ring;
     if (posix_memalign((void **)&c, MSG_LINE, bytes) != 0 || !smap_is_shared(c)) {
         free(c);
         atomic_fetch_sub_explicit(&ib->fboxes, 1, memory_order_relaxed);
         E.tx[dest].refused = 1; /* no room: the inbox serves this pair */
         return NULL;
     }
-    memset(c, 0, bytes);
+    memset(c, 0, sizeof *c + (size_t)E.cells * sizeof(msg_cell_t)); /* the ring needs no clearing */
+    c->cells = E.cells;
+    c->ring = E.ring;
+    E.opened++;
     E.stats.fboxes++;
     return c;
 }
@@ -282,12 +301,26 @@ static inline int fbox_send(int dest, int32_t ctx, int32_t src, int32_t tag, con
             return 0; /* the receiver has not taken message q - cells yet */
     }
     msg_cell_t *c = &t->chan->cell[q & (E.cells - 1)];
+    if (len > MSG_CELL_DATA) {
+        /* The payload goes to the data ring, whole lines, never across its end. */
+        uint64_t need = (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE, at = t->dhead;
+        if (at % E.ring + need > E.ring)
+            at += E.ring - at % E.ring;
+        if (at + need - t->dack > E.ring) {
+            t->dack = atomic_load_explicit(&t->chan->dack, memory_order_acquire);
+            if (at + need - t->dack > E.ring)
+                return 0; /* the receiver has not read far enough: the inbox takes it */
+        }
+        memcpy((char *)&t->chan->cell[E.cells] + at % E.ring, buf, len);
+        memcpy(c->data, &at, sizeof at);
+        t->dhead = at + need;
+    } else if (len) {
+        memcpy(c->data, buf, len);
+    }
     c->len = (uint32_t)len;
     c->ctx = ctx;
     c->src = src;
     c->tag = tag;
-    if (len)
-        memcpy(c->data, buf, len);
     atomic_store_explicit(&c->seq, q + 1, memory_order_release);
     t->seq = q + 1;
     E.stats.fbox_sent++;
@@ -300,7 +333,7 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
                                     const void *buf, size_t len, int sync)
 {
     __typeof__(E.tx[0]) *t = &E.tx[dest_local];
-    if (t->chan && len <= E.cell_data && !sync && fbox_send(dest_local, ctx, src, tag, buf, len)) {
+    if (t->chan && len <= E.box_max && !sync && fbox_send(dest_local, ctx, src, tag, buf, len)) {
         req->kind = MSG_REQ_SEND;
         req->sync = 0;
         req->ticket = NULL;
@@ -369,6 +402,7 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
     if (opened) {
         t->chan = opened;
         t->ack = t->seq; /* every cell is free */
+        t->dhead = t->dack = 0;
     }
     req->waits_done = req->ticket != NULL;
     if (!req->waits_done)
@@ -592,14 +626,22 @@ static void arrive(int32_t ctx, int32_t src, int32_t tag, uint32_t kind, uint64_
 static inline int fbox_take(int s)
 {
     __typeof__(E.rx[0]) *x = &E.rx[s];
-    msg_cell_t *c = &x->chan->cell[x->expect & (E.cells - 1)];
+    msg_cell_t *c = &x->chan->cell[x->expect & x->mask];
     if (atomic_load_explicit(&c->seq, memory_order_acquire) != x->expect + 1)
         return 0;
     /* A sender ahead of us has filled the next cells too: start their transfers now (a cell
      * not written yet is normally still in our cache from its last use, so this costs nothing). */
-    __builtin_prefetch(&x->chan->cell[(x->expect + 1) & (E.cells - 1)]);
-    __builtin_prefetch(&x->chan->cell[(x->expect + 2) & (E.cells - 1)]);
-    arrive(c->ctx, c->src, c->tag, MSG_NODE_EAGER, c->len, 0, 0, s, c->data);
+    __builtin_prefetch(&x->chan->cell[(x->expect + 1) & x->mask]);
+    __builtin_prefetch(&x->chan->cell[(x->expect + 2) & x->mask]);
+    const void *data = c->data;
+    uint32_t len = c->len;
+    if (len > MSG_CELL_DATA) {
+        uint64_t at;
+        memcpy(&at, c->data, sizeof at);
+        data = x->data + at % x->ring;
+        x->dpos = at + (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
+    }
+    arrive(c->ctx, c->src, c->tag, MSG_NODE_EAGER, len, 0, 0, s, data);
     x->expect++;
     E.stats.fbox_recv++;
     return 1;
@@ -609,6 +651,10 @@ static inline int fbox_take(int s)
 static inline void fbox_ack(int s)
 {
     __typeof__(E.rx[0]) *x = &E.rx[s];
+    if (x->dacked != x->dpos) {
+        atomic_store_explicit(&x->chan->dack, x->dpos, memory_order_release);
+        x->dacked = x->dpos;
+    }
     if (x->acked != x->expect) {
         atomic_store_explicit(&x->chan->ack, x->expect, memory_order_release);
         x->acked = x->expect;
@@ -631,6 +677,10 @@ static void arrive_node(const msg_node_t *c)
     if (c->kind == MSG_NODE_EAGER && c->addr && !x->chan) {
         x->chan = peer_addr(s, c->addr);
         x->acked = 0;
+        x->dpos = x->dacked = 0;
+        x->mask = x->chan->cells - 1;
+        x->ring = x->chan->ring;
+        x->data = (const char *)&x->chan->cell[x->chan->cells];
         E.polled[E.npolled++] = (int16_t)s;
     }
     arrive(c->ctx, c->src, c->tag, c->kind, c->len, c->kind == MSG_NODE_EAGER ? 0 : c->addr, c->done, s, c + 1);

@@ -38,6 +38,9 @@ int main(void)
     EXPECT(sizeof(msg_cell_t) == MSG_LINE);
     EXPECT(offsetof(msg_cell_t, seq) == 0);
     EXPECT(offsetof(msg_cell_t, data) == 24);
+    EXPECT(offsetof(msg_chan_t, dack) == 8);
+    EXPECT(offsetof(msg_chan_t, cells) == 16);
+    EXPECT(offsetof(msg_chan_t, ring) == 24);
     EXPECT(offsetof(msg_chan_t, cell) == MSG_LINE);
     EXPECT(sizeof(msg_inbox_t) == 3 * MSG_LINE);
     /* ticket: done and claim in one word pair the receiver reaches with one line */
