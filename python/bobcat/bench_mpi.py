@@ -10,6 +10,9 @@ peer's median, per test and size.
 Variants (per MPI):
   lwk      yod -VN2 -np 2: libbobcat's MPI layer on the real MPI
   lwk-off  the same with BOBCAT_MPI=off (the real MPI under yod: what the layer itself buys)
+  lwk-old  lwk with the knobs that restore the algorithms before the two-core copies and fast boxes
+           (OLD_KNOBS: no fast boxes, receiver-only rendezvous copy, Bcast inplace, two-round
+           parallel Allreduce, folds that copy first), so one run compares old and new interleaved
   default  the bare launcher, ranks bound to cores (what a user gets)
   best     the bare launcher without CMA (Open MPI vader single_copy none; MPICH UCX_TLS without cma):
            the pipelined double copy, the peer at its best for large messages here
@@ -49,14 +52,20 @@ LAUNCH = {
 }
 BEST_ARGS = {"openmpi": ["--mca", "btl_vader_single_copy_mechanism", "none"], "mpich": []}
 BEST_ENV = {"openmpi": {}, "mpich": {"UCX_TLS": "sysv,posix,self"}}
+# The algorithms of before (src/util/options.def): what lwk-old runs.
+OLD_KNOBS = {"BOBCAT_P2P_FASTBOX": "0", "BOBCAT_P2P_SPLIT_MIN": "0", "BOBCAT_COLL_BCAST": "inplace",
+             "BOBCAT_COLL_ALLREDUCE": "auto-parallel", "BOBCAT_COLL_FUSED_FOLD": "0"}
 
 
-def variants(mpis: list[str], heap: str, with_off: bool) -> dict[str, tuple[list[str], dict[str, str]]]:
+def variants(mpis: list[str], heap: str, with_off: bool,
+             with_old: bool = True) -> dict[str, tuple[list[str], dict[str, str]]]:
     """name -> (argv prefix before the program, extra environment)."""
     yod = str(paths.home() / "bin" / "yod")
     out: dict[str, tuple[list[str], dict[str, str]]] = {}
     for mpi in mpis:
         out[f"lwk.{mpi}"] = ([yod, "-VN2", "-np", "2", "--heap", heap], {})
+        if with_old:
+            out[f"lwk-old.{mpi}"] = ([yod, "-VN2", "-np", "2", "--heap", heap], dict(OLD_KNOBS))
         if with_off:
             out[f"lwk-off.{mpi}"] = ([yod, "-VN2", "-np", "2", "--heap", heap], {"BOBCAT_MPI": "off"})
         out[f"default.{mpi}"] = (LAUNCH[mpi], {})
@@ -89,6 +98,7 @@ def run(argv: list[str] | None = None) -> dict:
     ap.add_argument("--time", type=float, default=0.05, help="imb --time per size, seconds (default 0.05)")
     ap.add_argument("--heap", default="512M", help="yod --heap for the lwk variants (default 512M)")
     ap.add_argument("--no-off", action="store_true", help="leave out the lwk-off variants")
+    ap.add_argument("--no-old", action="store_true", help="leave out the lwk-old variants (OLD_KNOBS)")
     ap.add_argument("--json", type=Path, help="write every sample and median to this file")
     args = ap.parse_args(argv)
     mpis = [m for m in args.mpi.split(",") if m]
@@ -106,7 +116,7 @@ def run(argv: list[str] | None = None) -> dict:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOBCAT_")}
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", BOBCAT_HOME=str(paths.home()))
-    vs = variants(mpis, args.heap, not args.no_off)
+    vs = variants(mpis, args.heap, not args.no_off, not args.no_old)
     invocations = imb_args(tests, args.iters, args.time)
     samples: dict[str, dict[str, list[float]]] = {v: {} for v in vs}
     failures: list[str] = []
@@ -160,6 +170,7 @@ def ratios(med: dict[str, dict[str, float]], mpis: list[str]) -> dict[str, dict[
                 return v / t if higher else t / v
             out.setdefault(mpi, {})[key] = {
                 "lwk": t, "lwk_off": med.get(f"lwk-off.{mpi}", {}).get(key),
+                "lwk_old": med.get(f"lwk-old.{mpi}", {}).get(key),
                 "best_same_mpi": own, "best_same_mpi_variant": own_name, "lwk_over_best_same": ratio(own),
                 "best_any": anyv, "best_any_variant": any_name, "lwk_over_best_any": ratio(anyv)}
     return out
@@ -179,13 +190,14 @@ def main(argv: list[str] | None = None) -> int:
     print("times are µs (pingpong: one-way t_avg; collectives: t_avg), msgrate is messages/s; "
           "ratio = lwk / best peer (time; < 1 is faster) or best / lwk (rate)")
     for mpi, rows in res["ratios"].items():
-        print(f"\n{mpi}: {'test:bytes':<22} {'lwk':>10} {'lwk-off':>10} {'best same':>10} {'ratio':>6} "
+        print(f"\n{mpi}: {'test:bytes':<22} {'lwk':>10} {'lwk-old':>10} {'lwk-off':>10} {'best same':>10} {'ratio':>6} "
               f"{'best any':>10} {'ratio':>6}  best-any variant")
         for key in sorted(rows, key=lambda k: (k.split(':')[0], int(k.split(':')[1]) if k.split(':')[1] != '-' else -1)):
             r = rows[key]
             rs = f"{r['lwk_over_best_same']:.2f}" if r["lwk_over_best_same"] else "-"
             ra = f"{r['lwk_over_best_any']:.2f}" if r["lwk_over_best_any"] else "-"
-            print(f"{'':5} {key:<22} {_fmt(r['lwk'], key):>10} {_fmt(r['lwk_off'], key):>10} "
+            print(f"{'':5} {key:<22} {_fmt(r['lwk'], key):>10} {_fmt(r.get('lwk_old'), key):>10} "
+                  f"{_fmt(r['lwk_off'], key):>10} "
                   f"{_fmt(r['best_same_mpi'], key):>10} {rs:>6} {_fmt(r['best_any'], key):>10} {ra:>6}  "
                   f"{r['best_any_variant']}")
     for f in res["failures"]:

@@ -114,9 +114,13 @@ typedef enum {
 struct coll_op;
 /* inout[i] = in[i] op inout[i] for count elements (in on the left, as MPI's user functions). */
 typedef void (*coll_op_fn)(const void *in, void *inout, size_t count, const struct coll_op *op);
+/* out[i] = a[i] op b[i] (a on the left): the first step of a fold, which then reads two inputs and
+ * writes the accumulator once instead of copying one input into it and reading it back. */
+typedef void (*coll_op_fn3)(const void *a, const void *b, void *out, size_t count, const struct coll_op *op);
 
 typedef struct coll_op {
     coll_op_fn fn;
+    coll_op_fn3 fn3; /* NULL: the fold copies, then applies fn */
     size_t extent;   /* bytes from one element to the next */
     size_t tail;     /* bytes of the last element up to its last data byte (<= extent): a buffer
                         of n elements spans (n - 1) * extent + tail bytes */
@@ -130,14 +134,29 @@ static inline size_t coll_span(const coll_op_t *op, size_t count) { return count
 
 /* ---- algorithms (collective over the node group) -------------------------------------------- */
 
-typedef enum { COLL_ALG_SERIAL, COLL_ALG_PARALLEL } coll_alg_t;
+/* Tuning shared by every group, set once by the MPI layer from its knobs (src/util/options.def). */
+typedef struct {
+    size_t split_min; /* Bcast of at least this many bytes: the root pushes a share into every
+                         receiver's buffer while the receivers pull the rest (two cores move the
+                         data); 0 = never (every receiver copies the whole buffer) */
+    int fold3;        /* first fold step out = a op b (1), or copy then a op= (0, the old way) */
+} coll_tune_t;
+BOBCAT_LAYER_API extern coll_tune_t coll_tune;
+
+/* PARALLEL: slices reduced into scratch, then every rank copies every slice (two rounds).
+ * FUSED (Allreduce; Reduce treats it as PARALLEL): rank r reduces slice r of every input and
+ * writes it straight into every rank's result: per rank n bytes read and n written instead of
+ * 2n read and (1 + 1/P) n written. */
+typedef enum { COLL_ALG_SERIAL, COLL_ALG_PARALLEL, COLL_ALG_FUSED } coll_alg_t;
 
 BOBCAT_LAYER_API void coll_barrier(coll_node_t *cn);
-/* root's buf shared; others may be private. */
+/* root's buf shared; others may be private (a private one is not pushed into: its owner copies
+ * all of it). */
 BOBCAT_LAYER_API void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes);
 /* Every rank's sbuf shared (at the root sbuf may equal rbuf: in place). Parallel: root's rbuf shared. */
 BOBCAT_LAYER_API void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op, coll_alg_t alg);
-/* Every rank's sbuf shared (may equal rbuf). rbuf private ok. Uses scratch. */
+/* Every rank's sbuf shared (may equal rbuf). rbuf private ok (FUSED: a private one costs a second
+ * round, its owner pulls the slices). Uses scratch. */
 BOBCAT_LAYER_API int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op, coll_alg_t alg);
 /* Every rank's sbuf shared (may equal rbuf); rank r gets elements [displ[r], displ[r] + counts[r]). */
 BOBCAT_LAYER_API int coll_reduce_scatter(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t *counts, const size_t *displs,
@@ -155,7 +174,8 @@ BOBCAT_LAYER_API void coll_gatherv(coll_node_t *cn, int root, const void *sbuf, 
 BOBCAT_LAYER_API void coll_scatterv(coll_node_t *cn, int root, const void *sbuf, const size_t *bytes, const size_t *displs, void *rbuf,
                    size_t rbytes);
 /* Each rank reads every piece: every sbuf shared; piece r lands at rbuf + displs[r]. sbuf NULL =
- * in place (my piece is already at rbuf + displs[me], and then rbuf must be shared). */
+ * in place (my piece is already at rbuf + displs[me], and then rbuf must be shared). When every
+ * piece is at most COLL_INLINE_MAX bytes they travel in the slots (buffers may then be private). */
 BOBCAT_LAYER_API void coll_allgatherv(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t *bytes, const size_t *displs);
 /* Each rank reads block `me` of every rank's sbuf (shared, not overlapping rbuf). */
 BOBCAT_LAYER_API void coll_alltoall(coll_node_t *cn, const void *sbuf, size_t bytes, void *rbuf);

@@ -15,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bobcat/smartmap.h>
+
+coll_tune_t coll_tune = {.split_min = 0, .fold3 = 1};
+
 void coll_ctrl_init(coll_ctrl_t *ctrl, int nranks)
 {
     memset(ctrl, 0, coll_ctrl_size(nranks));
@@ -69,11 +73,32 @@ void coll_barrier(coll_node_t *cn)
 #define INLINE_MAX COLL_INLINE_MAX
 _Static_assert(COLL_INLINE_MAX <= 6 * sizeof(uint64_t), "inline data fits the slot");
 
+/* The end of share k (of n) of a `bytes`-long destination at address `dst`: shares split the
+ * buffer evenly, their inner boundaries rounded to the destination's cache lines so the two
+ * writers of one receiver's buffer never share a line. Root and receiver compute it from the
+ * same published address (window offsets are multiples of 2^39, so alignment is view-free). */
+static size_t share_end(uint64_t dst, size_t bytes, int k, int n)
+{
+    if (k <= 0)
+        return 0;
+    if (k >= n)
+        return bytes;
+    size_t raw = (size_t)((unsigned __int128)bytes * (unsigned)k / (unsigned)n);
+    size_t end = (size_t)(((dst + raw + COLL_LINE - 1) & ~(uint64_t)(COLL_LINE - 1)) - dst);
+    return end < bytes ? end : bytes;
+}
+
+/* Old (split_min == 0 or below it): every receiver copies the whole buffer from the root's while
+ * the root waits. Split: each receiver also publishes its buffer (0 if private); the root pushes
+ * share k into receiver k (k = distance from the root) while that receiver pulls the other shares,
+ * so two cores move each receiver's data; the root signals done after its pushes and every
+ * receiver waits for that (it also keeps a receiver from republishing its slot too early). */
 void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
 {
     if (cn->size == 1 || !bytes)
         return;
     cn->seq++;
+    int split = bytes > INLINE_MAX && coll_tune.split_min && bytes >= coll_tune.split_min;
     if (cn->rank == root) {
         uint64_t w[7] = {W(buf)};
         int n = 1;
@@ -82,12 +107,43 @@ void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
             n = 1 + (int)((bytes + 7) / 8);
         }
         coll_publish(cn, w, n);
+        if (split) {
+            for (int k = 1; k < cn->size; k++) {
+                int r = (root + k) % cn->size;
+                uint64_t d = coll_pub_of(cn, r)->word[0];
+                if (!d)
+                    continue;
+                size_t lo = share_end(d, bytes, k, cn->size), hi = share_end(d, bytes, k + 1, cn->size);
+                if (hi > lo)
+                    memcpy((char *)coll_peer(cn, r, d) + lo, (const char *)buf + lo, hi - lo);
+            }
+            coll_signal_done(cn);
+        }
         coll_wait_all_done(cn);
-    } else {
-        const coll_pub_t *p = coll_pub_of(cn, root);
-        memcpy(buf, bytes <= INLINE_MAX ? (const void *)&p->word[1] : coll_peer(cn, root, p->word[0]), bytes);
-        coll_signal_done(cn);
+        return;
     }
+    uint64_t mine = split && smap_is_shared(buf) ? W(buf) : 0;
+    if (split) {
+        uint64_t w[7] = {mine};
+        coll_publish(cn, w, 1);
+    }
+    const coll_pub_t *p = coll_pub_of(cn, root);
+    const char *src = bytes <= INLINE_MAX ? (const char *)&p->word[1] : (const char *)coll_peer(cn, root, p->word[0]);
+    if (mine) {
+        int k = (cn->rank - root + cn->size) % cn->size;
+        size_t lo = share_end(mine, bytes, k, cn->size), hi = share_end(mine, bytes, k + 1, cn->size);
+        /* Pull what the root does not push: after its share first (the root starts at the front of
+         * the others' shares), then before it. */
+        if (bytes > hi)
+            memcpy((char *)buf + hi, src + hi, bytes - hi);
+        if (lo)
+            memcpy(buf, src, lo);
+    } else {
+        memcpy(buf, src, bytes);
+    }
+    coll_signal_done(cn);
+    if (split)
+        coll_wait_done(cn, root);
 }
 
 /* acc = x[hi] op ... op x[lo] folded from the top: acc starts as a copy of x[hi]. in(i) is rank
@@ -108,8 +164,14 @@ static inline const char *input_of(const inputs_t *in, int r)
 
 static void fold(const inputs_t *in, int lo, int hi, void *acc, size_t count, const coll_op_t *op)
 {
-    memcpy(acc, input_of(in, hi), coll_span(op, count));
-    for (int i = hi - 1; i >= lo; i--)
+    int i = hi - 1;
+    if (hi > lo && op->fn3 && coll_tune.fold3) {
+        op->fn3(input_of(in, hi - 1), input_of(in, hi), acc, count, op);
+        i--;
+    } else {
+        memcpy(acc, input_of(in, hi), coll_span(op, count));
+    }
+    for (; i >= lo; i--)
         op->fn(input_of(in, i), acc, count, op);
 }
 
@@ -202,6 +264,74 @@ void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t
     coll_wait_all_done(cn);
 }
 
+/* Fused: rank r reduces slice r of every input once and writes it straight into every rank's
+ * result (published in word 1; 0 when private), so per rank the inputs' n bytes are read once and n
+ * bytes of results written, with no scratch round trip. Only rank r reads slice r of any input and
+ * it writes slice r only after its fold, so in-place inputs are safe. A rank whose result is private
+ * pulls the slices from where their reducers keep them (word 2) in a second round. */
+#define FUSED_CHUNK (16 * 1024)
+static int allreduce_fused(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op)
+{
+    size_t lo, cnt;
+    slice_of(count, cn->size, cn->rank, &lo, &cnt);
+    size_t off = lo * op->extent, sspan = coll_span(op, cnt);
+    int rshared = smap_is_shared(rbuf);
+    char *acc = (char *)rbuf + off;
+    if (!rshared || sbuf == rbuf) {
+        /* The fold must not write an input (in place), and peers pull from acc (private result). */
+        acc = coll_scratch(cn, sspan + 1);
+        if (!acc) {
+            util_error("out of heap for a %zu-byte reduction slice: raise the heap (yod --heap)", sspan);
+            abort();
+        }
+    }
+    cn->seq++;
+    uint64_t w[7] = {W(sbuf), rshared ? W(rbuf) : 0, W(acc)};
+    coll_publish(cn, w, 3);
+    int pull = !rshared;
+    if (cnt) {
+        /* Chunk by chunk, so each reduced chunk is still in L1 when it is written to the peers. */
+        size_t ce = FUSED_CHUNK / op->extent ? FUSED_CHUNK / op->extent : 1;
+        for (size_t c0 = 0; c0 < cnt; c0 += ce) {
+            size_t ccnt = cnt - c0 < ce ? cnt - c0 : ce, coff = c0 * op->extent, cspan = coll_span(op, ccnt);
+            inputs_t in = {cn, off + coff, 0};
+            fold(&in, 0, cn->size - 1, acc + coff, ccnt, op);
+            for (int k = 1; k < cn->size; k++) {
+                int r = (cn->rank + k) % cn->size;
+                uint64_t d = coll_pub_of(cn, r)->word[1];
+                if (d)
+                    memcpy((char *)coll_peer(cn, r, d) + off + coff, acc + coff, cspan);
+                else
+                    pull = 1;
+            }
+            if (acc != (char *)rbuf + off)
+                memcpy((char *)rbuf + off + coff, acc + coff, cspan);
+        }
+    } else {
+        for (int k = 1; k < cn->size && !pull; k++)
+            pull = !coll_pub_of(cn, (cn->rank + k) % cn->size)->word[1];
+    }
+    coll_signal_done(cn);
+    coll_wait_all_done(cn);
+    /* Every rank saw every word 1 (a rank with an empty slice looked too), so all agree on
+     * whether a second round runs. */
+    if (!pull)
+        return 0;
+    cn->seq++;
+    if (!rshared)
+        for (int k = 1; k < cn->size; k++) {
+            int r = (cn->rank + k) % cn->size;
+            size_t rlo, rcnt;
+            slice_of(count, cn->size, r, &rlo, &rcnt);
+            if (rcnt)
+                memcpy((char *)rbuf + rlo * op->extent,
+                       coll_peer(cn, r, coll_slot(cn, r)->pub[(cn->seq - 1) & 1].word[2]), coll_span(op, rcnt));
+        }
+    coll_signal_done(cn);
+    coll_wait_all_done(cn);
+    return 0;
+}
+
 int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op, coll_alg_t alg)
 {
     if (!count)
@@ -233,6 +363,8 @@ int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, 
             free(acc);
         return 0;
     }
+    if (alg == COLL_ALG_FUSED)
+        return allreduce_fused(cn, sbuf, rbuf, count, op);
     /* Parallel: rank r reduces slice r of every input into its scratch (round 1), then every rank
      * copies every slice into its own result (round 2). */
     size_t lo, cnt;
@@ -407,7 +539,30 @@ void coll_allgatherv(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t
         memcpy((char *)rbuf + displs[me], sbuf, bytes[me]);
     if (cn->size == 1)
         return;
+    int inl = 1;
+    for (int r = 0; r < cn->size; r++)
+        inl &= bytes[r] <= INLINE_MAX;
     cn->seq++;
+    if (inl) {
+        /* Every piece travels in its owner's slot (all ranks see the same sizes, so all take this
+         * branch): one line per peer, no peer reads a buffer, and between two ranks no done round
+         * (the same argument as the small serial Allreduce). */
+        uint64_t w[7] = {0};
+        if (bytes[me])
+            memcpy(&w[1], sbuf ? sbuf : (const char *)rbuf + displs[me], bytes[me]);
+        coll_publish(cn, w, 1 + (int)((bytes[me] + 7) / 8));
+        for (int k = 1; k < cn->size; k++) {
+            int r = (me + k) % cn->size;
+            const coll_pub_t *p = coll_pub_of(cn, r); /* waited for even when empty (slot reuse rule) */
+            if (bytes[r])
+                memcpy((char *)rbuf + displs[r], &p->word[1], bytes[r]);
+        }
+        if (cn->size != 2) {
+            coll_signal_done(cn);
+            coll_wait_all_done(cn);
+        }
+        return;
+    }
     uint64_t w[7] = {W(sbuf ? sbuf : (const char *)rbuf + displs[me])};
     coll_publish(cn, w, 1);
     for (int k = 1; k < cn->size; k++) {

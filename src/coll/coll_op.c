@@ -28,22 +28,33 @@ typedef struct { long double v; int i; } p_ld_int_t;
     }
 #define X a[k]
 #define Y b[k]
+/* The same expression with both operands read and the result written elsewhere (coll_op_fn3). */
+#define BIN3(NAME, T, EXPR)                                                                                    \
+    static void NAME##_3(const void *a_, const void *b_, void *o_, size_t n, const coll_op_t *op)              \
+    {                                                                                                          \
+        const T *restrict a = a_;                                                                              \
+        const T *restrict b = b_;                                                                              \
+        T *restrict o = o_;                                                                                    \
+        for (size_t k = 0; k < n; k++)                                                                         \
+            o[k] = (T)(EXPR);                                                                                  \
+    }
+#define BIN2(NAME, T, EXPR) BIN(NAME, T, EXPR) BIN3(NAME, T, EXPR)
 
 /* Arithmetic on every numeric type; ordering only on real ones; bits and logic on integers. */
 #define NUM_OPS(S, T)                                                                                          \
-    BIN(sum_##S, T, X + Y)                                                                                     \
-    BIN(prod_##S, T, X * Y)
+    BIN2(sum_##S, T, X + Y)                                                                                     \
+    BIN2(prod_##S, T, X * Y)
 #define ORD_OPS(S, T)                                                                                          \
-    BIN(max_##S, T, X > Y ? X : Y)                                                                             \
-    BIN(min_##S, T, X < Y ? X : Y)
+    BIN2(max_##S, T, X > Y ? X : Y)                                                                             \
+    BIN2(min_##S, T, X < Y ? X : Y)
 #define LOG_OPS(S, T)                                                                                          \
-    BIN(land_##S, T, (X != 0) && (Y != 0))                                                                     \
-    BIN(lor_##S, T, (X != 0) || (Y != 0))                                                                      \
-    BIN(lxor_##S, T, (X != 0) != (Y != 0))
+    BIN2(land_##S, T, (X != 0) && (Y != 0))                                                                     \
+    BIN2(lor_##S, T, (X != 0) || (Y != 0))                                                                      \
+    BIN2(lxor_##S, T, (X != 0) != (Y != 0))
 #define BIT_OPS(S, T)                                                                                          \
-    BIN(band_##S, T, X & Y)                                                                                    \
-    BIN(bor_##S, T, X | Y)                                                                                     \
-    BIN(bxor_##S, T, X ^ Y)
+    BIN2(band_##S, T, X & Y)                                                                                    \
+    BIN2(bor_##S, T, X | Y)                                                                                     \
+    BIN2(bxor_##S, T, X ^ Y)
 #define INT_ALL(S, T) NUM_OPS(S, T) ORD_OPS(S, T) LOG_OPS(S, T) BIT_OPS(S, T)
 
 INT_ALL(i8, int8_t)
@@ -116,6 +127,23 @@ static const coll_op_fn table[COLL_T_N][COLL_OP_N] = {
     [COLL_T_SHORT_INT] = LOC_ROW(short_int), [COLL_T_LD_INT] = LOC_ROW(ld_int),
 };
 
+#define INT_ROW3(S) {sum_##S##_3, prod_##S##_3, max_##S##_3, min_##S##_3, land_##S##_3, lor_##S##_3, lxor_##S##_3, band_##S##_3, bor_##S##_3, bxor_##S##_3, 0, 0}
+#define REAL_ROW3(S) {sum_##S##_3, prod_##S##_3, max_##S##_3, min_##S##_3, 0, 0, 0, 0, 0, 0, 0, 0}
+#define CPLX_ROW3(S) {sum_##S##_3, prod_##S##_3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+/* The three-operand forms (MINLOC/MAXLOC have none: their folds copy first). */
+static const coll_op_fn3 table3[COLL_T_N][COLL_OP_N] = {
+    [COLL_T_I8] = INT_ROW3(i8),       [COLL_T_U8] = INT_ROW3(u8),
+    [COLL_T_I16] = INT_ROW3(i16),     [COLL_T_U16] = INT_ROW3(u16),
+    [COLL_T_I32] = INT_ROW3(i32),     [COLL_T_U32] = INT_ROW3(u32),
+    [COLL_T_I64] = INT_ROW3(i64),     [COLL_T_U64] = INT_ROW3(u64),
+    [COLL_T_F32] = REAL_ROW3(f32),    [COLL_T_F64] = REAL_ROW3(f64),
+    [COLL_T_LD] = REAL_ROW3(ld),
+    [COLL_T_CF] = CPLX_ROW3(cf),      [COLL_T_CD] = CPLX_ROW3(cd),
+    [COLL_T_CLD] = CPLX_ROW3(cld),
+    [COLL_T_BOOL] = {0, 0, 0, 0, land_bool_3, lor_bool_3, lxor_bool_3, 0, 0, 0, 0, 0},
+};
+
 /* Element extent, and the bytes of an element up to its last data byte (a pair's int ends before
  * the struct's padding; long double carries 6 bytes of padding on x86-64 but they are part of
  * its storage, and copying them is harmless). */
@@ -139,6 +167,6 @@ bobcat_status_t coll_op_builtin(coll_opk_t opk, coll_type_t type, coll_op_t *op_
     case COLL_T_LD_INT: tail = PAIR_TAIL(p_ld_int_t); break;
     default: break;
     }
-    *op_p = (coll_op_t){.fn = table[type][opk], .extent = extents[type], .tail = tail, .commutative = 1};
+    *op_p = (coll_op_t){.fn = table[type][opk], .fn3 = table3[type][opk], .extent = extents[type], .tail = tail, .commutative = 1};
     return BOBCAT_OK;
 }

@@ -46,13 +46,16 @@
 typedef struct msg_node {
     _Atomic uint64_t next;     /* 0: universal address of the next node, 0 if none yet */
     _Atomic uint32_t consumed; /* 8: the receiver is done with this node */
-    uint32_t kind;             /* 12: MSG_NODE_* */
+    uint16_t kind;             /* 12: MSG_NODE_* */
+    int16_t from_local;        /* 14: sender's local rank (window of addr/done) */
     int32_t ctx;               /* 16: matching context (the communicator) */
     int32_t src;               /* 20: sender's rank in the communicator */
     int32_t tag;               /* 24 */
-    int32_t from_local;        /* 28: sender's local rank (window of addr/done) */
+    uint32_t pseq;             /* 28: low 32 bits of the pair's message number (orders it among the
+                                  pair's fast-box messages, see msg_chan_t) */
     uint64_t len;              /* 32: message bytes */
-    uint64_t addr;             /* 40: rendezvous: sender's buffer, in the sender's own address space */
+    uint64_t addr;             /* 40: rendezvous: sender's buffer, in the sender's own address space;
+                                  eager: 0, or the pair's new fast box (sender's address) */
     uint64_t done;             /* 48: sender's completion word (its own address) or 0 */
     struct msg_node *pool_next; /* 56: sender-private: its in-flight / free lists */
 } msg_node_t;                  /* 64: payload starts here */
@@ -72,17 +75,70 @@ typedef struct msg_ticket {
     uint64_t bounce;           /* 8: detached copy (sender's own address) */
     struct msg_ticket *next;   /* 16: sender-private: free / detached lists */
     void *owned;               /* 24: sender-private: buffer to free when done */
+    /* Split copy (P2P_SPLIT_MIN): a receiver that claimed the buffer (claim 1) and whose buffer is
+     * in its segment offers the sender the tail [lo, len): it writes dst and lo, then push = 1
+     * (release). A sender testing its request takes the offer by CAS 1 -> 2, copies the tail into
+     * dst through the window and sets pushed (release). The receiver copies the head, then takes the
+     * tail back by CAS 1 -> 3 if the sender has not taken it (a sender busy elsewhere never stalls
+     * it), or waits for pushed (the sender is mid-copy), then sets done. */
+    _Atomic uint32_t push;     /* 32: 0 none, 1 offered, 2 sender copies, 3 receiver took it back */
+    _Atomic uint32_t pushed;   /* 36: the sender's copy is complete */
+    uint64_t dst;              /* 40: receiver's buffer (universal address) */
+    uint64_t lo;               /* 48: offset of the tail */
+    uint64_t len;              /* 56: bytes the receiver takes */
 } msg_ticket_t;
 
 /* Inbox: producers exchange `tail` (line 0); the consumer's head is private. The stub node lets
- * the list never be empty (Vyukov). */
+ * the list never be empty (Vyukov). `fboxes` counts the fast boxes senders opened to this rank
+ * (fetch_add by a sender when it opens one; bounded so a receiver polls few of them). */
 typedef struct {
     _Atomic uint64_t tail;     /* 0: universal address of the last node */
     uint8_t pad0_[MSG_LINE - 8];
     uint64_t magic;            /* 64 */
-    uint8_t pad1_[MSG_LINE - 8];
+    _Atomic uint32_t fboxes;   /* 72 */
+    uint8_t pad1_[MSG_LINE - 12];
     msg_node_t stub;           /* 128 */
 } msg_inbox_t;
+
+/* Fast box: a ring of one-line cells per (sender, receiver) pair that talks often, in the
+ * sender's segment, so a small message costs one line the sender writes once and the receiver
+ * polls (the inbox costs a pointer chase over several lines shared by all senders). Opened by
+ * the sender after MSG_FBOX_AFTER messages to a peer, at most MSG_FBOX_MAX per receiver; the
+ * next eager node it sends carries the address (node.addr), so the receiver starts polling it
+ * before the first cell is written. Every message of a pair has a number (node.pseq, cell.seq - 1):
+ * message q goes into cell q % cells when it fits (contiguous, <= MSG_CELL_DATA bytes, not
+ * synchronous) and the cell is free (the receiver's `ack` says it consumed message q - cells),
+ * else through the inbox. The receiver takes cell `expect % cells` while its seq is expect + 1,
+ * and before a node from the pair whose pseq is ahead of `expect` it takes the cells between
+ * (visible: the sender's release of the cell precedes its push of the node), so the pair's order
+ * is kept across both paths. Cell: the sender writes the fields, then seq with release; the
+ * receiver acquires seq, copies, and later stores ack (release) so the sender may reuse it. */
+#define MSG_CELL_DATA 40
+#define MSG_FBOX_AFTER 8
+#define MSG_FBOX_MAX 32
+typedef struct {
+    _Atomic uint64_t seq;      /* 0: message number + 1 of the message held (0: never used) */
+    uint32_t len;              /* 8 */
+    int32_t ctx;               /* 12 */
+    int32_t src;               /* 16 */
+    int32_t tag;               /* 20 */
+    unsigned char data[MSG_CELL_DATA]; /* 24 */
+} msg_cell_t;
+
+/* A message of more than MSG_CELL_DATA bytes (up to the eager limit and the ring) puts its payload
+ * in the box's data ring, at the running offset the cell names in its first 8 data bytes, lines
+ * rounded up and never wrapping (a payload that would cross the ring's end starts at the next lap);
+ * the receiver returns ring bytes through `dack` (the running offset up to which it has read). So
+ * the receiver polls cells only and a payload is never mistaken for a header. */
+typedef struct {
+    _Atomic uint64_t ack;      /* 0: messages of the pair the receiver has consumed (receiver writes) */
+    _Atomic uint64_t dack;     /* 8: running data-ring offset the receiver has read up to */
+    uint32_t cells;            /* 16: cells (a power of two), set by the sender when it opens the box */
+    uint32_t pad0_;
+    uint64_t ring;             /* 24: data-ring bytes (a multiple of 64; 0: none) */
+    uint8_t pad_[MSG_LINE - 32];
+    msg_cell_t cell[];         /* 64: `cells` cells, then the data ring */
+} msg_chan_t;
 
 #define MSG_INBOX_MAGIC 0x62636d73676e6279ull
 
@@ -123,11 +179,18 @@ typedef struct msg_req {
 typedef struct {
     uint64_t eager_sent, rndv_sent, staged_sent, detached, pool_nodes;
     uint64_t eager_recv, rndv_recv, unexpected, bytes_sent, bytes_single_copy;
+    uint64_t fbox_sent, fbox_recv, fboxes; /* messages through fast boxes; boxes opened */
+    uint64_t split_pushed, bytes_pushed;   /* rendezvous tails this rank copied as the sender */
 } msg_stats_t;
 
 /* Set up this rank's inbox (in the segment). eager: payload bytes per node; nodes: the pool's
  * initial size. Returns the inbox address (this rank's own address) for the peers. */
 BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p);
+/* Cells per fast box (rounded down to a power of two; 0: no fast boxes) and bytes of its data
+ * ring (rounded down to lines; 0: only messages that fit a cell). Before any send. */
+BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells, size_t ring);
+/* Rendezvous of at least this many bytes split the copy between receiver and sender (0: never). */
+BOBCAT_MSG_API void bobcat_msg_set_split(size_t min_bytes);
 /* Tell the engine where local rank `local` has its inbox (that rank's own address). */
 BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox); /* 0 if its window is missing */
 BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void);
@@ -166,7 +229,7 @@ BOBCAT_MSG_API void *bobcat_msg_alloc_shared(size_t size);
 
 /* Posted receives exist: this rank's progress matters to its peers (rendezvous, sync sends). */
 BOBCAT_MSG_API int bobcat_msg_busy(void);
-/* Read the knobs (BOBCAT_P2P, P2P_EAGER, P2P_NODES) and, if the layer is on, set up the inbox.
+/* Read the knobs (BOBCAT_P2P, P2P_EAGER, P2P_NODES, P2P_FASTBOX) and, if the layer is on, set up the inbox.
  * BOBCAT_ERR_INVAL when it is off or cannot run here (no segment). */
 BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p);
 BOBCAT_MSG_API const msg_stats_t *bobcat_msg_stats(void);

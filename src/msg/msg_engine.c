@@ -3,6 +3,7 @@
  * completion words is private to the process. */
 #include "msg.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,34 @@ static struct {
     msg_req_t *posted_head, *posted_tail;
     msg_unexp_t *unexp_head, *unexp_tail;
     msg_unexp_t *unexp_free;
+    /* fast boxes (msg.h): what this rank sends to each local peer, and receives from each */
+    size_t split_min;      /* rendezvous from this size split the copy with the sender; 0: never */
+    unsigned cells;        /* cells per box (power of two), 0: none */
+    size_t cell_data;      /* largest message a cell carries */
+    size_t ring;           /* data-ring bytes of the boxes I open */
+    size_t box_max;        /* largest message a box of mine carries (cell or ring) */
+    unsigned opened;       /* boxes I opened */
+    struct {
+        msg_chan_t *chan;  /* my box to this peer, once announced (own address) */
+        uint64_t seq;      /* messages sent to this peer */
+        uint64_t ack;      /* last `ack` read from the box */
+        uint64_t dhead;    /* data-ring bytes written (running offset) */
+        uint64_t dack;     /* last `dack` read from the box */
+        uint32_t sent;     /* messages before the box opens */
+        int refused;       /* the peer has its fill of boxes */
+    } tx[SMAP_MAX_LOCAL_RANKS];
+    struct {
+        msg_chan_t *chan;  /* the peer's box to me (in my view) */
+        uint64_t expect;   /* messages received from this peer */
+        uint64_t acked;    /* last value stored in the box's ack */
+        uint64_t dpos;     /* data-ring offset read up to */
+        uint64_t dacked;   /* last value stored in the box's dack */
+        uint32_t mask;     /* its cells - 1 */
+        uint64_t ring;     /* its data-ring bytes */
+        const char *data;  /* its data ring */
+    } rx[SMAP_MAX_LOCAL_RANKS];
+    int16_t polled[SMAP_MAX_LOCAL_RANKS]; /* peers whose boxes progress polls */
+    int npolled;
     msg_stats_t stats;
 } E;
 
@@ -153,6 +182,19 @@ BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox)
     return E.peer[local] != NULL && E.peer[local]->magic == MSG_INBOX_MAGIC;
 }
 
+BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells, size_t ring)
+{
+    unsigned c = 1;
+    while (c * 2 <= cells && c < (1u << 16))
+        c *= 2;
+    E.cells = cells ? c : 0;
+    E.cell_data = E.eager < MSG_CELL_DATA ? E.eager : MSG_CELL_DATA;
+    E.ring = ring / MSG_LINE * MSG_LINE;
+    E.box_max = E.ring && E.eager > E.cell_data ? (E.eager < E.ring ? E.eager : E.ring) : E.cell_data;
+}
+
+BOBCAT_MSG_API void bobcat_msg_set_split(size_t min_bytes) { E.split_min = min_bytes; }
+
 BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void) { return E.eager; }
 BOBCAT_MSG_API int bobcat_msg_active(void) { return E.active; }
 BOBCAT_MSG_API int bobcat_msg_busy(void) { return E.posted_head != NULL; }
@@ -166,7 +208,12 @@ BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
     size_t page;
     if (smap_world_size() == 0 || smap_segment_info(&page, NULL) == SMAP_PAGES_NONE)
         return BOBCAT_ERR_INVAL; /* not started by yod: no segment, no windows */
-    return bobcat_msg_init(o.P2P_EAGER, (unsigned)o.P2P_NODES, inbox_p);
+    bobcat_status_t st = bobcat_msg_init(o.P2P_EAGER, (unsigned)o.P2P_NODES, inbox_p);
+    if (st == BOBCAT_OK) {
+        bobcat_msg_set_fastbox(o.P2P_FASTBOX > (1u << 16) ? (1u << 16) : (unsigned)o.P2P_FASTBOX, o.P2P_FASTBOX_RING);
+        bobcat_msg_set_split(o.P2P_SPLIT_MIN);
+    }
+    return st;
 }
 
 static msg_ticket_t *ticket_get(void)
@@ -183,6 +230,8 @@ static msg_ticket_t *ticket_get(void)
     }
     atomic_store_explicit(&t->done, 0, memory_order_relaxed);
     atomic_store_explicit(&t->claim, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->push, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->pushed, 0, memory_order_relaxed);
     t->bounce = 0;
     t->owned = NULL;
     t->next = NULL;
@@ -212,17 +261,96 @@ static void reap_detached(void)
     }
 }
 
+/* Open a fast box to local rank `dest` if it still takes one (its inbox counts them). */
+static msg_chan_t *fbox_open(int dest)
+{
+    msg_inbox_t *ib = E.peer[dest];
+    if (E.opened >= MSG_FBOX_MAX) {
+        E.tx[dest].refused = 1; /* mine are used up: my heap holds at most MSG_FBOX_MAX boxes */
+        return NULL;
+    }
+    if (atomic_fetch_add_explicit(&ib->fboxes, 1, memory_order_relaxed) >= MSG_FBOX_MAX) {
+        atomic_fetch_sub_explicit(&ib->fboxes, 1, memory_order_relaxed);
+        E.tx[dest].refused = 1;
+        return NULL;
+    }
+    msg_chan_t *c = NULL;
+    size_t bytes = sizeof *c + (size_t)E.cells * sizeof(msg_cell_t) + E.ring;
+    if (posix_memalign((void **)&c, MSG_LINE, bytes) != 0 || !smap_is_shared(c)) {
+        free(c);
+        atomic_fetch_sub_explicit(&ib->fboxes, 1, memory_order_relaxed);
+        E.tx[dest].refused = 1; /* no room: the inbox serves this pair */
+        return NULL;
+    }
+    memset(c, 0, sizeof *c + (size_t)E.cells * sizeof(msg_cell_t)); /* the ring needs no clearing */
+    c->cells = E.cells;
+    c->ring = E.ring;
+    E.opened++;
+    E.stats.fboxes++;
+    return c;
+}
+
+/* A small message into the pair's fast box, if it fits and the cell is free. */
+static inline int fbox_send(int dest, int32_t ctx, int32_t src, int32_t tag, const void *buf, size_t len)
+{
+    __typeof__(E.tx[0]) *t = &E.tx[dest];
+    uint64_t q = t->seq;
+    if (q - t->ack >= E.cells) {
+        t->ack = atomic_load_explicit(&t->chan->ack, memory_order_acquire);
+        if (q - t->ack >= E.cells)
+            return 0; /* the receiver has not taken message q - cells yet */
+    }
+    msg_cell_t *c = &t->chan->cell[q & (E.cells - 1)];
+    if (len > MSG_CELL_DATA) {
+        /* The payload goes to the data ring, whole lines, never across its end. */
+        uint64_t need = (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE, at = t->dhead;
+        if (at % E.ring + need > E.ring)
+            at += E.ring - at % E.ring;
+        if (at + need - t->dack > E.ring) {
+            t->dack = atomic_load_explicit(&t->chan->dack, memory_order_acquire);
+            if (at + need - t->dack > E.ring)
+                return 0; /* the receiver has not read far enough: the inbox takes it */
+        }
+        memcpy((char *)&t->chan->cell[E.cells] + at % E.ring, buf, len);
+        memcpy(c->data, &at, sizeof at);
+        t->dhead = at + need;
+    } else if (len) {
+        memcpy(c->data, buf, len);
+    }
+    c->len = (uint32_t)len;
+    c->ctx = ctx;
+    c->src = src;
+    c->tag = tag;
+    atomic_store_explicit(&c->seq, q + 1, memory_order_release);
+    t->seq = q + 1;
+    E.stats.fbox_sent++;
+    E.stats.eager_sent++;
+    E.stats.bytes_sent += len;
+    return 1;
+}
+
 BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
                                     const void *buf, size_t len, int sync)
 {
+    __typeof__(E.tx[0]) *t = &E.tx[dest_local];
+    if (t->chan && len <= E.box_max && !sync && fbox_send(dest_local, ctx, src, tag, buf, len)) {
+        req->kind = MSG_REQ_SEND;
+        req->sync = 0;
+        req->ticket = NULL;
+        req->waits_done = 0;
+        req->complete = 1;
+        return;
+    }
     msg_node_t *n = node_get();
     n->ctx = ctx;
     n->src = src;
     n->tag = tag;
     n->len = len;
-    n->from_local = E.my_local;
+    n->from_local = (int16_t)E.my_local;
+    n->pseq = (uint32_t)t->seq++;
     n->addr = 0;
     n->done = 0;
+    msg_chan_t *opened = NULL;
     atomic_store_explicit(&n->consumed, 0, memory_order_relaxed);
     req->kind = MSG_REQ_SEND;
     req->complete = 0;
@@ -239,6 +367,10 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
         if (len)
             memcpy(n + 1, buf, len);
         E.stats.eager_sent++;
+        /* A pair that talks often gets a fast box; this node announces it. */
+        if (E.cells && !t->chan && !t->refused && dest_local != E.my_local && ++t->sent >= MSG_FBOX_AFTER &&
+            (opened = fbox_open(dest_local)) != NULL)
+            n->addr = (uint64_t)(uintptr_t)opened;
     } else {
         req->ticket = ticket_get();
         n->kind = MSG_NODE_RTS;
@@ -267,13 +399,33 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
     }
     E.stats.bytes_sent += len;
     inbox_push(E.peer[dest_local], n);
+    if (opened) {
+        t->chan = opened;
+        t->ack = t->seq; /* every cell is free */
+        t->dhead = t->dack = 0;
+    }
     req->waits_done = req->ticket != NULL;
     if (!req->waits_done)
         req->complete = 1;
 }
 
+/* The receiver offered this send's tail: copy it into the receiver's buffer (split copy). */
+static void take_offer(msg_req_t *req)
+{
+    msg_ticket_t *t = req->ticket;
+    uint32_t offered = 1;
+    if (!atomic_compare_exchange_strong_explicit(&t->push, &offered, 2, memory_order_acquire, memory_order_relaxed))
+        return;
+    memcpy((char *)(uintptr_t)t->dst + t->lo, (const char *)req->sbuf + t->lo, t->len - t->lo);
+    atomic_store_explicit(&t->pushed, 1, memory_order_release);
+    E.stats.split_pushed++;
+    E.stats.bytes_pushed += t->len - t->lo;
+}
+
 BOBCAT_MSG_API int bobcat_msg_test(msg_req_t *req)
 {
+    if (!req->complete && req->waits_done && atomic_load_explicit(&req->ticket->push, memory_order_acquire) == 1)
+        take_offer(req);
     if (!req->complete && req->waits_done && atomic_load_explicit(&req->ticket->done, memory_order_acquire)) {
         ticket_put(req->ticket);
         req->ticket = NULL;
@@ -326,6 +478,36 @@ static inline void signal_sender(int from_local, uint64_t done)
     atomic_store_explicit(&t->done, 1, memory_order_release);
 }
 
+/* Copy n bytes of a claimed rendezvous from s to buf, offering the sender the tail (msg.h,
+ * msg_ticket_t). The split point is a cache line of buf, so the two writers share none. */
+static void split_copy(msg_ticket_t *t, void *buf, const void *s, uint64_t n)
+{
+    uint64_t lo = (((uintptr_t)buf + n / 2 + MSG_LINE - 1) & ~(uintptr_t)(MSG_LINE - 1)) - (uintptr_t)buf;
+    if (lo >= n) {
+        memcpy(buf, s, n);
+        return;
+    }
+    t->dst = universal(buf);
+    t->lo = lo;
+    t->len = n;
+    atomic_store_explicit(&t->push, 1, memory_order_release);
+    memcpy(buf, s, lo);
+    uint32_t offered = 1;
+    if (atomic_compare_exchange_strong_explicit(&t->push, &offered, 3, memory_order_relaxed, memory_order_relaxed)) {
+        memcpy((char *)buf + lo, (const char *)s + lo, n - lo); /* the sender was busy elsewhere */
+        return;
+    }
+    /* The sender is copying the tail: wait for it (yielding, in case it shares our core). */
+    unsigned spins = 0;
+    while (!atomic_load_explicit(&t->pushed, memory_order_acquire)) {
+        if (++spins % 256 == 0)
+            sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
 /* Complete receive `r` with a message described by a header, eager payload at `data`. */
 static void deliver(msg_req_t *r, int32_t src, int32_t tag, uint32_t kind, uint64_t len, uint64_t addr,
                     uint64_t done, int from_local, const void *data)
@@ -344,7 +526,9 @@ static void deliver(msg_req_t *r, int32_t src, int32_t tag, uint32_t kind, uint6
                                                      memory_order_acquire))
             from = t->bounce; /* open == 2: the copy is complete (the sender's release) */
         const void *s = peer_addr(from_local, from);
-        if (n)
+        if (from == addr && E.split_min && n >= E.split_min && from_local != E.my_local && smap_is_shared(r->buf))
+            split_copy(t, r->buf, s, n);
+        else if (n)
             memcpy(r->buf, s, n);
         E.stats.rndv_recv++;
         E.stats.bytes_single_copy += n;
@@ -407,26 +591,27 @@ static void unexp_unlink(msg_unexp_t *u)
 }
 
 /* One arrival: the first posted receive it matches takes it, else it waits as unexpected. */
-static void arrive(const msg_node_t *c)
+static void arrive(int32_t ctx, int32_t src, int32_t tag, uint32_t kind, uint64_t len, uint64_t addr, uint64_t done,
+                   int from_local, const void *data)
 {
     for (msg_req_t *r = E.posted_head; r; r = r->next) {
-        if (matches(r->ctx, r->src, r->tag, c->ctx, c->src, c->tag)) {
+        if (matches(r->ctx, r->src, r->tag, ctx, src, tag)) {
             unlink_posted(r);
-            deliver(r, c->src, c->tag, c->kind, c->len, c->addr, c->done, c->from_local, c + 1);
+            deliver(r, src, tag, kind, len, addr, done, from_local, data);
             return;
         }
     }
     msg_unexp_t *u = unexp_get();
-    u->ctx = c->ctx;
-    u->src = c->src;
-    u->tag = c->tag;
-    u->from_local = c->from_local;
-    u->kind = c->kind;
-    u->len = c->len;
-    u->addr = c->addr;
-    u->done = c->done;
-    if (c->kind == MSG_NODE_EAGER && c->len)
-        memcpy(u->data, c + 1, c->len);
+    u->ctx = ctx;
+    u->src = src;
+    u->tag = tag;
+    u->from_local = from_local;
+    u->kind = kind;
+    u->len = len;
+    u->addr = addr;
+    u->done = done;
+    if (kind == MSG_NODE_EAGER && len)
+        memcpy(u->data, data, len);
     u->next = NULL;
     u->prev = E.unexp_tail;
     if (E.unexp_tail)
@@ -435,6 +620,72 @@ static void arrive(const msg_node_t *c)
         E.unexp_head = u;
     E.unexp_tail = u;
     E.stats.unexpected++;
+}
+
+/* Take the pair's next message out of its fast box if it is there (acquire: the cell's fields). */
+static inline int fbox_take(int s)
+{
+    __typeof__(E.rx[0]) *x = &E.rx[s];
+    msg_cell_t *c = &x->chan->cell[x->expect & x->mask];
+    if (atomic_load_explicit(&c->seq, memory_order_acquire) != x->expect + 1)
+        return 0;
+    /* A sender ahead of us has filled the next cells too: start their transfers now, four deep,
+     * so a window of messages costs overlapped line transfers instead of one full transfer each
+     * (a cell not written yet is normally still in our cache from its last use: a free hit). */
+    for (uint64_t k = 1; k <= 4; k++)
+        __builtin_prefetch(&x->chan->cell[(x->expect + k) & x->mask]);
+    const void *data = c->data;
+    uint32_t len = c->len;
+    if (len > MSG_CELL_DATA) {
+        uint64_t at;
+        memcpy(&at, c->data, sizeof at);
+        data = x->data + at % x->ring;
+        x->dpos = at + (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
+    }
+    arrive(c->ctx, c->src, c->tag, MSG_NODE_EAGER, len, 0, 0, s, data);
+    x->expect++;
+    E.stats.fbox_recv++;
+    return 1;
+}
+
+/* Let the sender reuse the cells taken so far (release: their reads are done). */
+static inline void fbox_ack(int s)
+{
+    __typeof__(E.rx[0]) *x = &E.rx[s];
+    if (x->dacked != x->dpos) {
+        atomic_store_explicit(&x->chan->dack, x->dpos, memory_order_release);
+        x->dacked = x->dpos;
+    }
+    if (x->acked != x->expect) {
+        atomic_store_explicit(&x->chan->ack, x->expect, memory_order_release);
+        x->acked = x->expect;
+    }
+}
+
+/* A node from the inbox, in its pair's order: the pair's fast-box messages numbered before it
+ * come first (they are visible: written before the node was pushed). */
+static void arrive_node(const msg_node_t *c)
+{
+    int s = c->from_local;
+    __typeof__(E.rx[0]) *x = &E.rx[s];
+    if (x->chan)
+        while ((uint32_t)x->expect != c->pseq)
+            if (!fbox_take(s)) {
+                util_error("msg: fast box of local rank %d out of order (expected message %llu, node %u)", s,
+                           (unsigned long long)x->expect, c->pseq);
+                abort();
+            }
+    if (c->kind == MSG_NODE_EAGER && c->addr && !x->chan) {
+        x->chan = peer_addr(s, c->addr);
+        x->acked = 0;
+        x->dpos = x->dacked = 0;
+        x->mask = x->chan->cells - 1;
+        x->ring = x->chan->ring;
+        x->data = (const char *)&x->chan->cell[x->chan->cells];
+        E.polled[E.npolled++] = (int16_t)s;
+    }
+    arrive(c->ctx, c->src, c->tag, c->kind, c->len, c->kind == MSG_NODE_EAGER ? 0 : c->addr, c->done, s, c + 1);
+    x->expect++;
 }
 
 /* Take the next node out of the inbox (Vyukov's pop); NULL if none is fully linked yet. */
@@ -464,20 +715,36 @@ static msg_node_t *inbox_pop(void)
     return NULL;
 }
 
-BOBCAT_MSG_API int bobcat_msg_progress(void)
+/* Take arrivals out of the inbox and the fast boxes; with `stop`, only until it completes (the
+ * rest stay where they are for the receives about to be posted, instead of being copied aside as
+ * unexpected: a receiver posting a window of receives takes each message straight from its cell). */
+static int progress_until(const msg_req_t *stop)
 {
-    if (!E.active)
-        return 0;
     int n = 0;
     msg_node_t *c;
     if (E.detached)
         reap_detached();
     while ((c = inbox_pop()) != NULL) {
-        arrive(c);
+        arrive_node(c);
         atomic_store_explicit(&c->consumed, 1, memory_order_release);
         n++;
+        if (stop && stop->complete)
+            break;
+    }
+    for (int i = 0; i < E.npolled; i++) {
+        int s = E.polled[i];
+        while (!(stop && stop->complete) && fbox_take(s))
+            n++;
+        fbox_ack(s);
     }
     return n;
+}
+
+BOBCAT_MSG_API int bobcat_msg_progress(void)
+{
+    if (!E.active)
+        return 0;
+    return progress_until(NULL);
 }
 
 BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap)
@@ -492,9 +759,9 @@ BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, in
     req->buf = buf;
     req->cap = cap;
     req->waits_done = 0;
-    /* Arrivals still in the inbox are later than every unexpected one; drain first so the
-     * unexpected list is complete, then the earliest match wins. */
-    bobcat_msg_progress();
+    /* Arrivals still in the inbox or the fast boxes are later than every unexpected one: the
+     * earliest unexpected match wins; else post, then take arrivals (earlier posted receives
+     * first, as they come) until this one is matched or none is left. */
     for (msg_unexp_t *u = E.unexp_head; u; u = u->next) {
         if (matches(ctx, src, tag, u->ctx, u->src, u->tag)) {
             unexp_unlink(u);
@@ -511,6 +778,8 @@ BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, in
     else
         E.posted_head = req;
     E.posted_tail = req;
+    if (E.active)
+        progress_until(req);
 }
 
 BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req)

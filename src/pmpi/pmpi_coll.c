@@ -14,11 +14,11 @@
 /* Marker the evaluation looks for (bobcat.configs.mpi_layer) to record that lwk runs this layer. */
 BOBCAT_EXPORT const char bobcat_coll_layer[] = "in-place collectives over SMARTMAP";
 
-enum { A_SERIAL, A_PARALLEL, A_HIER };
+enum { A_SERIAL, A_PARALLEL, A_FUSED, A_HIER };
 static pmpi_stat_t st_barrier = {.name = "Barrier", .alg_names = {"counter", "hier"}};
-static pmpi_stat_t st_bcast = {.name = "Bcast", .alg_names = {"inplace", "hier"}};
-static pmpi_stat_t st_reduce = {.name = "Reduce", .alg_names = {"serial", "parallel", "hier"}};
-static pmpi_stat_t st_allreduce = {.name = "Allreduce", .alg_names = {"serial", "parallel", "hier"}};
+static pmpi_stat_t st_bcast = {.name = "Bcast", .alg_names = {"inplace", "hier", "split"}};
+static pmpi_stat_t st_reduce = {.name = "Reduce", .alg_names = {"serial", "parallel", "fused", "hier"}};
+static pmpi_stat_t st_allreduce = {.name = "Allreduce", .alg_names = {"serial", "parallel", "fused", "hier"}};
 static pmpi_stat_t st_rsb = {.name = "Reduce_scatter_block", .alg_names = {"parallel", "hier"}};
 static pmpi_stat_t st_rs = {.name = "Reduce_scatter", .alg_names = {"parallel", "hier"}};
 static pmpi_stat_t st_scan = {.name = "Scan", .alg_names = {"inplace", "hier"}};
@@ -146,7 +146,8 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
         if (pc->node[me] != rnode)
             coll_bcast(&pc->cn, 0, b.p, bytes);
     }
-    pmpi_stat_path(&st_bcast, b.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes, hier);
+    pmpi_stat_path(&st_bcast, b.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes,
+                   hier ? 1 : coll_tune.split_min && bytes > COLL_INLINE_MAX && bytes >= coll_tune.split_min ? 2 : 0);
     if (me == root)
         pc_in_done(&b);
     else
@@ -186,13 +187,19 @@ static pmpi_comm_t *red_setup(MPI_Comm comm, pc_alg_t knob, int count, MPI_Datat
     return pc;
 }
 
-static coll_alg_t pick(pc_alg_t knob, size_t span)
+/* auto: serial below COLL_PARALLEL_MIN bytes, else `big` (Allreduce: fused; Reduce: parallel,
+ * which already writes each slice straight into the root's result). */
+static coll_alg_t pick(pc_alg_t knob, size_t span, coll_alg_t big)
 {
     if (knob == PC_SERIAL)
         return COLL_ALG_SERIAL;
     if (knob == PC_PARALLEL)
         return COLL_ALG_PARALLEL;
-    return span >= pc_knobs.parallel_min ? COLL_ALG_PARALLEL : COLL_ALG_SERIAL;
+    if (knob == PC_FUSED)
+        return COLL_ALG_FUSED;
+    if (knob == PC_AUTO_PARALLEL)
+        big = COLL_ALG_PARALLEL; /* the auto rule of before the fused algorithm, for comparisons */
+    return span >= pc_knobs.parallel_min ? big : COLL_ALG_SERIAL;
 }
 
 /* PMPI_Reduce, working around MPICH 4.0's crash when a root other than 0 passes MPI_IN_PLACE
@@ -234,7 +241,7 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
     }
     int me = pc->rank, in_place = me == root && sbuf == MPI_IN_PLACE;
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
-    coll_alg_t alg = pick(pc_knobs.reduce, span);
+    coll_alg_t alg = pick(pc_knobs.reduce, span, COLL_ALG_PARALLEL);
     void *tin, *tout = NULL;
     int inl = span <= COLL_INLINE_MAX && (alg == COLL_ALG_SERIAL || n < (size_t)pc->node_size);
     const void *ip = red_in(in_place ? rbuf : sbuf, span, inl, &tin);
@@ -294,7 +301,7 @@ BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
     }
     int in_place = sbuf == MPI_IN_PLACE;
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
-    coll_alg_t alg = pick(pc_knobs.allreduce, span);
+    coll_alg_t alg = pick(pc_knobs.allreduce, span, COLL_ALG_FUSED);
     void *tin, *tout = NULL;
     int inl = span <= COLL_INLINE_MAX && (alg == COLL_ALG_SERIAL || n < (size_t)pc->node_size);
     const void *ip = red_in(in_place ? rbuf : sbuf, span, inl, &tin);
@@ -327,7 +334,7 @@ static int reduce_scatter_hier(pmpi_comm_t *pc, const void *ip, void *rbuf, cons
 {
     int me = pc->rank, leader = pc->leader == me, ns = pc->node_size, N = pc->nnodes;
     size_t ext = cop->extent, span = coll_span(cop, total);
-    coll_alg_t alg = pick(pc_knobs.reduce_scatter, span);
+    coll_alg_t alg = pick(pc_knobs.reduce_scatter, span, COLL_ALG_PARALLEL);
     char *partial = leader ? seg_alloc(total * ext) : NULL, *res = NULL;
     coll_reduce(&pc->cn, 0, ip, partial, total, cop, alg);
     size_t *mb = malloc(2 * (size_t)ns * sizeof(size_t)), *md = mb + ns, at = 0;
@@ -468,7 +475,7 @@ static int scan(pmpi_stat_t *st, const void *sbuf, void *rbuf, int count, MPI_Da
          * leaders' PMPI_Exscan of node totals, and every rank of node k > 0 folds its node's
          * prefix in on the left (earlier ranks first: any op, since the ranks are blocked). */
         int leader = pc->leader == pc->rank, k = pc->leader_rank[pc->rank];
-        coll_alg_t alg = span <= COLL_INLINE_MAX ? COLL_ALG_SERIAL : pick(PC_AUTO, span);
+        coll_alg_t alg = span <= COLL_INLINE_MAX ? COLL_ALG_SERIAL : pick(PC_AUTO, span, COLL_ALG_PARALLEL);
         char *partial = leader ? seg_alloc(span) : NULL, *pre = seg_alloc(span);
         coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
         coll_scan(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, n, &cop, exclusive);

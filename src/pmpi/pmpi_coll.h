@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* Algorithm choice per collective, fixed at MPI_Init from the knobs. */
-typedef enum { PC_AUTO, PC_INPLACE, PC_SERIAL, PC_PARALLEL, PC_MPI } pc_alg_t;
+typedef enum { PC_AUTO, PC_INPLACE, PC_SERIAL, PC_PARALLEL, PC_MPI, PC_FUSED, PC_SPLIT, PC_AUTO_PARALLEL } pc_alg_t;
 typedef struct {
     pc_alg_t barrier, bcast, reduce, allreduce, reduce_scatter, scan, gather, scatter, allgather, alltoall;
     size_t parallel_min;

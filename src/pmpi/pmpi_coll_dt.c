@@ -17,6 +17,12 @@ static pc_alg_t alg_of(const char *v)
         return PC_SERIAL;
     if (!strcmp(v, "parallel"))
         return PC_PARALLEL;
+    if (!strcmp(v, "fused"))
+        return PC_FUSED;
+    if (!strcmp(v, "auto-parallel"))
+        return PC_AUTO_PARALLEL;
+    if (!strcmp(v, "split"))
+        return PC_SPLIT;
     if (!strcmp(v, "inplace") || !strcmp(v, "counter"))
         return PC_INPLACE;
     return PC_AUTO;
@@ -48,6 +54,11 @@ void pc_knobs_init(void)
                             alg_of(o->COLL_ALLREDUCE), alg_of(o->COLL_REDUCE_SCATTER), alg_of(o->COLL_SCAN),
                             alg_of(o->COLL_GATHER), alg_of(o->COLL_SCATTER), alg_of(o->COLL_ALLGATHER),
                             alg_of(o->COLL_ALLTOALL), o->COLL_PARALLEL_MIN, o->COLL_HIER};
+    /* Bcast: split forced (any size past the inline one), from COLL_SPLIT_MIN (auto), or never. */
+    coll_tune.split_min = pc_knobs.bcast == PC_SPLIT  ? 1
+                          : pc_knobs.bcast == PC_AUTO ? o->COLL_SPLIT_MIN
+                                                      : 0;
+    coll_tune.fold3 = o->COLL_FUSED_FOLD;
     dt_map_n = 0;
     map_add(MPI_INT, COLL_T_I32, sizeof(int), 0);
     map_add(MPI_DOUBLE, COLL_T_F64, sizeof(double), 0);

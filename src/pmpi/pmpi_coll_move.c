@@ -217,14 +217,23 @@ BOBCAT_EXPORT int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, 
 
 /* Byte counts and displacements of the v-variants, for a dense type (in place) or for packed
  * pieces laid end to end in a temporary (otherwise). */
+#define VSTACK 32 /* ranks whose layout fits on the stack (no malloc per call for small groups) */
 typedef struct {
     size_t *bytes, *displ, total;
     int packed;
+    size_t stack[2 * VSTACK];
 } vlayout_t;
+
+static void vlayout_free(vlayout_t *v)
+{
+    if (v->bytes != v->stack)
+        free(v->bytes);
+    v->bytes = NULL;
+}
 
 static int vlayout(vlayout_t *v, int n, const int *counts, const int *displs, const pc_dt_t *d)
 {
-    v->bytes = malloc(2 * (size_t)n * sizeof(size_t));
+    v->bytes = n <= VSTACK ? v->stack : malloc(2 * (size_t)n * sizeof(size_t));
     if (!v->bytes)
         return -1;
     v->displ = v->bytes + n;
@@ -232,7 +241,7 @@ static int vlayout(vlayout_t *v, int n, const int *counts, const int *displs, co
     v->total = 0;
     for (int r = 0; r < n; r++) {
         if (counts[r] < 0) {
-            free(v->bytes);
+            vlayout_free(v);
             return -1;
         }
         /* A negative displacement is legal (the buffer pointer need not be the lowest address):
@@ -251,7 +260,10 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.gather, &why);
     pc_dt_t sd = {0}, rd = {0};
     int me = pc ? pc->rank : 0, in_place = sbuf == MPI_IN_PLACE;
-    vlayout_t v = {0};
+    vlayout_t v;
+    v.bytes = v.displ = NULL;
+    v.total = 0;
+    v.packed = 0;
     if (pc && (root < 0 || root >= pc->size || (me != root && in_place)))
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (pc && ((me == root && (pc_dt(rtype, &rd) || vlayout(&v, pc->size, rcounts, displs, &rd))) ||
@@ -263,7 +275,7 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
     if (pc && me == root && !in_place && sbuf == rbuf && (long long)scount * sd.size > 0)
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
-        free(v.bytes);
+        vlayout_free(&v);
         pmpi_stat_mpi(&st_gatherv, why, 0);
         return PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
     }
@@ -310,7 +322,7 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
     }
     pmpi_stat_path(&st_gatherv, staged || in.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, in.bytes, 0);
     pc_in_done(&in);
-    free(v.bytes);
+    vlayout_free(&v);
     return MPI_SUCCESS;
 }
 
@@ -321,7 +333,10 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.scatter, &why);
     pc_dt_t sd = {0}, rd = {0};
     int me = pc ? pc->rank : 0, in_place = rbuf == MPI_IN_PLACE;
-    vlayout_t v = {0};
+    vlayout_t v;
+    v.bytes = v.displ = NULL;
+    v.total = 0;
+    v.packed = 0;
     if (pc && (root < 0 || root >= pc->size || (me != root && in_place)))
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (pc && ((me == root && (pc_dt(stype, &sd) || vlayout(&v, pc->size, scounts, displs, &sd))) ||
@@ -333,7 +348,7 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
     if (pc && me == root && !in_place && sbuf == rbuf && (long long)rcount * rd.size > 0)
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
-        free(v.bytes);
+        vlayout_free(&v);
         pmpi_stat_mpi(&st_scatterv, why, 0);
         return PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
     }
@@ -389,7 +404,7 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
     if (src != sbuf)
         free((void *)src);
     pc_out_done(&out);
-    free(v.bytes);
+    vlayout_free(&v);
     return MPI_SUCCESS;
 }
 
@@ -402,12 +417,15 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.allgather, &why);
     pc_dt_t sd = {0}, rd = {0};
     int in_place = sbuf == MPI_IN_PLACE, n = pc ? pc->size : 1, me = pc ? pc->rank : 0;
-    int *cnt = NULL, *dsp = NULL;
-    vlayout_t v = {0};
+    int *cnt = NULL, *dsp = NULL, cnt_stack[2 * VSTACK];
+    vlayout_t v;
+    v.bytes = v.displ = NULL;
+    v.total = 0;
+    v.packed = 0;
     if (pc && rbuf == MPI_IN_PLACE)
         pc = NULL; /* erroneous: the real MPI reports it */
     if (pc) {
-        cnt = malloc(2 * (size_t)n * sizeof(int));
+        cnt = n <= VSTACK ? cnt_stack : malloc(2 * (size_t)n * sizeof(int));
         if (!cnt)
             oom(0);
         dsp = cnt + n;
@@ -424,8 +442,9 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
             pc = NULL, why = PMPI_WHY_VARIANT;
     }
     if (!pc) {
-        free(cnt);
-        free(v.bytes);
+        if (cnt != cnt_stack)
+            free(cnt);
+        vlayout_free(&v);
         pmpi_stat_mpi(st, why, 0);
         return rcounts ? PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm)
                        : PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
@@ -491,8 +510,9 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
     }
     pmpi_stat_path(st, staged || in.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, v.total, 0);
     pc_in_done(&in);
-    free(cnt);
-    free(v.bytes);
+    if (cnt != cnt_stack)
+        free(cnt);
+    vlayout_free(&v);
     return MPI_SUCCESS;
 }
 

@@ -268,14 +268,16 @@ static void print_stats(void)
     fprintf(stderr,
             "bobcat: rank %d: p2p engine %s: calls bobcat %llu, off-node %llu, mpi %llu; bytes bobcat %llu; eager sent %llu "
             "recv %llu; single-copy sent %llu recv %llu (%llu bytes), staged %llu, detached %llu; pool nodes %llu, unexpected %llu, "
-            "non-contiguous %llu, wildcard to off-node %llu\n",
+            "non-contiguous %llu, wildcard to off-node %llu; fast-box sent %llu recv %llu (boxes %llu); split tails pushed %llu (%llu bytes)\n",
             wr, p2p_enabled() ? "on" : "off (all to the real MPI)", (unsigned long long)p2p_stats.calls_bobcat,
             (unsigned long long)p2p_stats.calls_offnode, (unsigned long long)p2p_stats.calls_mpi,
             (unsigned long long)p2p_stats.bytes_bobcat, (unsigned long long)m->eager_sent,
             (unsigned long long)m->eager_recv, (unsigned long long)m->rndv_sent, (unsigned long long)m->rndv_recv,
             (unsigned long long)m->bytes_single_copy, (unsigned long long)m->staged_sent, (unsigned long long)m->detached,
             (unsigned long long)m->pool_nodes, (unsigned long long)m->unexpected,
-            (unsigned long long)p2p_stats.noncontig, (unsigned long long)p2p_stats.offq_switch);
+            (unsigned long long)p2p_stats.noncontig, (unsigned long long)p2p_stats.offq_switch,
+            (unsigned long long)m->fbox_sent, (unsigned long long)m->fbox_recv, (unsigned long long)m->fboxes,
+            (unsigned long long)m->split_pushed, (unsigned long long)m->bytes_pushed);
 }
 
 P2P_HIDDEN void p2p_finalize(void)
@@ -336,6 +338,68 @@ static int new_null(int mode, MPI_Comm comm, MPI_Request *req)
     return MPI_SUCCESS;
 }
 
+/* ---- small messages without a request ----
+ * A standard, ready or buffered send of a contiguous datatype to a node mate that fits an eager
+ * node or a fast-box cell is complete once linked: the blocking call returns at once and the
+ * nonblocking one hands out the one shared completed request (like the MPIs' own for
+ * MPI_PROC_NULL), so neither allocates, clears or retires a request. A blocking receive from a
+ * node mate waits on an engine request on its stack. */
+
+/* 1 if the send was done here. */
+static int send_small(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, const p2p_comm_t *c,
+                      int mode)
+{
+    if (mode == MODE_SYNC || dest < 0 || dest >= c->size || tag < 0 || count < 0 || c->local[dest] < 0)
+        return 0;
+    dtinfo_t d;
+    dt_info(dt, &d);
+    size_t bytes = (size_t)count * (size_t)d.size;
+    if (!d.contig || bytes > bobcat_msg_eager_limit())
+        return 0;
+    msg_req_t m;
+    bobcat_msg_send(&m, c->ctx, c->rank, tag, c->local[dest], (const char *)buf + d.lb, bytes, 0);
+    p2p_stats.calls_bobcat++;
+    p2p_stats.bytes_bobcat += bytes;
+    pmpi_stat_path(&st_send, PMPI_PATH_INPLACE, bytes, 0);
+    return 1;
+}
+
+/* 1 if the receive was done here (*rc_p: its result). */
+static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, const p2p_comm_t *c,
+                      MPI_Status *st, int *rc_p)
+{
+    if (src == MPI_ANY_SOURCE ? c->mixed : (src < 0 || src >= c->size || c->local[src] < 0))
+        return 0;
+    if ((tag < 0 && tag != MPI_ANY_TAG) || count < 0)
+        return 0;
+    dtinfo_t d;
+    dt_info(dt, &d);
+    if (!d.contig)
+        return 0;
+    size_t cap = (size_t)count * (size_t)d.size;
+    msg_req_t m;
+    m.posted = 0;
+    bobcat_msg_recv(&m, c->ctx, src == MPI_ANY_SOURCE ? MSG_ANY : src, tag == MPI_ANY_TAG ? MSG_ANY : tag,
+                    (char *)buf + d.lb, cap);
+    p2p_stats.calls_bobcat++;
+    pmpi_stat_path(&st_recv, PMPI_PATH_INPLACE, cap, 0);
+    unsigned spins = 0;
+    while (!m.complete) {
+        p2p_progress();
+        if (m.complete)
+            break;
+        p2p_poke_mpi();
+        p2p_relax(&spins);
+    }
+    p2p_status_set(st, m.st_src, m.st_tag, (MPI_Count)m.st_len, 0);
+    *rc_p = MPI_SUCCESS;
+    if (m.truncated) {
+        PMPI_Comm_call_errhandler(comm, MPI_ERR_TRUNCATE);
+        *rc_p = MPI_ERR_TRUNCATE;
+    }
+    return 1;
+}
+
 /* Any send, nonblocking. */
 static int p2p_isend(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode,
                      MPI_Request *req)
@@ -354,6 +418,10 @@ static int p2p_isend(const void *buf, MPI_Count count, MPI_Datatype dt, int dest
         p2p_stats.calls_offnode++;
         pmpi_stat_mpi(&st_send, PMPI_WHY_OFFNODE, 0);
         return real_isend(buf, count, dt, dest, tag, comm, mode, req);
+    }
+    if (send_small(buf, count, dt, dest, tag, c, mode)) {
+        *req = p2p_handle_of(p2p_req_done());
+        return MPI_SUCCESS;
     }
     dtinfo_t d;
     dt_info(dt, &d);
@@ -472,6 +540,8 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
 static int p2p_send(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode)
 {
     p2p_comm_t *c = p2p_comm_lookup(comm);
+    if (c && send_small(buf, count, dt, dest, tag, c, mode))
+        return MPI_SUCCESS;
     if ((!c || (dest >= 0 && dest < c->size && c->local[dest] < 0)) && !p2p_need_progress() && count <= INT_MAX) {
         p2p_stats.calls_mpi++;
         switch (mode) {
@@ -495,8 +565,11 @@ static int p2p_recv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int ta
         p2p_stats.calls_mpi++;
         return PMPI_Recv(buf, (int)count, dt, src, tag, comm, st);
     }
+    int rc;
+    if (c && recv_small(buf, count, dt, src, tag, comm, c, st, &rc))
+        return rc;
     MPI_Request req;
-    int rc = p2p_irecv(buf, count, dt, src, tag, comm, &req);
+    rc = p2p_irecv(buf, count, dt, src, tag, comm, &req);
     if (rc != MPI_SUCCESS)
         return rc;
     return MPI_Wait(&req, st);

@@ -69,6 +69,7 @@ struct p2p_req {
     int st_valid;
     p2p_req_t *onext, *oprev; /* the off-node queue (mixed comms) */
     p2p_req_t *fnext;         /* free list / orphans */
+    int permanent;            /* the shared completed send (p2p_req_done): never released */
 };
 
 /* pmpi_p2p_comm.c. Constructors not in that file (MPI_Comm_split_type, pmpi_shm.c) call
@@ -87,6 +88,8 @@ P2P_HIDDEN void p2p_poke_mpi(void);
 /* pmpi_request.c */
 P2P_HIDDEN p2p_req_t *p2p_req_new(void);
 P2P_HIDDEN void p2p_req_release(p2p_req_t *r);
+/* The one completed send request every small nonblocking send shares (kind P2P_K_NULL). */
+P2P_HIDDEN p2p_req_t *p2p_req_done(void);
 P2P_HIDDEN p2p_req_t *p2p_req_of(MPI_Request h); /* NULL for real requests and MPI_REQUEST_NULL */
 P2P_HIDDEN MPI_Request p2p_handle_of(p2p_req_t *r);
 /* Matched-probe messages of bobcat's (a p2p_req_t whose buf is the msg_unexp_t) */

@@ -6,6 +6,7 @@
 #include "pmpi_p2p.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,8 +49,27 @@ P2P_HIDDEN p2p_req_t *p2p_req_new(void)
     return r;
 }
 
+P2P_HIDDEN p2p_req_t *p2p_req_done(void)
+{
+    static p2p_req_t *done;
+    if (!done) {
+        done = p2p_req_new();
+        if (!done) {
+            fprintf(stderr, "bobcat: out of memory for the first request\n");
+            abort();
+        }
+        done->kind = P2P_K_NULL;
+        done->mode = 0; /* a send: the status says MPI_ANY_SOURCE / MPI_ANY_TAG, 0 bytes */
+        done->comm = MPI_COMM_NULL;
+        done->permanent = 1;
+    }
+    return done;
+}
+
 P2P_HIDDEN void p2p_req_release(p2p_req_t *r)
 {
+    if (r->permanent)
+        return;
     if (r->pack) {
         free(r->pack);
         r->pack = NULL;
@@ -494,13 +514,34 @@ static inline int active_mine(p2p_req_t *r) { return r->kind != P2P_K_PERSIST ||
 static int testall_impl(int n, MPI_Request *reqs, int *flag, MPI_Status *sts)
 {
     p2p_progress();
-    int err;
+    int err, nreal = 0, errs = 0;
     for (int i = 0; i < n; i++) {
         p2p_req_t *r = p2p_req_of(reqs[i]);
-        if (r && !p2p_req_test(r, MPI_STATUS_IGNORE, &err)) {
+        if (!r) {
+            nreal += reqs[i] != MPI_REQUEST_NULL;
+            continue;
+        }
+        if (!p2p_req_test(r, MPI_STATUS_IGNORE, &err)) {
             *flag = 0;
             return MPI_SUCCESS;
         }
+        errs |= err != MPI_SUCCESS;
+    }
+    if (!nreal && !errs) {
+        /* Only bobcat's requests (and null ones), all complete and fine: one pass retires them (a
+         * window of small messages). Null ones get the empty status PMPI_Testall gives them; the
+         * MPI_ERROR fields stay as they are (no MPI_ERR_IN_STATUS). */
+        for (int i = 0; i < n; i++) {
+            p2p_req_t *r = p2p_req_of(reqs[i]);
+            if (r) {
+                p2p_req_test(r, st_at(sts, i), &err);
+                retire(r, &reqs[i]);
+            } else if (sts != MPI_STATUSES_IGNORE) {
+                p2p_status_set(&sts[i], MPI_ANY_SOURCE, MPI_ANY_TAG, 0, 0);
+            }
+        }
+        *flag = 1;
+        return MPI_SUCCESS;
     }
     split_t s;
     if (!split_init(&s, n, reqs))

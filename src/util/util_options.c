@@ -36,6 +36,8 @@ static const char *const enum_windows[] = {"auto", "eager", "lazy", NULL};
 static const char *const enum_stats[] = {"0", "off", "1", "rank", "node", NULL};
 static const char *const enum_coll_plain[] = {"auto", "inplace", "mpi", NULL};
 static const char *const enum_coll_reduce[] = {"auto", "serial", "parallel", "mpi", NULL};
+static const char *const enum_coll_allreduce[] = {"auto", "auto-parallel", "serial", "parallel", "fused", "mpi", NULL};
+static const char *const enum_coll_bcast[] = {"auto", "inplace", "split", "mpi", NULL};
 static const char *const enum_coll_barrier[] = {"auto", "counter", "mpi", NULL};
 
 static const char *const *enum_values(const char *name)
@@ -50,9 +52,14 @@ static const char *const *enum_values(const char *name)
         return enum_stats;
     if (!strcmp(name, "COLL_BARRIER"))
         return enum_coll_barrier;
-    if (!strcmp(name, "COLL_REDUCE") || !strcmp(name, "COLL_ALLREDUCE") || !strcmp(name, "COLL_REDUCE_SCATTER"))
+    if (!strcmp(name, "COLL_ALLREDUCE"))
+        return enum_coll_allreduce;
+    if (!strcmp(name, "COLL_BCAST"))
+        return enum_coll_bcast;
+    if (!strcmp(name, "COLL_REDUCE") || !strcmp(name, "COLL_REDUCE_SCATTER"))
         return enum_coll_reduce;
-    if (!strncmp(name, "COLL_", 5) && strcmp(name, "COLL_SPIN") && strcmp(name, "COLL_PARALLEL_MIN") && strcmp(name, "COLL_HIER"))
+    if (!strncmp(name, "COLL_", 5) && strcmp(name, "COLL_SPIN") && strcmp(name, "COLL_PARALLEL_MIN") &&
+        strcmp(name, "COLL_HIER") && strcmp(name, "COLL_SPLIT_MIN") && strcmp(name, "COLL_FUSED_FOLD"))
         return enum_coll_plain;
     return NULL;
 }
