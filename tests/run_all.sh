@@ -30,9 +30,20 @@ for e in /proc/[0-9]*/environ; do
     echo "leftover job process: $pid $(tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null)"; left=1
   fi
 done
-if grep -q '@bobcat-' /proc/net/unix; then
-  echo "leftover bootstrap sockets:"; grep '@bobcat-' /proc/net/unix; left=1
-fi
+# A socket lives only while a process holds it: name the holder. /proc/net/unix is per network
+# namespace, /proc/PID per PID namespace: a socket whose holder this suite cannot see at all belongs
+# to a workload outside its PID namespace (the suite run under `unshare -p`), not to the suite.
+while read -r _ _ _ _ _ _ inode path; do
+  holders=$(for fd in /proc/[0-9]*/fd/*; do
+              [ "$(readlink "$fd" 2>/dev/null)" = "socket:[$inode]" ] && { p=${fd#/proc/}; echo "${p%%/*}"; }
+            done 2>/dev/null | sort -u)
+  if [ -n "$holders" ]; then
+    for h in $holders; do echo "leftover bootstrap socket $path held by $h: $(tr '\0' ' ' < /proc/$h/cmdline 2>/dev/null)"; done
+    left=1
+  else
+    echo "note: bootstrap socket $path is held by no process visible here (another PID namespace's workload)"
+  fi
+done < <(grep '@bobcat-' /proc/net/unix)
 shm_after=$(ls -1 /dev/shm 2>/dev/null | sort)
 new_shm=$(comm -13 <(echo "$shm_before") <(echo "$shm_after"))
 if [ -n "$new_shm" ]; then echo "new /dev/shm entries: $new_shm"; left=1; fi
