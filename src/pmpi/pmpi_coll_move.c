@@ -302,7 +302,7 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
         }
         pmpi_stat_path(&st_gatherv, in.tmp || me == root ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, in.bytes, A_HIER);
         pc_in_done(&in);
-        free(v.bytes);
+        vlayout_free(&v);
         return MPI_SUCCESS;
     }
     pc_buf_t in = {0};
@@ -381,7 +381,7 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
         free(discard);
         free(whole);
         pc_out_done(&out);
-        free(v.bytes);
+        vlayout_free(&v);
         return MPI_SUCCESS;
     }
     pc_buf_t out = {0};
@@ -476,8 +476,9 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
         }
         pmpi_stat_path(st, in.tmp || !direct ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, v.total, A_HIER);
         pc_in_done(&in);
-        free(cnt);
-        free(v.bytes);
+        if (cnt != cnt_stack)
+            free(cnt);
+        vlayout_free(&v);
         return MPI_SUCCESS;
     }
     pc_buf_t in = {0};
