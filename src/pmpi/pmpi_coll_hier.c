@@ -54,8 +54,9 @@ static void leaders_layout(const pmpi_comm_t *pc, const size_t *nodebytes, int *
     }
 }
 
-/* Pieces of byte counts bytes[] (comm order) between comm order (prefix offsets) and node order. */
-static void to_node_order(const pmpi_comm_t *pc, const size_t *bytes, const char *comm_order, char *node_order)
+/* Pieces of byte counts bytes[] (comm order) between comm order (prefix offsets) and node order:
+ * to_node copies comm -> node, else node -> comm. */
+static void permute(const pmpi_comm_t *pc, const size_t *bytes, char *comm_order, char *node_order, int to_node)
 {
     size_t *coff = xmalloc((size_t)pc->size * sizeof(size_t)), off = 0;
     for (int r = 0; r < pc->size; r++)
@@ -63,24 +64,23 @@ static void to_node_order(const pmpi_comm_t *pc, const size_t *bytes, const char
     off = 0;
     for (int p = 0; p < pc->size; p++) {
         int r = pc->by_pos[p];
-        memcpy(node_order + off, comm_order + coff[r], bytes[r]);
+        if (to_node)
+            memcpy(node_order + off, comm_order + coff[r], bytes[r]);
+        else
+            memcpy(comm_order + coff[r], node_order + off, bytes[r]);
         off += bytes[r];
     }
     free(coff);
 }
 
+static void to_node_order(const pmpi_comm_t *pc, const size_t *bytes, const char *comm_order, char *node_order)
+{
+    permute(pc, bytes, (char *)comm_order, node_order, 1);
+}
+
 static void to_comm_order(const pmpi_comm_t *pc, const size_t *bytes, const char *node_order, char *comm_order)
 {
-    size_t *coff = xmalloc((size_t)pc->size * sizeof(size_t)), off = 0;
-    for (int r = 0; r < pc->size; r++)
-        coff[r] = off, off += bytes[r];
-    off = 0;
-    for (int p = 0; p < pc->size; p++) {
-        int r = pc->by_pos[p];
-        memcpy(comm_order + coff[r], node_order + off, bytes[r]);
-        off += bytes[r];
-    }
-    free(coff);
+    permute(pc, bytes, comm_order, (char *)node_order, 0);
 }
 
 /* The byte count of every rank of my node at its leader (mb, node_size entries; NULL elsewhere). */
