@@ -5,7 +5,10 @@
  *   get_latency   one-way latency of an 8-byte word seen through blocking shmem_getmem: each PE
  *                 stores a sequence number in its own word and polls the other's with gets
  *                 (RTT / 2; every get that sees the new value fetches a line the peer rewrote)
- *   fetch_add     shmem_long_atomic_fetch_add on the other PE's counter (the peer idle, OSU style)
+ *   fetch_add     shmem_long_atomic_fetch_add on the other PE's counter (the peer idle, OSU style:
+ *                 after the first add the line stays in PE 0's cache)
+ *   fetch_add_contended  PE 0 and PE 1 both fetch_add PE 1's counter at once, so that the line
+ *                 moves between the cores; the time per add on PE 0
  *   barrier_all   shmem_barrier_all
  *   put_bw        shmem_putmem bandwidth 64 KiB .. 4 MiB; memcpy_bw: memcpy of the same size on PE 0
  * Output (docs/design/contracts.md §3): one JSON line per metric, the median of --reps
@@ -72,7 +75,7 @@ static long agree(long v)
     return r;
 }
 
-enum test { PINGPONG, PUTMEM, GETPONG, FADD, BARRIER };
+enum test { PINGPONG, PUTMEM, GETPONG, FADD, FADD_SHARED, BARRIER };
 
 /* One repetition of a test: n iterations on every PE; returns the time per iteration (s). */
 static double run(enum test t, long n, long *src, long *buf, long base)
@@ -121,6 +124,11 @@ static double run(enum test t, long n, long *src, long *buf, long base)
             for (long i = 0; i < n; i++)
                 x += shmem_long_atomic_fetch_add(&counter, 1, peer);
         break;
+    case FADD_SHARED:
+        if (me <= 1)
+            for (long i = 0; i < n; i++)
+                x += shmem_long_atomic_fetch_add(&counter, 1, 1);
+        break;
     case BARRIER:
         for (long i = 0; i < n; i++)
             shmem_barrier_all();
@@ -143,6 +151,8 @@ static long calibrate(enum test t, long *src, long *buf, long *base, long *fadds
         *base += n;
         if (t == FADD)
             *fadds += n;
+        else if (t == FADD_SHARED)
+            *fadds += 2 * n;
         long next = agree(per * n < share / 10 && n < max_iters ? n * 2 : 0);
         if (!next) {
             double want = per > 0 ? share / per : (double)max_iters;
@@ -251,6 +261,11 @@ int main(int argc, char **argv)
         t[r] = run(FADD, n, src, buf, 0) * 1e9;
     emit("fetch_add", median(t, reps), "ns", "lower", 8, n);
 
+    n = calibrate(FADD_SHARED, src, buf, &base, &fadds);
+    for (int r = 0; r < reps; r++, fadds += 2 * n)
+        t[r] = run(FADD_SHARED, n, src, buf, 0) * 1e9;
+    emit("fetch_add_contended", median(t, reps), "ns", "lower", 8, n);
+
     n = calibrate(BARRIER, src, buf, &base, &fadds);
     for (int r = 0; r < reps; r++)
         t[r] = run(BARRIER, n, src, buf, 0) * 1e9;
@@ -286,7 +301,7 @@ int main(int argc, char **argv)
         emit("memcpy_bw", median(tw, reps), "GB/s", "higher", (long)sz, k);
     }
 
-    /* Validation, untimed: PE 1's counter holds every fetch_add PE 0 made, and a 4 MiB put of a
+    /* Validation, untimed: PE 1's counter holds every fetch_add PE 0 and PE 1 made, and a 4 MiB put of a
      * pattern arrives whole (each PE fills its own src with the same pattern). */
     for (size_t i = 0; i < BUF_BYTES / sizeof(long); i++)
         src[i] = (long)(i * 2654435761u) ^ 0x5a5a;

@@ -35,7 +35,8 @@ _BY_NAME: dict[str, frozenset[str]] = {
     "hpcc": frozenset(HPCC_RESULTS),
     # OpenSHMEM on one node: put/get latency, the atomic, the barrier, and put bandwidth at every
     # size it measures (64 KiB .. 4 MiB); not the memcpy reference or the put issue rate.
-    "shmem": frozenset({"put_latency", "get_latency", "fetch_add", "barrier_all", "put_bw"}),
+    "shmem": frozenset({"put_latency", "get_latency", "fetch_add", "fetch_add_contended",
+                         "barrier_all", "put_bw"}),
 }
 
 

@@ -413,14 +413,16 @@ def noise_figure(ds: Dataset, out: Path) -> FigureResult:
 
 
 _SHMEM_LAT = (("put_latency", "put 8 B\none-way"), ("get_latency", "get 8 B\none-way"),
-              ("fetch_add", "fetch_add"), ("barrier_all", "barrier_all"))
+              ("fetch_add", "fetch_add"), ("fetch_add_contended", "fetch_add\ncontended"),
+              ("barrier_all", "barrier_all"))
 
 
 def shmem_figure(ds: Dataset, out: Path) -> FigureResult:
     res = FigureResult("S3", "OpenSHMEM on one node: bobcat over SMARTMAP vs Open MPI oshmem",
                        "Left: latency (ns, log scale) of an 8-byte put as seen by the other PE "
                        "(one-way), of an 8-byte store seen through blocking gets (one-way), "
-                       "fetch_add and barrier_all, 2 PEs; lower "
+                       "fetch_add (peer idle, and both PEs on one counter), barrier_all, "
+                       "2 PEs; lower "
                        "is better. Right: shmem_putmem bandwidth (solid) against message size, "
                        "with memcpy of the same size on the same PE as the reference (dashed, "
                        "same colour); higher is better. Median over repetitions, whiskers "

@@ -23,8 +23,8 @@ from bobcat.report import render
 
 DATA = Path(__file__).parent / "data"
 CAPTURED = {"bobcat": "shmem_bobcat_openmpi.jsonl", "oshmem": "shmem_oshmem.jsonl"}
-METRICS = {"put_latency", "putmem_issue", "get_latency", "fetch_add", "barrier_all", "put_bw",
-           "memcpy_bw"}
+METRICS = {"put_latency", "putmem_issue", "get_latency", "fetch_add", "fetch_add_contended",
+           "barrier_all", "put_bw", "memcpy_bw"}
 BW_SIZES = [64 << 10, 256 << 10, 1 << 20, 4 << 20]
 BENCH = paths.libexec_dir() / "bench" / "shmem-bench.openmpi"
 needs_bench = pytest.mark.skipif(not BENCH.exists(), reason=f"{BENCH} not installed (build the "
@@ -84,6 +84,7 @@ def test_crash_record_from_real_oshmem_stderr():
 
 def test_headline_rule():
     for name, size in (("put_latency", 8), ("get_latency", 8), ("fetch_add", 8),
+                       ("fetch_add_contended", 8),
                        ("barrier_all", None), ("put_bw", 64 << 10), ("put_bw", 4 << 20)):
         assert is_headline("shmem", "shmem", name, size, {}), name
     for name in ("memcpy_bw", "putmem_issue"):
