@@ -177,7 +177,9 @@ BOBCAT_LAYER_API void coll_scatterv(coll_node_t *cn, int root, const void *sbuf,
  * in place (my piece is already at rbuf + displs[me], and then rbuf must be shared). When every
  * piece is at most COLL_INLINE_MAX bytes they travel in the slots (buffers may then be private). */
 BOBCAT_LAYER_API void coll_allgatherv(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t *bytes, const size_t *displs);
-/* Each rank reads block `me` of every rank's sbuf (shared, not overlapping rbuf). */
+/* Each rank reads block `me` of every rank's sbuf (shared, not overlapping rbuf). When the whole
+ * send buffer is at most COLL_INLINE_MAX bytes it travels in the slots: buffers may then be
+ * private, and sbuf may be rbuf (in place). */
 BOBCAT_LAYER_API void coll_alltoall(coll_node_t *cn, const void *sbuf, size_t bytes, void *rbuf);
 
 #endif

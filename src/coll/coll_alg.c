@@ -577,10 +577,30 @@ void coll_allgatherv(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t
 void coll_alltoall(coll_node_t *cn, const void *sbuf, size_t bytes, void *rbuf)
 {
     int me = cn->rank;
-    memcpy((char *)rbuf + (size_t)me * bytes, (const char *)sbuf + (size_t)me * bytes, bytes);
+    size_t all = (size_t)cn->size * bytes;
+    if (sbuf != rbuf)
+        memcpy((char *)rbuf + (size_t)me * bytes, (const char *)sbuf + (size_t)me * bytes, bytes);
     if (cn->size == 1 || !bytes)
         return;
     cn->seq++;
+    if (all <= INLINE_MAX) {
+        /* My whole send buffer travels in my slot and each rank copies its block out of every
+         * peer's slot (buffers may be private; in place works because the slot is filled before
+         * any block is written). Between two ranks no done round, as for the inline Allgather. */
+        uint64_t w[7] = {0};
+        memcpy(&w[1], sbuf, all);
+        coll_publish(cn, w, 1 + (int)((all + 7) / 8));
+        for (int k = 1; k < cn->size; k++) {
+            int r = (me + k) % cn->size;
+            const coll_pub_t *p = coll_pub_of(cn, r);
+            memcpy((char *)rbuf + (size_t)r * bytes, (const char *)&p->word[1] + (size_t)me * bytes, bytes);
+        }
+        if (cn->size != 2) {
+            coll_signal_done(cn);
+            coll_wait_all_done(cn);
+        }
+        return;
+    }
     uint64_t w[7] = {W(sbuf)};
     coll_publish(cn, w, 1);
     for (int k = 1; k < cn->size; k++) {

@@ -567,18 +567,20 @@ BOBCAT_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype,
         pc_out_done(&out);
         return MPI_SUCCESS;
     }
-    /* In place, my blocks are read by peers while I overwrite them: they go through a copy. */
-    int rc = in_place ? pc_in(&in, rbuf, rcount * n, rtype, &rd, 1) : pc_in(&in, sbuf, scount * n, stype, &sd, 1);
-    if (rc == 0 && in_place && !in.tmp) {
+    /* In place, my blocks are read by peers while I overwrite them: they go through a copy, unless
+     * the whole buffer travels in the slots (then no buffer needs to be in the segment either). */
+    int inl = bytes * (size_t)n <= COLL_INLINE_MAX;
+    int rc = in_place ? pc_in(&in, rbuf, rcount * n, rtype, &rd, !inl) : pc_in(&in, sbuf, scount * n, stype, &sd, !inl);
+    if (rc == 0 && in_place && !in.tmp && !inl) {
         /* pc_in used rbuf itself (dense, shared): force a copy. */
         if (!(in.p = malloc(in.bytes)))
             oom(in.bytes);
         memcpy(in.p, rbuf, in.bytes);
         in.tmp = 1;
     }
-    if (rc || pc_out(&out, rbuf, rcount * n, rtype, &rd, 0, 0))
+    if (rc || pc_out(&out, rbuf, rcount * n, rtype, &rd, 0, in_place && inl))
         oom(bytes * (size_t)n);
-    coll_alltoall(&pc->cn, in.p, bytes, out.p);
+    coll_alltoall(&pc->cn, inl && in_place ? out.p : in.p, bytes, out.p);
     pmpi_stat_path(&st_alltoall, (in.tmp && !in_place) || out.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes * (size_t)n, 0);
     pc_in_done(&in);
     pc_out_done(&out);
