@@ -315,3 +315,29 @@ def test_probe_bad_arguments() -> None:
         proc = subprocess.run([str(probe), *args], capture_output=True, text=True,
                               timeout=TIMEOUT, env=clean_env())
         assert proc.returncode == 2, (args, proc.stderr)
+
+
+# ------------------------------------------------------------------------------ coll-floor
+
+
+def test_coll_floor() -> None:
+    """The reduction floor (no MPI): every test reported, min <= median <= max, and the result it
+    validates (thread 0 holds the sum of both inputs) is right."""
+    records = run_json([str(binary("coll-floor", None)), "--bytes", "64K", "--reps", "3",
+                        "--iters", "5"])
+    metrics = check_schema(records, ranks=None)
+    assert {m["metric"] for m in metrics} == {"barrier", "copy_half", "reduce_parallel",
+                                              "reduce_serial", "allreduce_fused"}
+    for m in metrics:
+        assert m["unit"] == "us" and m["better"] == "lower" and m["value"] > 0, m
+        assert m["params"]["bytes"] == 64 << 10 and m["params"]["reps"] == 3
+        assert m["params"]["min"] <= m["value"] <= m["params"]["max"], m
+
+
+@pytest.mark.parametrize("args", [["--bytes", "12"], ["--reps", "0"], ["--reps", "500"],
+                                  ["--cpus", "x"], ["--iters"], ["--bogus"]])
+def test_coll_floor_bad_arguments(args: list[str]) -> None:
+    proc = subprocess.run([str(binary("coll-floor", None)), *args], capture_output=True,
+                          text=True, timeout=TIMEOUT, env=clean_env())
+    assert proc.returncode == 2, (args, proc.stderr)
+    assert proc.stdout == "" and proc.stderr.startswith("usage: coll-floor")
