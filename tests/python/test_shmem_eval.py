@@ -265,6 +265,10 @@ def test_unavailable_runs_are_bad_input(tmp_path, args, message):
 REP_FACTORS = (1.0, 1.2, 0.9)
 
 
+# The probe before each fixture run (ns), per implementation and repetition.
+PROBES = {"bobcat": [50.0, 58.0, 270.0], "oshmem": [55.0, 61.0, 49.0]}
+
+
 def _fixture_db(path: Path, impls: tuple[str, ...] = ("bobcat", "oshmem"),
                 skipped: list[dict] | None = None) -> dict:
     """Three repetitions of the captured real runs (values scaled by REP_FACTORS), stored through
@@ -287,7 +291,9 @@ def _fixture_db(path: Path, impls: tuple[str, ...] = ("bobcat", "oshmem"),
                 benchmark="shmem", config=config, mpi="openmpi", mode="VN2", ranks=2,
                 params={"time": "0.05", "reps": "7", "args": ["--time", "0.05"]}, started=rep,
                 duration=1.0, status="ok", exit_code=139 if impl == "oshmem" else 0, machine={},
-                config_detail=detail, probe_before=None, probe_after=None, placement="core",
+                config_detail=detail, probe_after=None, placement="core",
+                probe_before={"bench": "probe", "metric": "oneway_ns", "value": PROBES[impl][rep],
+                              "placement": "core"},
                 git_rev=None, command=["x"], raw_stdout="", raw_stderr="", metrics=p.metrics,
                 campaign_id=cid, seq=rep, repetition=rep)
             st.add_run(rec)
@@ -354,6 +360,10 @@ def test_report_shmem_section(tmp_path):
         want_o = statistics.median(values[("oshmem", name, size)])
         assert num(row[lwk], want_l) and num(row[osh], want_o), row
         assert num(row[-2], want_o / want_l), row      # speed-up of times: peer / bobcat
+    # The placement each series met: the median of its runs' probes, no speed-up.
+    row = next(r for k, r in rows.items() if k.startswith("core-to-core probe"))
+    assert num(row[lwk], statistics.median(PROBES["bobcat"])) and row[-2] == "—"
+    assert num(row[osh], statistics.median(PROBES["oshmem"]))
     row = rows["put bandwidth 1048576 B"]
     want_l = statistics.median(values[("bobcat", "put_bw", 1 << 20)])
     want_o = statistics.median(values[("oshmem", "put_bw", 1 << 20)])
