@@ -125,8 +125,14 @@ class Reservation:
     def __exit__(self, *exc: Any) -> None:
         if self.raised_from is None:
             return
+        # Give back what this reservation added, from the pool as it is now: another job (a
+        # second campaign, a test) may have raised it meanwhile, and restoring the size seen at
+        # the start would take its pages away, or leave its pages behind when it gives back
+        # first (issue 7's loaded runs ended with 792 pages nobody owned).
+        added = self.record.get("pool_reserved", self.raised_from) - self.raised_from
         try:
-            NR_HUGEPAGES.write_text(f"{self.raised_from}\n")
+            now = pool()[0]
+            NR_HUGEPAGES.write_text(f"{max(now - added, 0)}\n")
             self.record["pool_after"] = pool()[0]
         except OSError as e:
             self.record["note"] += f"; could not give the pages back ({e.strerror})"

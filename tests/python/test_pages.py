@@ -156,6 +156,35 @@ def test_reservation_raises_the_pool_as_root_and_gives_back_only_what_it_added(f
     assert nr.read_text() == "3072\n" and r.raised_from is None
 
 
+def test_overlapping_reservations_give_back_only_their_own_pages(fake_pool, monkeypatch):
+    """Two campaigns (or a campaign and a test) reserving at once, ending in either order: each
+    gives back what it added, so the pool ends where it started, never with orphan pages and
+    never below what the other still holds."""
+    set_pool, nr = fake_pool
+    real_pool = hugepool.pool
+    state = {"used": 0}
+
+    def kernel_pool():                                    # every page reserved is free but `used`
+        want = int(nr.read_text())
+        return want, max(0, want - state["used"])
+
+    monkeypatch.setattr(hugepool, "pool", kernel_pool)
+    for first_out in ("a", "b"):
+        set_pool(0, 0)
+        state["used"] = 0
+        a = hugepool.Reservation(300, is_root=True).__enter__()
+        assert int(nr.read_text()) == 300
+        state["used"] = 300                               # a's runs hold its pages
+        b = hugepool.Reservation(200, is_root=True).__enter__()
+        assert int(nr.read_text()) == 500 and b.raised_from == 300
+        one, two = (a, b) if first_out == "a" else (b, a)
+        one.__exit__(None, None, None)
+        assert int(nr.read_text()) == (200 if first_out == "a" else 300)   # the other's stay
+        two.__exit__(None, None, None)
+        assert int(nr.read_text()) == 0, first_out
+    assert real_pool is not kernel_pool
+
+
 def test_reservation_says_why_it_cannot(fake_pool):
     set_pool, nr = fake_pool
     set_pool(0, 0)
