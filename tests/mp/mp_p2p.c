@@ -10,7 +10,7 @@
 #include "mp_util.h"
 
 static int rank, size;
-static int eager = 4096; /* BOBCAT_P2P_EAGER's default: sizes around it are the interesting ones */
+static int eager = 2048; /* BOBCAT_P2P_EAGER's default: sizes around it are the interesting ones */
 
 static unsigned char pat(int src, int dst, int tag, size_t i)
 {
