@@ -14,15 +14,28 @@
 
 static int rank, size;
 
-static void pscw(MPI_Win win, MPI_Group wg, int *mem, int round)
+/* The other side of a post/start/complete/wait epoch between rank 0 (the origin) and the others
+ * (the targets): for rank 0 every other rank, for a target rank 0. */
+static MPI_Group epoch_group(MPI_Group wg)
 {
     MPI_Group g;
+    if (rank != 0) {
+        int zero = 0;
+        MPI_Group_incl(wg, 1, &zero, &g);
+        return g;
+    }
+    int *others = malloc(sizeof(int) * (size_t)size);
+    for (int r = 1; r < size; r++)
+        others[r - 1] = r;
+    MPI_Group_incl(wg, size - 1, others, &g);
+    free(others);
+    return g;
+}
+
+static void pscw(MPI_Win win, MPI_Group wg, int *mem, int round)
+{
+    MPI_Group g = epoch_group(wg);
     if (rank == 0) {
-        int *others = malloc(sizeof(int) * (size_t)size);
-        for (int r = 1; r < size; r++)
-            others[r - 1] = r;
-        MPI_Group_incl(wg, size - 1, others, &g);
-        free(others);
         MPI_Win_start(g, 0, win);
         for (int r = 1; r < size; r++) {
             int v = 1000 * round + r;
@@ -32,8 +45,7 @@ static void pscw(MPI_Win win, MPI_Group wg, int *mem, int round)
         MPI_Win_complete(win);
         MPI_Barrier(MPI_COMM_WORLD);
     } else {
-        int zero = 0, flag = 1;
-        MPI_Group_incl(wg, 1, &zero, &g);
+        int flag = 1;
         MPI_Win_post(g, 0, win);
         MPI_Win_test(win, &flag);
         CHECK(!flag, "round %d: rank %d: exposure epoch over before the origin completed", round, rank);
@@ -53,13 +65,8 @@ static void pscw(MPI_Win win, MPI_Group wg, int *mem, int round)
  * bobcat barrier before completing. */
 static void pscw_wait(MPI_Win win, MPI_Group wg, int *mem, int round)
 {
-    MPI_Group g;
+    MPI_Group g = epoch_group(wg);
     if (rank == 0) {
-        int *others = malloc(sizeof(int) * (size_t)size);
-        for (int r = 1; r < size; r++)
-            others[r - 1] = r;
-        MPI_Group_incl(wg, size - 1, others, &g);
-        free(others);
         MPI_Win_start(g, 0, win);
         MPI_Barrier(MPI_COMM_WORLD);
         for (int r = 1; r < size; r++) {
@@ -69,8 +76,6 @@ static void pscw_wait(MPI_Win win, MPI_Group wg, int *mem, int round)
         MPI_Win_complete(win);
         MPI_Barrier(MPI_COMM_WORLD);
     } else {
-        int zero = 0;
-        MPI_Group_incl(wg, 1, &zero, &g);
         MPI_Win_post(g, 0, win);
         MPI_Barrier(MPI_COMM_WORLD);
         MPI_Barrier(MPI_COMM_WORLD);

@@ -1,5 +1,4 @@
 """Campaign files: validation with named keys/lines, interleaved expansion, stored-spec round trip."""
-import os
 import time
 
 import pytest
@@ -27,11 +26,7 @@ modes = ["VN2"]
 """
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for k in list(os.environ):
-        if k.startswith("BOBCAT_") and k != "BOBCAT_HOME":
-            monkeypatch.delenv(k)
+pytestmark = pytest.mark.usefixtures("no_bobcat_knobs")
 
 
 @pytest.fixture

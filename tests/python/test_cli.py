@@ -18,11 +18,7 @@ needs_imb = pytest.mark.skipif(not (IMB.exists() and (paths.libexec_dir() / "ben
                                       "(build the tree and set BOBCAT_HOME)")
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for k in list(os.environ):
-        if k.startswith("BOBCAT_") and k != "BOBCAT_HOME":
-            monkeypatch.delenv(k)
+pytestmark = pytest.mark.usefixtures("no_bobcat_knobs")
 
 
 def bobcat(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -24,11 +24,7 @@ HPCC_INPUTS = ("HPL_N", "HPL_NB", "HPL_nprow", "HPL_npcol", "PTRANS_n", "MPIFFT_
 A, B = "linux-shm-with-a-long-name", "linux-nic-with-an-even-longer-name"
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for k in list(os.environ):
-        if k.startswith("BOBCAT_") and k != "BOBCAT_HOME":
-            monkeypatch.delenv(k)
+pytestmark = pytest.mark.usefixtures("no_bobcat_knobs")
 
 
 def bobcat(*args, env=None, timeout=300):

@@ -19,11 +19,7 @@ from bobcat.store import RunRecord, Store
 STREAM = paths.libexec_dir() / "bench" / "stream.openmpi"
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for k in list(os.environ):
-        if k.startswith("BOBCAT_") and k != "BOBCAT_HOME":
-            monkeypatch.delenv(k)
+pytestmark = pytest.mark.usefixtures("no_bobcat_knobs")
 
 
 @pytest.fixture

@@ -31,11 +31,7 @@ needs_bench = pytest.mark.skipif(not BENCH.exists(), reason=f"{BENCH} not instal
                                  "tree and set BOBCAT_HOME)")
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for k in list(os.environ):
-        if k.startswith("BOBCAT_") and k != "BOBCAT_HOME":
-            monkeypatch.delenv(k)
+pytestmark = pytest.mark.usefixtures("no_bobcat_knobs")
 
 
 def bobcat(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:

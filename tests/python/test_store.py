@@ -24,11 +24,7 @@ CONTRACT_COLUMNS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for k in list(os.environ):
-        if k.startswith("BOBCAT_") and k != "BOBCAT_HOME":
-            monkeypatch.delenv(k)
+pytestmark = pytest.mark.usefixtures("no_bobcat_knobs")
 
 
 def record(**kw) -> RunRecord:
