@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import paths
+from . import hugepool, paths
 from .bench_smartmap import probe
 from .yod_plan import format_size, page_table_bytes
 
@@ -87,31 +87,32 @@ def job_processes(root: int) -> list[dict]:
 
 
 class HugePool:
-    """Make sure `pages` 2 MiB pages are free (root only); undo only what this raised."""
+    """Make sure `pages` 2 MiB pages are free (root only); give back only the pages this added,
+    from the pool as it is at the end (the rule of hugepool.Reservation: another job may have
+    raised the pool meanwhile)."""
 
     def __init__(self) -> None:
-        self.raised_from: int | None = None
+        self.added = 0
 
     def ensure(self, pages: int) -> bool:
-        free = int(open("/proc/meminfo").read().split("HugePages_Free:")[1].split()[0])
+        total, free = hugepool.pool()
         if free >= pages:
             return True
         if os.geteuid() != 0:
             return False
-        total = int(HUGE_SYSFS.read_text())
-        if self.raised_from is None:
-            self.raised_from = total
         try:
             HUGE_SYSFS.write_text(str(total + pages - free))
         except OSError:
             return False
-        free = int(open("/proc/meminfo").read().split("HugePages_Free:")[1].split()[0])
+        got_total, free = hugepool.pool()
+        self.added += max(got_total - total, 0)
         return free >= pages
 
     def restore(self) -> None:
-        if self.raised_from is not None:
+        if self.added:
             try:
-                HUGE_SYSFS.write_text(str(self.raised_from))
+                HUGE_SYSFS.write_text(str(max(hugepool.pool()[0] - self.added, 0)))
+                self.added = 0
             except OSError:
                 pass
 

@@ -129,7 +129,7 @@ class Reservation:
         # second campaign, a test) may have raised it meanwhile, and restoring the size seen at
         # the start would take its pages away, or leave its pages behind when it gives back
         # first (issue 7's loaded runs ended with 792 pages nobody owned).
-        added = self.record.get("pool_reserved", self.raised_from) - self.raised_from
+        added = self.record["pool_reserved"] - self.raised_from
         try:
             now = pool()[0]
             NR_HUGEPAGES.write_text(f"{max(now - added, 0)}\n")

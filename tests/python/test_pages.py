@@ -181,6 +181,31 @@ def test_overlapping_reservations_give_back_only_their_own_pages(fake_pool, monk
     assert real_pool is not kernel_pool
 
 
+def test_scaling_benchmark_pool_gives_back_only_what_it_added(fake_pool, monkeypatch):
+    """bench_scaling raises the pool step by step for growing jobs and follows the same rule."""
+    from bobcat import bench_scaling
+    set_pool, nr = fake_pool
+    monkeypatch.setattr(bench_scaling, "HUGE_SYSFS", nr)
+    monkeypatch.setattr(bench_scaling.os, "geteuid", lambda: 0)
+    state = {"used": 0}
+
+    def kernel_pool():
+        want = int(nr.read_text())
+        return want, max(0, want - state["used"])
+
+    monkeypatch.setattr(hugepool, "pool", kernel_pool)
+    set_pool(100, 100)
+    state["used"] = 100                                   # someone else's pages, in use
+    hp = bench_scaling.HugePool()
+    assert hp.ensure(50) and int(nr.read_text()) == 150
+    assert hp.ensure(80) and int(nr.read_text()) == 180   # 30 more
+    nr.write_text("230\n")                                # another job adds 50 meanwhile
+    hp.restore()
+    assert int(nr.read_text()) == 150                     # its 50 stay, our 80 go
+    hp.restore()
+    assert int(nr.read_text()) == 150                     # nothing given back twice
+
+
 def test_reservation_says_why_it_cannot(fake_pool):
     set_pool, nr = fake_pool
     set_pool(0, 0)
