@@ -718,7 +718,25 @@ static msg_node_t *inbox_pop(void)
 /* Take arrivals out of the inbox and the fast boxes; with `stop`, only until it completes (the
  * rest stay where they are for the receives about to be posted, instead of being copied aside as
  * unexpected: a receiver posting a window of receives takes each message straight from its cell). */
-static int progress_until(const msg_req_t *stop)
+/* Nothing to take: no detached send to reap, the inbox at its stub with no node behind it, no
+ * fast box with its next cell filled or an acknowledgement owed. One line per peer polled, read
+ * shared; the common answer of a polling loop, kept out of the slow path's frame. */
+static inline int progress_idle(void)
+{
+    msg_node_t *head = E.head;
+    if (E.detached || head != (msg_node_t *)(uintptr_t)universal(&E.inbox->stub) ||
+        atomic_load_explicit(&head->next, memory_order_acquire))
+        return 0;
+    for (int i = 0; i < E.npolled; i++) {
+        const __typeof__(E.rx[0]) *x = &E.rx[E.polled[i]];
+        if (x->acked != x->expect || x->dacked != x->dpos ||
+            atomic_load_explicit(&x->chan->cell[x->expect & x->mask].seq, memory_order_acquire) == x->expect + 1)
+            return 0;
+    }
+    return 1;
+}
+
+static __attribute__((noinline)) int progress_take(const msg_req_t *stop)
 {
     int n = 0;
     msg_node_t *c;
@@ -738,6 +756,11 @@ static int progress_until(const msg_req_t *stop)
         fbox_ack(s);
     }
     return n;
+}
+
+static inline int progress_until(const msg_req_t *stop)
+{
+    return progress_idle() ? 0 : progress_take(stop);
 }
 
 BOBCAT_MSG_API int bobcat_msg_progress(void)

@@ -99,7 +99,8 @@ P2P_HIDDEN MPI_Message p2p_msghandle_of(p2p_req_t *m);
  * Does not release the request. */
 P2P_HIDDEN int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p);
 P2P_HIDDEN void p2p_orphan(p2p_req_t *r);
-P2P_HIDDEN int p2p_orphans_pending(void);
+P2P_HIDDEN extern p2p_req_t *p2p_orphans;
+static inline int p2p_orphans_pending(void) { return p2p_orphans != NULL; }
 P2P_HIDDEN void p2p_orphans_reap(void);
 P2P_HIDDEN void p2p_status_set(MPI_Status *st, int src, int tag, MPI_Count bytes, int cancelled);
 P2P_HIDDEN void p2p_status_empty(MPI_Status *st);
