@@ -1,6 +1,6 @@
 /* bench/imb/imb.c — the IMB-MPI1 set the papers use (PingPong, PingPing, Sendrecv, Exchange,
  * Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall, Reduce_scatter) plus a windowed
- * non-blocking message rate, selected with --test.
+ * non-blocking message rate and the cost of polling (Testany), selected with --test.
  *
  * Timing follows IMB: every participating rank times the whole loop after a barrier and divides by
  * the iteration count; t_min/t_avg/t_max (µs) are taken across ranks. PingPong reports half the
@@ -347,6 +347,43 @@ static size_t msgrate_window(long window, size_t bytes)
     return w < cap ? w : cap;
 }
 
+/* ---------------------------------------------------------------- polling ---------------------- */
+
+/* What a polling loop pays per look: every rank keeps one MPI_ANY_SOURCE/ANY_TAG receive posted
+ * that nothing matches during the loop and calls MPI_Testany on it once per iteration (HPCC
+ * MPIRandomAccess does this once per table update). Each prepare first completes the receive left
+ * from before with a zero-byte message to itself, so the loop always looks at a fresh one. */
+static void poll_finish(ctx_t *x)
+{
+    if (x->reqs[0] == MPI_REQUEST_NULL)
+        return;
+    MPI_Send(NULL, 0, MPI_BYTE, x->rank, 9, x->comm);
+    MPI_Status st;
+    MPI_Wait(&x->reqs[0], &st);
+    if (st.MPI_SOURCE != x->rank || st.MPI_TAG != 9) {
+        fprintf(stderr, "imb: Testany: rank %d: the posted receive matched source %d tag %d\n", x->rank,
+                st.MPI_SOURCE, st.MPI_TAG);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
+static void poll_prepare(ctx_t *x)
+{
+    poll_finish(x);
+    MPI_Irecv(x->rbuf, 1, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, x->comm, &x->reqs[0]);
+}
+
+static void poll_iter(ctx_t *x, long i)
+{
+    (void)i;
+    int idx, flag;
+    MPI_Testany(1, x->reqs, &idx, &flag, x->stats);
+    if (flag) {
+        fprintf(stderr, "imb: Testany: rank %d: a receive nobody sent to completed\n", x->rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
 /* ---------------------------------------------------------------- the table -------------------- */
 
 static const test_t tests[] = {
@@ -363,6 +400,7 @@ static const test_t tests[] = {
      1},
     {"Reduce_scatter", "reduce_scatter", 0, 1, 0, one_block, rs_prepare, rs_iter, rs_check, 1},
     {"msgrate", "msgrate", 0, 1, 0, window_blocks, fill_own, msgrate_iter, msgrate_check, 1},
+    {"Testany", "testany", 0, 0, 0, one_block, poll_prepare, poll_iter, no_check, 1},
 };
 #define NTESTS ((int)(sizeof tests / sizeof tests[0]))
 
@@ -400,10 +438,12 @@ static void run_test(const test_t *t, const bc_common_t *c, long window)
             maxb = c->sizes[s] > maxb ? c->sizes[s] : maxb;
         if (!t->sized)
             maxb = 0;
-        if (t->iter == msgrate_iter) {
-            x.window = window;
-            x.reqs = malloc((size_t)window * sizeof *x.reqs);
-            x.stats = malloc((size_t)window * sizeof *x.stats);
+        if (t->iter == msgrate_iter || t->iter == poll_iter) {
+            x.window = t->iter == msgrate_iter ? window : 1;
+            x.reqs = malloc((size_t)x.window * sizeof *x.reqs);
+            x.stats = malloc((size_t)x.window * sizeof *x.stats);
+            if (x.reqs)
+                x.reqs[0] = MPI_REQUEST_NULL;
         }
         size_t rblocks = t->rbuf_blocks(&x);
         size_t sblocks = t->iter == alltoall_iter ? (size_t)x.size : 1;
@@ -416,7 +456,7 @@ static void run_test(const test_t *t, const bc_common_t *c, long window)
         x.sbuf = malloc(maxb * sblocks + 64);
         x.rbuf = malloc(rbytes + 64);
         x.counts = malloc((size_t)x.size * sizeof *x.counts);
-        if (!x.sbuf || !x.rbuf || !x.counts || (t->iter == msgrate_iter && (!x.reqs || !x.stats))) {
+        if (!x.sbuf || !x.rbuf || !x.counts || ((t->iter == msgrate_iter || t->iter == poll_iter) && (!x.reqs || !x.stats))) {
             fprintf(stderr, "imb: out of memory for %s at %zu B\n", t->name, maxb);
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
@@ -462,6 +502,8 @@ static void run_test(const test_t *t, const bc_common_t *c, long window)
                 bc_emit("bandwidth", t->bw_factor * (double)x.bytes / tmax, "MB/s", "higher",
                         "%s\"iters\": %ld", sz, n);
         }
+        if (t->iter == poll_iter)
+            poll_finish(&x);
         free(x.sbuf);
         free(x.rbuf);
         free(x.counts);

@@ -29,7 +29,7 @@ FLAVOURS = {
 }
 IMB_TESTS = {
     "pingpong", "pingping", "sendrecv", "exchange", "barrier", "bcast", "reduce", "allreduce",
-    "allgather", "alltoall", "reduce_scatter", "msgrate",
+    "allgather", "alltoall", "reduce_scatter", "msgrate", "testany",
 }
 TIMEOUT = 90
 
@@ -132,8 +132,9 @@ def test_imb_all_tests(flavour: str) -> None:
     # Bandwidth exactly where IMB defines it.
     with_bw = {m["bench"] for m in metrics if m["metric"] == "bandwidth"}
     assert with_bw == {"pingpong", "pingping", "sendrecv", "exchange"}
-    barrier = [m for m in metrics if m["bench"] == "barrier"]
-    assert barrier and all("bytes" not in m["params"] for m in barrier)
+    for unsized in ("barrier", "testany"):
+        rows = [m for m in metrics if m["bench"] == unsized]
+        assert rows and all("bytes" not in m["params"] for m in rows), unsized
     for m in metrics:
         if m["metric"].startswith("t_"):
             assert m["unit"] == "us" and m["better"] == "lower"
