@@ -60,7 +60,9 @@ typedef struct msg_node {
     struct msg_node *pool_next; /* 56: sender-private: its in-flight / free lists */
 } msg_node_t;                  /* 64: payload starts here */
 
-enum { MSG_NODE_EAGER = 1, MSG_NODE_RTS = 2, MSG_NODE_STUB = 3 };
+/* MSG_NODE_RTS_BOX: a rendezvous node whose first payload word names the pair's new fast box (the
+ * sender's address), as `addr` does for an eager node. */
+enum { MSG_NODE_EAGER = 1, MSG_NODE_RTS = 2, MSG_NODE_STUB = 3, MSG_NODE_RTS_BOX = 4 };
 
 /* Ticket: the sender's completion word for a rendezvous or synchronous send, in the sender's
  * segment (a node's `done` points here). It outlives the request when the sender detaches: a
@@ -112,8 +114,12 @@ typedef struct {
  * and before a node from the pair whose pseq is ahead of `expect` it takes the cells between
  * (visible: the sender's release of the cell precedes its push of the node), so the pair's order
  * is kept across both paths. Cell: the sender writes the fields, then seq with release; the
- * receiver acquires seq, copies, and later stores ack (release) so the sender may reuse it. */
+ * receiver acquires seq, copies, and later stores ack (release) so the sender may reuse it.
+ * A rendezvous header takes a cell too when the pair's next cell is free: len is MSG_CELL_RNDV and
+ * data holds the message's length, the sender's buffer and its ticket (sender's addresses), as a
+ * rendezvous node's len, addr and done would. Rendezvous nodes open boxes as eager ones do. */
 #define MSG_CELL_DATA 40
+#define MSG_CELL_RNDV 0xffffffffu
 #define MSG_FBOX_AFTER 8
 #define MSG_FBOX_MAX 32
 typedef struct {
@@ -180,6 +186,7 @@ typedef struct {
     uint64_t eager_sent, rndv_sent, staged_sent, detached, pool_nodes;
     uint64_t eager_recv, rndv_recv, unexpected, bytes_sent, bytes_single_copy;
     uint64_t fbox_sent, fbox_recv, fboxes; /* messages through fast boxes; boxes opened */
+    uint64_t fbox_rndv;                    /* rendezvous headers sent through fast boxes */
     uint64_t split_pushed, bytes_pushed;   /* rendezvous tails this rank copied as the sender */
 } msg_stats_t;
 

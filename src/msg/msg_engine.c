@@ -34,6 +34,7 @@ static struct {
     size_t ring;           /* data-ring bytes of the boxes I open */
     size_t box_max;        /* largest message a box of mine carries (cell or ring) */
     unsigned opened;       /* boxes I opened */
+    int box_rndv;          /* rendezvous headers through cells (BOBCAT_P2P_FASTBOX_RNDV) */
     struct {
         msg_chan_t *chan;  /* my box to this peer, once announced (own address) */
         uint64_t seq;      /* messages sent to this peer */
@@ -212,6 +213,7 @@ BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
     if (st == BOBCAT_OK) {
         bobcat_msg_set_fastbox(o.P2P_FASTBOX > (1u << 16) ? (1u << 16) : (unsigned)o.P2P_FASTBOX, o.P2P_FASTBOX_RING);
         bobcat_msg_set_split(o.P2P_SPLIT_MIN);
+        E.box_rndv = o.P2P_FASTBOX_RNDV;
     }
     return st;
 }
@@ -290,17 +292,39 @@ static msg_chan_t *fbox_open(int dest)
     return c;
 }
 
-/* A small message into the pair's fast box, if it fits and the cell is free. */
-static inline int fbox_send(int dest, int32_t ctx, int32_t src, int32_t tag, const void *buf, size_t len)
+/* The cell of the pair's next message, if the receiver has taken the message that used it last. */
+static inline msg_cell_t *fbox_cell(int dest)
 {
     __typeof__(E.tx[0]) *t = &E.tx[dest];
     uint64_t q = t->seq;
     if (q - t->ack >= E.cells) {
         t->ack = atomic_load_explicit(&t->chan->ack, memory_order_acquire);
         if (q - t->ack >= E.cells)
-            return 0; /* the receiver has not taken message q - cells yet */
+            return NULL; /* the receiver has not taken message q - cells yet */
     }
-    msg_cell_t *c = &t->chan->cell[q & (E.cells - 1)];
+    return &t->chan->cell[q & (E.cells - 1)];
+}
+
+/* Publish the filled cell as the pair's next message (release: its fields before its seq). */
+static inline void fbox_publish(int dest, msg_cell_t *c, int32_t ctx, int32_t src, int32_t tag, uint32_t len)
+{
+    __typeof__(E.tx[0]) *t = &E.tx[dest];
+    c->len = len;
+    c->ctx = ctx;
+    c->src = src;
+    c->tag = tag;
+    atomic_store_explicit(&c->seq, t->seq + 1, memory_order_release);
+    t->seq++;
+    E.stats.fbox_sent++;
+}
+
+/* A small message into the pair's fast box, if it fits and the cell is free. */
+static inline int fbox_send(int dest, int32_t ctx, int32_t src, int32_t tag, const void *buf, size_t len)
+{
+    __typeof__(E.tx[0]) *t = &E.tx[dest];
+    msg_cell_t *c = fbox_cell(dest);
+    if (!c)
+        return 0;
     if (len > MSG_CELL_DATA) {
         /* The payload goes to the data ring, whole lines, never across its end. */
         uint64_t need = (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE, at = t->dhead;
@@ -317,15 +341,55 @@ static inline int fbox_send(int dest, int32_t ctx, int32_t src, int32_t tag, con
     } else if (len) {
         memcpy(c->data, buf, len);
     }
-    c->len = (uint32_t)len;
-    c->ctx = ctx;
-    c->src = src;
-    c->tag = tag;
-    atomic_store_explicit(&c->seq, q + 1, memory_order_release);
-    t->seq = q + 1;
-    E.stats.fbox_sent++;
+    fbox_publish(dest, c, ctx, src, tag, (uint32_t)len);
     E.stats.eager_sent++;
     E.stats.bytes_sent += len;
+    return 1;
+}
+
+/* The rendezvous half of a send: its ticket, and the data staged in the segment when peers cannot
+ * see the buffer (stack, static data, a foreign mapping): such a send is detached from the start
+ * (the receiver reads the copy). Returns the ticket the header names. */
+static msg_ticket_t *rndv_prepare(msg_req_t *req, const void *buf, size_t len, int sync)
+{
+    msg_ticket_t *tk = ticket_get();
+    req->ticket = tk;
+    if (!smap_is_shared(buf)) {
+        void *b = malloc(len);
+        if (!b || !smap_is_shared(b)) {
+            util_error("msg: cannot stage a %zu-byte send in the segment: raise BOBCAT_HEAP", len);
+            abort();
+        }
+        memcpy(b, buf, len);
+        tk->bounce = (uint64_t)(uintptr_t)b;
+        tk->owned = b;
+        atomic_store_explicit(&tk->claim, 2, memory_order_relaxed); /* published with the header */
+        E.stats.staged_sent++;
+        if (!sync) {
+            tk->next = E.detached;
+            E.detached = tk;
+            req->ticket = NULL;
+        }
+    }
+    E.stats.rndv_sent++;
+    E.stats.bytes_sent += len;
+    return tk;
+}
+
+/* A rendezvous header into the pair's fast box when its next cell is free: the receiver polls that
+ * line anyway, where through the inbox the header costs an exchange on a tail every sender shares
+ * and a pointer chase. */
+static int fbox_rndv(msg_req_t *req, int dest, int32_t ctx, int32_t src, int32_t tag, const void *buf, size_t len,
+                     int sync)
+{
+    msg_cell_t *c = fbox_cell(dest);
+    if (!c)
+        return 0;
+    msg_ticket_t *tk = rndv_prepare(req, buf, len, sync);
+    uint64_t h[3] = {len, (uint64_t)(uintptr_t)buf, (uint64_t)(uintptr_t)tk};
+    memcpy(c->data, h, sizeof h);
+    fbox_publish(dest, c, ctx, src, tag, MSG_CELL_RNDV);
+    E.stats.fbox_rndv++;
     return 1;
 }
 
@@ -341,6 +405,16 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
         req->complete = 1;
         return;
     }
+    req->kind = MSG_REQ_SEND;
+    req->sync = sync;
+    req->ticket = NULL;
+    req->sbuf = buf;
+    req->slen = len;
+    if (len > E.eager && t->chan && E.box_rndv && fbox_rndv(req, dest_local, ctx, src, tag, buf, len, sync)) {
+        req->waits_done = req->ticket != NULL;
+        req->complete = !req->waits_done;
+        return;
+    }
     msg_node_t *n = node_get();
     n->ctx = ctx;
     n->src = src;
@@ -352,12 +426,7 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
     n->done = 0;
     msg_chan_t *opened = NULL;
     atomic_store_explicit(&n->consumed, 0, memory_order_relaxed);
-    req->kind = MSG_REQ_SEND;
     req->complete = 0;
-    req->sync = sync;
-    req->ticket = NULL;
-    req->sbuf = buf;
-    req->slen = len;
     if (len <= E.eager) {
         n->kind = MSG_NODE_EAGER;
         if (sync) {
@@ -371,33 +440,20 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
         if (E.cells && !t->chan && !t->refused && dest_local != E.my_local && ++t->sent >= MSG_FBOX_AFTER &&
             (opened = fbox_open(dest_local)) != NULL)
             n->addr = (uint64_t)(uintptr_t)opened;
+        E.stats.bytes_sent += len;
     } else {
-        req->ticket = ticket_get();
         n->kind = MSG_NODE_RTS;
         n->addr = (uint64_t)(uintptr_t)buf;
-        n->done = (uint64_t)(uintptr_t)req->ticket;
-        if (!smap_is_shared(buf)) {
-            /* Stack, static data or a foreign mapping: peers cannot see it. Stage it, and the
-             * send is detached from the start (the receiver reads the copy). */
-            void *b = malloc(len);
-            if (!b || !smap_is_shared(b)) {
-                util_error("msg: cannot stage a %zu-byte send in the segment: raise BOBCAT_HEAP", len);
-                abort();
-            }
-            memcpy(b, buf, len);
-            req->ticket->bounce = (uint64_t)(uintptr_t)b;
-            req->ticket->owned = b;
-            atomic_store_explicit(&req->ticket->claim, 2, memory_order_relaxed); /* published by the push */
-            E.stats.staged_sent++;
-            if (!sync) {
-                req->ticket->next = E.detached;
-                E.detached = req->ticket;
-                req->ticket = NULL;
-            }
+        n->done = (uint64_t)(uintptr_t)rndv_prepare(req, buf, len, sync);
+        /* Rendezvous traffic opens the pair's box too (its headers then go through cells): the
+         * node names the box in its first payload word. */
+        if (E.cells && E.eager >= sizeof(uint64_t) && !t->chan && !t->refused && dest_local != E.my_local &&
+            ++t->sent >= MSG_FBOX_AFTER && (opened = fbox_open(dest_local)) != NULL) {
+            uint64_t box = (uint64_t)(uintptr_t)opened;
+            memcpy(n + 1, &box, sizeof box);
+            n->kind = MSG_NODE_RTS_BOX;
         }
-        E.stats.rndv_sent++;
     }
-    E.stats.bytes_sent += len;
     inbox_push(E.peer[dest_local], n);
     if (opened) {
         t->chan = opened;
@@ -636,6 +692,14 @@ static inline int fbox_take(int s)
         __builtin_prefetch(&x->chan->cell[(x->expect + k) & x->mask]);
     const void *data = c->data;
     uint32_t len = c->len;
+    if (len == MSG_CELL_RNDV) {
+        uint64_t h[3];
+        memcpy(h, c->data, sizeof h);
+        arrive(c->ctx, c->src, c->tag, MSG_NODE_RTS, h[0], h[1], h[2], s, NULL);
+        x->expect++;
+        E.stats.fbox_recv++;
+        return 1;
+    }
     if (len > MSG_CELL_DATA) {
         uint64_t at;
         memcpy(&at, c->data, sizeof at);
@@ -675,8 +739,14 @@ static void arrive_node(const msg_node_t *c)
                            (unsigned long long)x->expect, c->pseq);
                 abort();
             }
-    if (c->kind == MSG_NODE_EAGER && c->addr && !x->chan) {
-        x->chan = peer_addr(s, c->addr);
+    uint32_t kind = c->kind;
+    uint64_t box = kind == MSG_NODE_EAGER ? c->addr : 0;
+    if (kind == MSG_NODE_RTS_BOX) {
+        memcpy(&box, c + 1, sizeof box);
+        kind = MSG_NODE_RTS;
+    }
+    if (box && !x->chan) {
+        x->chan = peer_addr(s, box);
         x->acked = 0;
         x->dpos = x->dacked = 0;
         x->mask = x->chan->cells - 1;
@@ -684,7 +754,7 @@ static void arrive_node(const msg_node_t *c)
         x->data = (const char *)&x->chan->cell[x->chan->cells];
         E.polled[E.npolled++] = (int16_t)s;
     }
-    arrive(c->ctx, c->src, c->tag, c->kind, c->len, c->kind == MSG_NODE_EAGER ? 0 : c->addr, c->done, s, c + 1);
+    arrive(c->ctx, c->src, c->tag, kind, c->len, kind == MSG_NODE_EAGER ? 0 : c->addr, c->done, s, c + 1);
     x->expect++;
 }
 

@@ -268,7 +268,7 @@ static void print_stats(void)
     fprintf(stderr,
             "bobcat: rank %d: p2p engine %s: calls bobcat %llu, off-node %llu, mpi %llu; bytes bobcat %llu; eager sent %llu "
             "recv %llu; single-copy sent %llu recv %llu (%llu bytes), staged %llu, detached %llu; pool nodes %llu, unexpected %llu, "
-            "non-contiguous %llu, wildcard to off-node %llu; fast-box sent %llu recv %llu (boxes %llu); split tails pushed %llu (%llu bytes)\n",
+            "non-contiguous %llu, wildcard to off-node %llu; fast-box sent %llu recv %llu (of which rendezvous headers %llu; boxes %llu); split tails pushed %llu (%llu bytes)\n",
             wr, p2p_enabled() ? "on" : "off (all to the real MPI)", (unsigned long long)p2p_stats.calls_bobcat,
             (unsigned long long)p2p_stats.calls_offnode, (unsigned long long)p2p_stats.calls_mpi,
             (unsigned long long)p2p_stats.bytes_bobcat, (unsigned long long)m->eager_sent,
@@ -276,7 +276,8 @@ static void print_stats(void)
             (unsigned long long)m->bytes_single_copy, (unsigned long long)m->staged_sent, (unsigned long long)m->detached,
             (unsigned long long)m->pool_nodes, (unsigned long long)m->unexpected,
             (unsigned long long)p2p_stats.noncontig, (unsigned long long)p2p_stats.offq_switch,
-            (unsigned long long)m->fbox_sent, (unsigned long long)m->fbox_recv, (unsigned long long)m->fboxes,
+            (unsigned long long)m->fbox_sent, (unsigned long long)m->fbox_recv, (unsigned long long)m->fbox_rndv,
+            (unsigned long long)m->fboxes,
             (unsigned long long)m->split_pushed, (unsigned long long)m->bytes_pushed);
 }
 
