@@ -785,9 +785,6 @@ static msg_node_t *inbox_pop(void)
     return NULL;
 }
 
-/* Take arrivals out of the inbox and the fast boxes; with `stop`, only until it completes (the
- * rest stay where they are for the receives about to be posted, instead of being copied aside as
- * unexpected: a receiver posting a window of receives takes each message straight from its cell). */
 /* Nothing to take: no detached send to reap, the inbox at its stub with no node behind it, no
  * fast box with its next cell filled or an acknowledgement owed. One line per peer polled, read
  * shared; the common answer of a polling loop, kept out of the slow path's frame. */
@@ -806,6 +803,9 @@ static inline int progress_idle(void)
     return 1;
 }
 
+/* Take arrivals out of the inbox and the fast boxes; with `stop`, only until it completes (the
+ * rest stay where they are for the receives about to be posted, instead of being copied aside as
+ * unexpected: a receiver posting a window of receives takes each message straight from its cell). */
 static __attribute__((noinline)) int progress_take(const msg_req_t *stop)
 {
     int n = 0;
