@@ -4,8 +4,11 @@ at their default AND best settings, 2 ranks on one node, IMB-style timings.
 Protocol for a noisy machine (the one every bobcat performance claim follows): every variant runs
 once per round and the rounds interleave them (the starting variant rotates, so no variant always
 follows the same neighbour); the figure of merit is the median over rounds; the core-to-core probe
-runs before and after so the placement state is on record. A ratio is lwk's median over the best
-peer's median, per test and size.
+runs before and after the whole run and around every variant's turn, so each sample carries the
+placement state it ran in ("core", "smt", "chip", or "mixed" when the two probes disagree).
+`--placement core` takes the medians over the samples of that state only (this VM's vCPUs move
+between placements for seconds at a time: a variant whose turns fell on "chip" reads slow for
+reasons of its own). A ratio is lwk's median over the best peer's median, per test and size.
 
 Variants (per MPI):
   lwk      yod -VN2 -np 2: libbobcat's MPI layer on the real MPI
@@ -100,6 +103,9 @@ def run(argv: list[str] | None = None) -> dict:
     ap.add_argument("--heap", default="512M", help="yod --heap for the lwk variants (default 512M)")
     ap.add_argument("--no-off", action="store_true", help="leave out the lwk-off variants")
     ap.add_argument("--no-old", action="store_true", help="leave out the lwk-old variants (OLD_KNOBS)")
+    ap.add_argument("--placement", choices=[*parsers.PLACEMENTS, "mixed"],
+                    help="medians over the samples taken in this placement state only (a turn whose two "
+                    "probes disagree is 'mixed'); default: every sample")
     ap.add_argument("--json", type=Path, help="write every sample and median to this file")
     args = ap.parse_args(argv)
     mpis = [m for m in args.mpi.split(",") if m]
@@ -120,6 +126,7 @@ def run(argv: list[str] | None = None) -> dict:
     vs = variants(mpis, args.heap, not args.no_off, not args.no_old)
     invocations = imb_args(tests, args.iters, args.time)
     samples: dict[str, dict[str, list[float]]] = {v: {} for v in vs}
+    states: dict[str, dict[str, list[str]]] = {v: {} for v in vs}  # placement of each sample
     failures: list[str] = []
     result: dict = {"protocol": "interleaved rounds, rotating start, medians", "probe_before": probe()}
     with NodeSettings(pages=600):
@@ -129,6 +136,8 @@ def run(argv: list[str] | None = None) -> dict:
             for name in order:
                 prefix, extra = vs[name]
                 mpi = name.split(".")[1]
+                before = probe().get("placement")
+                turn: list[tuple[str, float]] = []
                 for inv in invocations:
                     cmd = prefix + [str(bench_dir() / f"imb.{mpi}")] + inv
                     r = subprocess.run(cmd, capture_output=True, text=True, env={**env, **extra}, timeout=600)
@@ -139,14 +148,34 @@ def run(argv: list[str] | None = None) -> dict:
                         if row.name != merit_of(row):
                             continue
                         key = f"{row.bench}:{row.size if row.size is not None else '-'}"
-                        samples[name].setdefault(key, []).append(row.value)
+                        turn.append((key, row.value))
+                after = probe().get("placement")
+                state = before if before == after and before else "mixed"
+                for key, value in turn:
+                    samples[name].setdefault(key, []).append(value)
+                    states[name].setdefault(key, []).append(state)
             print(f"round {rnd + 1}/{args.reps} done", file=sys.stderr, flush=True)
     result["probe_after"] = probe()
-    med = {v: {k: statistics.median(x) for k, x in s.items()} for v, s in samples.items()}
-    result.update(samples=samples, median=med, failures=failures, ratios=ratios(med, mpis))
+    med = medians(samples, states, args.placement)
+    result.update(samples=samples, states=states, placement=args.placement, median=med, failures=failures,
+                  ratios=ratios(med, mpis))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     return result
+
+
+def medians(samples: dict[str, dict[str, list[float]]], states: dict[str, dict[str, list[str]]],
+            placement: str | None = None) -> dict[str, dict[str, float]]:
+    """Per variant and key, the median of its samples; with `placement`, of those taken in that state
+    only (a key with none left is absent, so no ratio is formed from it)."""
+    out: dict[str, dict[str, float]] = {}
+    for v, per_key in samples.items():
+        for key, xs in per_key.items():
+            st = states.get(v, {}).get(key, [])
+            kept = [x for x, s in zip(xs, st) if s == placement] if placement else xs
+            if kept:
+                out.setdefault(v, {})[key] = statistics.median(kept)
+    return out
 
 
 def ratios(med: dict[str, dict[str, float]], mpis: list[str]) -> dict[str, dict[str, dict]]:
@@ -188,6 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     pb, pa = res["probe_before"], res["probe_after"]
     print(f"probe before/after: {pb.get('oneway_ns')} ns ({pb.get('placement')}) / "
           f"{pa.get('oneway_ns')} ns ({pa.get('placement')})")
+    for v, per_key in res["states"].items():
+        counts: dict[str, int] = {}
+        for st in next(iter(per_key.values()), []):
+            counts[st] = counts.get(st, 0) + 1
+        print(f"  turns of {v}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
+    if res["placement"]:
+        print(f"medians over the samples taken in placement '{res['placement']}' only")
     print("times are µs (pingpong: one-way t_avg; collectives: t_avg), msgrate is messages/s; "
           "ratio = lwk / best peer (time; < 1 is faster) or best / lwk (rate)")
     for mpi, rows in res["ratios"].items():

@@ -1,0 +1,17 @@
+"""bench_mpi's medians: every sample, or only those taken in one placement state."""
+from bobcat import bench_mpi
+
+
+def test_medians_by_placement() -> None:
+    samples = {"lwk.openmpi": {"pingpong:8": [0.10, 0.30, 0.12, 0.50, 0.11]},
+               "best.openmpi": {"pingpong:8": [0.20, 0.22, 0.60]}}
+    states = {"lwk.openmpi": {"pingpong:8": ["core", "chip", "core", "mixed", "core"]},
+              "best.openmpi": {"pingpong:8": ["chip", "chip", "chip"]}}
+    every = bench_mpi.medians(samples, states)
+    assert every == {"lwk.openmpi": {"pingpong:8": 0.12}, "best.openmpi": {"pingpong:8": 0.22}}
+    core = bench_mpi.medians(samples, states, "core")
+    # best ran no turn on "core": it has no median there, so no ratio is formed against it
+    assert core == {"lwk.openmpi": {"pingpong:8": 0.11}}
+    assert bench_mpi.ratios(core, ["openmpi"])["openmpi"]["pingpong:8"]["lwk_over_best_same"] is None
+    chip = bench_mpi.medians(samples, states, "chip")
+    assert chip["lwk.openmpi"]["pingpong:8"] == 0.30 and chip["best.openmpi"]["pingpong:8"] == 0.22
