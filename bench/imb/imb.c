@@ -438,7 +438,8 @@ static void run_test(const test_t *t, const bc_common_t *c, long window)
             maxb = c->sizes[s] > maxb ? c->sizes[s] : maxb;
         if (!t->sized)
             maxb = 0;
-        if (t->iter == msgrate_iter || t->iter == poll_iter) {
+        int with_reqs = t->iter == msgrate_iter || t->iter == poll_iter;
+        if (with_reqs) {
             x.window = t->iter == msgrate_iter ? window : 1;
             x.reqs = malloc((size_t)x.window * sizeof *x.reqs);
             x.stats = malloc((size_t)x.window * sizeof *x.stats);
@@ -456,7 +457,7 @@ static void run_test(const test_t *t, const bc_common_t *c, long window)
         x.sbuf = malloc(maxb * sblocks + 64);
         x.rbuf = malloc(rbytes + 64);
         x.counts = malloc((size_t)x.size * sizeof *x.counts);
-        if (!x.sbuf || !x.rbuf || !x.counts || ((t->iter == msgrate_iter || t->iter == poll_iter) && (!x.reqs || !x.stats))) {
+        if (!x.sbuf || !x.rbuf || !x.counts || (with_reqs && (!x.reqs || !x.stats))) {
             fprintf(stderr, "imb: out of memory for %s at %zu B\n", t->name, maxb);
             MPI_Abort(MPI_COMM_WORLD, 3);
         }

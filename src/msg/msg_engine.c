@@ -679,12 +679,24 @@ static void arrive(int32_t ctx, int32_t src, int32_t tag, uint32_t kind, uint64_
 }
 
 /* Take the pair's next message out of its fast box if it is there (acquire: the cell's fields). */
+/* The pair's next message is in its cell (acquire: the cell's fields). */
+static inline int fbox_ready(const __typeof__(E.rx[0]) *x)
+{
+    return atomic_load_explicit(&x->chan->cell[x->expect & x->mask].seq, memory_order_acquire) == x->expect + 1;
+}
+
+/* Cells or ring bytes taken since the last acknowledgement. */
+static inline int fbox_owes_ack(const __typeof__(E.rx[0]) *x)
+{
+    return x->acked != x->expect || x->dacked != x->dpos;
+}
+
 static inline int fbox_take(int s)
 {
     __typeof__(E.rx[0]) *x = &E.rx[s];
-    msg_cell_t *c = &x->chan->cell[x->expect & x->mask];
-    if (atomic_load_explicit(&c->seq, memory_order_acquire) != x->expect + 1)
+    if (!fbox_ready(x))
         return 0;
+    msg_cell_t *c = &x->chan->cell[x->expect & x->mask];
     /* A sender ahead of us has filled the next cells too: start their transfers now, four deep,
      * so a window of messages costs overlapped line transfers instead of one full transfer each
      * (a cell not written yet is normally still in our cache from its last use: a free hit). */
@@ -796,8 +808,7 @@ static inline int progress_idle(void)
         return 0;
     for (int i = 0; i < E.npolled; i++) {
         const __typeof__(E.rx[0]) *x = &E.rx[E.polled[i]];
-        if (x->acked != x->expect || x->dacked != x->dpos ||
-            atomic_load_explicit(&x->chan->cell[x->expect & x->mask].seq, memory_order_acquire) == x->expect + 1)
+        if (fbox_owes_ack(x) || fbox_ready(x))
             return 0;
     }
     return 1;

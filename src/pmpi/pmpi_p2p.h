@@ -96,7 +96,9 @@ P2P_HIDDEN MPI_Request p2p_handle_of(p2p_req_t *r);
 P2P_HIDDEN p2p_req_t *p2p_msg_of(MPI_Message h);
 P2P_HIDDEN MPI_Message p2p_msghandle_of(p2p_req_t *m);
 /* 1 when complete; fills *st (may be MPI_STATUS_IGNORE); returns the MPI error code in *err_p.
- * Does not release the request. */
+ * Does not release the request. Callers run p2p_progress() first: a receive the engine has not
+ * matched is reported incomplete without another engine pass (a polling loop's one look costs one
+ * pass: HPCC RandomAccess tests once per update). */
 P2P_HIDDEN int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p);
 P2P_HIDDEN void p2p_orphan(p2p_req_t *r);
 P2P_HIDDEN extern p2p_req_t *p2p_orphans;

@@ -255,11 +255,8 @@ P2P_HIDDEN int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p)
         }
         if (r->kind == P2P_K_DEFER)
             return 0;
-        if (!r->m.complete) {
-            bobcat_msg_progress();
-            if (!r->m.complete)
-                return 0;
-        }
+        if (!r->m.complete)
+            return 0; /* the caller's progress pass would have matched it */
         p2p_offq_remove(r);
         if (r->pack && !r->m.cancelled) {
             /* Non-contiguous receive: the engine delivered packed bytes; lay them out. */
@@ -332,14 +329,6 @@ static MPI_Comm req_comm(p2p_req_t *r) { return r->comm; }
 
 /* ---- the family ---- */
 
-/* A receive still posted in the engine, looked at right after a progress pass: p2p_req_test
- * would only run the engine again, so polling loops (one Test per update in HPCC RandomAccess)
- * skip it. */
-static inline int recv_pending(const p2p_req_t *r)
-{
-    return r->kind == P2P_K_RECV && !r->st_valid && !r->switched && !r->m.complete;
-}
-
 static inline int has_mine(int n, const MPI_Request *reqs)
 {
     for (int i = 0; i < n; i++)
@@ -358,7 +347,7 @@ BOBCAT_EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
     }
     int err;
     p2p_progress();
-    *flag = !recv_pending(r) && p2p_req_test(r, st, &err);
+    *flag = p2p_req_test(r, st, &err);
     if (*flag) {
         MPI_Comm comm = req_comm(r);
         retire(r, req);
@@ -387,7 +376,7 @@ BOBCAT_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *st)
     int err;
     for (;;) {
         p2p_progress();
-        if (!recv_pending(r) && p2p_req_test(r, st, &err))
+        if (p2p_req_test(r, st, &err))
             break;
         p2p_poke_mpi();
         p2p_relax(&spins);
@@ -414,6 +403,7 @@ BOBCAT_EXPORT int MPI_Request_free(MPI_Request *req)
     if (!r)
         return PMPI_Request_free(req);
     int err;
+    p2p_progress();
     if (r->kind == P2P_K_PERSIST) {
         if (r->active && r->inner != MPI_REQUEST_NULL) {
             p2p_req_t *in = p2p_req_of(r->inner);
@@ -641,7 +631,7 @@ static int testany_impl(int n, MPI_Request *reqs, int *idx, int *flag, MPI_Statu
         if (!active_mine(r))
             continue;
         active = 1;
-        if (!recv_pending(r) && p2p_req_test(r, st, &err)) {
+        if (p2p_req_test(r, st, &err)) {
             MPI_Comm comm = req_comm(r);
             retire(r, &reqs[i]);
             *idx = i;
@@ -725,7 +715,7 @@ static int testsome_impl(int n, MPI_Request *reqs, int *outcount, int *idxs, MPI
         if (!r || !active_mine(r))
             continue;
         active = 1;
-        if (!recv_pending(r) && p2p_req_test(r, st_at(sts, out), &err)) {
+        if (p2p_req_test(r, st_at(sts, out), &err)) {
             errs[out] = err;
             if (err != MPI_SUCCESS) {
                 any_err = 1;
