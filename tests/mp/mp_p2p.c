@@ -655,6 +655,48 @@ static void t_flood(void)
     }
 }
 
+/* A stream of mixed sizes to the next rank, one tag, checked in the order sent: fast-box records of
+ * every length (pads at line ends, ring wraps with a small BOBCAT_P2P_FASTBOX), the data ring,
+ * rendezvous headers, and every seventh message synchronous (always the inbox), so the pair's order
+ * is checked across both paths. Each payload is salted with its index: an overtaking message fails. */
+static void t_stream(void)
+{
+    const size_t sz[] = {0,  1,  4,  8,  9,  12, 16, 17, 24,  32,  33,        40,    41,        48,
+                         56, 63, 64, 65, 100, 200, (size_t)eager - 1, (size_t)eager, (size_t)eager + 1, 3 * (size_t)eager};
+    enum { NS = sizeof sz / sizeof sz[0], M = 700, W = 16 };
+    size_t maxn = 3 * (size_t)eager > 200 ? 3 * (size_t)eager : 200;
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    unsigned char *s = malloc(W * maxn), *r = malloc(maxn);
+    MPI_Request q[W];
+    int bad = 0;
+    for (int base = 0; base < M && !bad; base += W) {
+        for (int k = 0; k < W; k++) {
+            int i = base + k;
+            size_t n = sz[(size_t)(i * 7 + i / NS + rank) % NS];
+            fill(s + (size_t)k * maxn, n, rank, to, i);
+            if (i % 7 == 3)
+                MPI_Issend(s + (size_t)k * maxn, (int)n, MPI_BYTE, to, 1500, MPI_COMM_WORLD, &q[k]);
+            else
+                MPI_Isend(s + (size_t)k * maxn, (int)n, MPI_BYTE, to, 1500, MPI_COMM_WORLD, &q[k]);
+        }
+        for (int k = 0; k < W && !bad; k++) {
+            int i = base + k, cnt = -1;
+            size_t n = sz[(size_t)(i * 7 + i / NS + from) % NS];
+            MPI_Status st;
+            MPI_Recv(r, (int)maxn, MPI_BYTE, from, 1500, MPI_COMM_WORLD, &st);
+            MPI_Get_count(&st, MPI_BYTE, &cnt);
+            if (cnt != (int)n || bad_at(r, n, from, rank, i) != (size_t)-1) {
+                CHECK(0, "stream message %d from %d: %d bytes (want %zu), first bad byte %zd", i, from, cnt, n,
+                      cnt == (int)n ? (ssize_t)bad_at(r, n, from, rank, i) : (ssize_t)-1);
+                bad = 1;
+            }
+        }
+        MPI_Waitall(W, q, MPI_STATUSES_IGNORE);
+    }
+    free(s);
+    free(r);
+}
+
 /* 64 MiB between rank pairs (0,1), (2,3)... */
 static void t_big(void)
 {
@@ -689,7 +731,7 @@ int main(int argc, char **argv)
                  {"cancel", t_cancel},       {"probe", t_probe},           {"proc_null", t_proc_null},
                  {"mixed_requests", t_mixed_requests}, {"testany_mine", t_testany_mine}, {"persistent", t_persistent}, {"datatypes", t_datatypes},
                  {"comms", t_comms},         {"request_free", t_request_free}, {"flood", t_flood},
-                 {"big", t_big}};
+                 {"stream", t_stream},       {"big", t_big}};
     for (unsigned i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (tests[i].fn == t_big && !(argc > 1 && !strcmp(argv[1], "big")))
             continue;
