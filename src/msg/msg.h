@@ -102,61 +102,48 @@ typedef struct {
     msg_node_t stub;           /* 128 */
 } msg_inbox_t;
 
-/* Fast box: per (sender, receiver) pair that talks often, in the sender's segment, a ring of
- * `lines` lines of packed records that the receiver polls, so a small message costs part of a line
- * the sender writes once and the receiver reads once (the inbox costs a pointer chase over several
- * lines shared by all senders); two messages of up to 8 bytes share a line. Opened by the sender
- * after MSG_FBOX_AFTER messages to a peer, at most MSG_FBOX_MAX per receiver; the next eager node
- * it sends carries the address (node.addr), so the receiver starts polling it before the first
- * record is written.
- *
- * Record: a MSG_REC_HDR-byte header, then its body (payload of at most MSG_REC_INLINE bytes), 8-byte
- * aligned, never across a line: a record that does not fit the rest of its line leaves a pad there
- * (a seq word with MSG_REC_PAD set) and starts the next line. So a line start only ever holds a
- * header or a pad (of this lap or the last, whose smaller seq cannot pass for the next one), never
- * payload; a record that ends inside a line clears the seq word after it before it is published
- * (the same line: no extra transfer). Either way, the word at the receiver's position is 0, an old
- * seq or the next record's, never stale payload.
- *
- * Every message of a pair has a number (node.pseq, rec.seq - 1): message q goes into the ring when
- * it fits (contiguous, not synchronous) and the ring has room (the receiver's `ack` says how many
- * ring bytes it has consumed), else through the inbox. The receiver takes the record at its
- * position while its seq is expect + 1, and before a node from the pair whose pseq is ahead of
- * `expect` it takes the records between (visible: the sender's release of a record precedes its
- * push of the node), so the pair's order is kept across both paths. The sender writes the record,
- * then its seq with release (then the pad's, if any); the receiver acquires seq, copies, and later
- * stores ack (release) so the sender may reuse the bytes.
- * A rendezvous header takes a record too when the ring has room: len is MSG_REC_RNDV and the body
- * holds the message's length, the sender's buffer and its ticket (sender's addresses), as a
+/* Fast box: a ring of one-line cells per (sender, receiver) pair that talks often, in the
+ * sender's segment, so a small message costs one line the sender writes once and the receiver
+ * polls (the inbox costs a pointer chase over several lines shared by all senders). Opened by
+ * the sender after MSG_FBOX_AFTER messages to a peer, at most MSG_FBOX_MAX per receiver; the
+ * next eager node it sends carries the address (node.addr), so the receiver starts polling it
+ * before the first cell is written. Every message of a pair has a number (node.pseq, cell.seq - 1):
+ * message q goes into cell q % cells when it fits (contiguous, <= MSG_CELL_DATA bytes, not
+ * synchronous) and the cell is free (the receiver's `ack` says it consumed message q - cells),
+ * else through the inbox. The receiver takes cell `expect % cells` while its seq is expect + 1,
+ * and before a node from the pair whose pseq is ahead of `expect` it takes the cells between
+ * (visible: the sender's release of the cell precedes its push of the node), so the pair's order
+ * is kept across both paths. Cell: the sender writes the fields, then seq with release; the
+ * receiver acquires seq, copies, and later stores ack (release) so the sender may reuse it.
+ * A rendezvous header takes a cell too when the pair's next cell is free: len is MSG_CELL_RNDV and
+ * data holds the message's length, the sender's buffer and its ticket (sender's addresses), as a
  * rendezvous node's len, addr and done would. Rendezvous nodes open boxes as eager ones do. */
-#define MSG_REC_HDR 24
-#define MSG_REC_INLINE 40
-#define MSG_REC_RNDV 0xffffffffu
-#define MSG_REC_PAD (1ull << 63)
+#define MSG_CELL_DATA 40
+#define MSG_CELL_RNDV 0xffffffffu
 #define MSG_FBOX_AFTER 8
 #define MSG_FBOX_MAX 32
 typedef struct {
-    _Atomic uint64_t seq;      /* 0: message number + 1 of the record held (0: none); | MSG_REC_PAD: a pad to the line's end */
-    uint32_t len;              /* 8: payload bytes, or MSG_REC_RNDV */
+    _Atomic uint64_t seq;      /* 0: message number + 1 of the message held (0: never used) */
+    uint32_t len;              /* 8 */
     int32_t ctx;               /* 12 */
     int32_t src;               /* 16 */
     int32_t tag;               /* 20 */
-    unsigned char data[];      /* 24: body (payload, data-ring offset or rendezvous header) */
-} msg_rec_t;
+    unsigned char data[MSG_CELL_DATA]; /* 24 */
+} msg_cell_t;
 
-/* A message of more than MSG_REC_INLINE bytes (up to the eager limit and the ring) puts its payload
- * in the box's data ring, at the running offset its record names in its 8-byte body, lines rounded
- * up and never wrapping (a payload that would cross the ring's end starts at the next lap); the
- * receiver returns ring bytes through `dack` (the running offset up to which it has read). So the
- * receiver polls the record ring only and a payload is never mistaken for a header. */
+/* A message of more than MSG_CELL_DATA bytes (up to the eager limit and the ring) puts its payload
+ * in the box's data ring, at the running offset the cell names in its first 8 data bytes, lines
+ * rounded up and never wrapping (a payload that would cross the ring's end starts at the next lap);
+ * the receiver returns ring bytes through `dack` (the running offset up to which it has read). So
+ * the receiver polls cells only and a payload is never mistaken for a header. */
 typedef struct {
-    _Atomic uint64_t ack;      /* 0: record-ring bytes the receiver has consumed, running (receiver writes) */
+    _Atomic uint64_t ack;      /* 0: messages of the pair the receiver has consumed (receiver writes) */
     _Atomic uint64_t dack;     /* 8: running data-ring offset the receiver has read up to */
-    uint32_t lines;            /* 16: record-ring lines (a power of two), set by the sender when it opens the box */
+    uint32_t cells;            /* 16: cells (a power of two), set by the sender when it opens the box */
     uint32_t pad0_;
     uint64_t ring;             /* 24: data-ring bytes (a multiple of 64; 0: none) */
     uint8_t pad_[MSG_LINE - 32];
-    unsigned char rec[];       /* 64: `lines` lines of records, then the data ring */
+    msg_cell_t cell[];         /* 64: `cells` cells, then the data ring */
 } msg_chan_t;
 
 #define MSG_INBOX_MAGIC 0x62636d73676e6279ull
@@ -206,10 +193,9 @@ typedef struct {
 /* Set up this rank's inbox (in the segment). eager: payload bytes per node; nodes: the pool's
  * initial size. Returns the inbox address (this rank's own address) for the peers. */
 BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p);
-/* Lines of a fast box's record ring (rounded down to a power of two, at least 2; 0: no fast boxes)
- * and bytes of its data ring (rounded down to lines; 0: only messages that fit a record). Before any
- * send. */
-BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned lines, size_t ring);
+/* Cells per fast box (rounded down to a power of two; 0: no fast boxes) and bytes of its data
+ * ring (rounded down to lines; 0: only messages that fit a cell). Before any send. */
+BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells, size_t ring);
 /* Rendezvous of at least this many bytes split the copy between receiver and sender (0: never). */
 BOBCAT_MSG_API void bobcat_msg_set_split(size_t min_bytes);
 /* Tell the engine where local rank `local` has its inbox (that rank's own address). */

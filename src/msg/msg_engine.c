@@ -29,16 +29,15 @@ static struct {
     msg_unexp_t *unexp_free;
     /* fast boxes (msg.h): what this rank sends to each local peer, and receives from each */
     size_t split_min;      /* rendezvous from this size split the copy with the sender; 0: never */
-    unsigned lines;        /* record-ring lines per box (power of two), 0: no boxes */
-    uint64_t rmask;        /* record-ring bytes - 1 */
+    unsigned cells;        /* cells per box (power of two), 0: none */
+    size_t cell_data;      /* largest message a cell carries */
     size_t ring;           /* data-ring bytes of the boxes I open */
-    size_t box_max;        /* largest message a box of mine carries (record or data ring) */
+    size_t box_max;        /* largest message a box of mine carries (cell or ring) */
     unsigned opened;       /* boxes I opened */
-    int box_rndv;          /* rendezvous headers through records (BOBCAT_P2P_FASTBOX_RNDV) */
+    int box_rndv;          /* rendezvous headers through cells (BOBCAT_P2P_FASTBOX_RNDV) */
     struct {
         msg_chan_t *chan;  /* my box to this peer, once announced (own address) */
         uint64_t seq;      /* messages sent to this peer */
-        uint64_t head;     /* record-ring bytes written (running offset) */
         uint64_t ack;      /* last `ack` read from the box */
         uint64_t dhead;    /* data-ring bytes written (running offset) */
         uint64_t dack;     /* last `dack` read from the box */
@@ -48,11 +47,10 @@ static struct {
     struct {
         msg_chan_t *chan;  /* the peer's box to me (in my view) */
         uint64_t expect;   /* messages received from this peer */
-        uint64_t pos;      /* record-ring bytes consumed (running offset) */
         uint64_t acked;    /* last value stored in the box's ack */
         uint64_t dpos;     /* data-ring offset read up to */
         uint64_t dacked;   /* last value stored in the box's dack */
-        uint64_t mask;     /* its record-ring bytes - 1 */
+        uint32_t mask;     /* its cells - 1 */
         uint64_t ring;     /* its data-ring bytes */
         const char *data;  /* its data ring */
     } rx[SMAP_MAX_LOCAL_RANKS];
@@ -185,16 +183,15 @@ BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox)
     return E.peer[local] != NULL && E.peer[local]->magic == MSG_INBOX_MAGIC;
 }
 
-BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned lines, size_t ring)
+BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells, size_t ring)
 {
-    unsigned c = 2;
-    while (c * 2 <= lines && c < (1u << 16))
+    unsigned c = 1;
+    while (c * 2 <= cells && c < (1u << 16))
         c *= 2;
-    E.lines = lines ? c : 0;
-    E.rmask = (uint64_t)c * MSG_LINE - 1;
-    size_t inline_max = E.eager < MSG_REC_INLINE ? E.eager : MSG_REC_INLINE;
+    E.cells = cells ? c : 0;
+    E.cell_data = E.eager < MSG_CELL_DATA ? E.eager : MSG_CELL_DATA;
     E.ring = ring / MSG_LINE * MSG_LINE;
-    E.box_max = E.ring && E.eager > inline_max ? (E.eager < E.ring ? E.eager : E.ring) : inline_max;
+    E.box_max = E.ring && E.eager > E.cell_data ? (E.eager < E.ring ? E.eager : E.ring) : E.cell_data;
 }
 
 BOBCAT_MSG_API void bobcat_msg_set_split(size_t min_bytes) { E.split_min = min_bytes; }
@@ -280,69 +277,55 @@ static msg_chan_t *fbox_open(int dest)
         return NULL;
     }
     msg_chan_t *c = NULL;
-    size_t bytes = sizeof *c + (size_t)E.lines * MSG_LINE + E.ring;
+    size_t bytes = sizeof *c + (size_t)E.cells * sizeof(msg_cell_t) + E.ring;
     if (posix_memalign((void **)&c, MSG_LINE, bytes) != 0 || !smap_is_shared(c)) {
         free(c);
         atomic_fetch_sub_explicit(&ib->fboxes, 1, memory_order_relaxed);
         E.tx[dest].refused = 1; /* no room: the inbox serves this pair */
         return NULL;
     }
-    memset(c, 0, sizeof *c + (size_t)E.lines * MSG_LINE); /* the data ring needs no clearing */
-    c->lines = E.lines;
+    memset(c, 0, sizeof *c + (size_t)E.cells * sizeof(msg_cell_t)); /* the ring needs no clearing */
+    c->cells = E.cells;
     c->ring = E.ring;
     E.opened++;
     E.stats.fboxes++;
     return c;
 }
 
-/* Room for the pair's next record, with `body` bytes after its header: the record (and *pad_p, the
- * pad left before it, or NULL), or NULL if the receiver has not consumed enough of the ring (its
- * `ack`). The room includes the seq word after a record that ends inside a line (cleared at publish). */
-static inline msg_rec_t *fbox_rec(int dest, size_t body, msg_rec_t **pad_p)
+/* The cell of the pair's next message, if the receiver has taken the message that used it last. */
+static inline msg_cell_t *fbox_cell(int dest)
 {
     __typeof__(E.tx[0]) *t = &E.tx[dest];
-    uint64_t size = MSG_REC_HDR + ((body + 7) & ~(uint64_t)7), in = t->head % MSG_LINE;
-    uint64_t pad = in + size > MSG_LINE ? MSG_LINE - in : 0, end = (in + pad + size) % MSG_LINE;
-    uint64_t need = pad + size + (end ? sizeof(uint64_t) : 0);
-    if (t->head + need - t->ack > E.rmask + 1) {
+    uint64_t q = t->seq;
+    if (q - t->ack >= E.cells) {
         t->ack = atomic_load_explicit(&t->chan->ack, memory_order_acquire);
-        if (t->head + need - t->ack > E.rmask + 1)
-            return NULL; /* the receiver has not consumed that far yet */
+        if (q - t->ack >= E.cells)
+            return NULL; /* the receiver has not taken message q - cells yet */
     }
-    *pad_p = pad ? (msg_rec_t *)(t->chan->rec + (t->head & E.rmask)) : NULL;
-    return (msg_rec_t *)(t->chan->rec + ((t->head + pad) & E.rmask));
+    return &t->chan->cell[q & (E.cells - 1)];
 }
 
-/* Publish the filled record r (`body` bytes after its header) as the pair's next message (release:
- * its fields before its seq); the word after it, if inside the line, cleared first; then its pad. */
-static inline void fbox_publish(int dest, msg_rec_t *r, msg_rec_t *pad, size_t body, int32_t ctx, int32_t src,
-                                int32_t tag, uint32_t len)
+/* Publish the filled cell as the pair's next message (release: its fields before its seq). */
+static inline void fbox_publish(int dest, msg_cell_t *c, int32_t ctx, int32_t src, int32_t tag, uint32_t len)
 {
     __typeof__(E.tx[0]) *t = &E.tx[dest];
-    uint64_t at = (uint64_t)((unsigned char *)r - t->chan->rec);
-    uint64_t end = at + MSG_REC_HDR + ((body + 7) & ~(uint64_t)7);
-    if (end % MSG_LINE)
-        atomic_store_explicit(&((msg_rec_t *)(t->chan->rec + end))->seq, 0, memory_order_relaxed);
-    r->len = len;
-    r->ctx = ctx;
-    r->src = src;
-    r->tag = tag;
-    atomic_store_explicit(&r->seq, t->seq + 1, memory_order_release);
-    if (pad)
-        atomic_store_explicit(&pad->seq, (t->seq + 1) | MSG_REC_PAD, memory_order_release);
-    t->head += (pad ? MSG_LINE - t->head % MSG_LINE : 0) + (end - at);
+    c->len = len;
+    c->ctx = ctx;
+    c->src = src;
+    c->tag = tag;
+    atomic_store_explicit(&c->seq, t->seq + 1, memory_order_release);
     t->seq++;
     E.stats.fbox_sent++;
 }
 
-/* A small message into the pair's fast box, if it fits and the ring has room. */
+/* A small message into the pair's fast box, if it fits and the cell is free. */
 static inline int fbox_send(int dest, int32_t ctx, int32_t src, int32_t tag, const void *buf, size_t len)
 {
     __typeof__(E.tx[0]) *t = &E.tx[dest];
-    msg_rec_t *pad, *c = fbox_rec(dest, len > MSG_REC_INLINE ? sizeof(uint64_t) : len, &pad);
+    msg_cell_t *c = fbox_cell(dest);
     if (!c)
         return 0;
-    if (len > MSG_REC_INLINE) {
+    if (len > MSG_CELL_DATA) {
         /* The payload goes to the data ring, whole lines, never across its end. */
         uint64_t need = (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE, at = t->dhead;
         if (at % E.ring + need > E.ring)
@@ -352,15 +335,13 @@ static inline int fbox_send(int dest, int32_t ctx, int32_t src, int32_t tag, con
             if (at + need - t->dack > E.ring)
                 return 0; /* the receiver has not read far enough: the inbox takes it */
         }
-        memcpy(t->chan->rec + E.rmask + 1 + at % E.ring, buf, len);
+        memcpy((char *)&t->chan->cell[E.cells] + at % E.ring, buf, len);
         memcpy(c->data, &at, sizeof at);
         t->dhead = at + need;
-        fbox_publish(dest, c, pad, sizeof at, ctx, src, tag, (uint32_t)len);
-    } else {
-        if (len)
-            memcpy(c->data, buf, len);
-        fbox_publish(dest, c, pad, len, ctx, src, tag, (uint32_t)len);
+    } else if (len) {
+        memcpy(c->data, buf, len);
     }
+    fbox_publish(dest, c, ctx, src, tag, (uint32_t)len);
     E.stats.eager_sent++;
     E.stats.bytes_sent += len;
     return 1;
@@ -395,22 +376,19 @@ static msg_ticket_t *rndv_prepare(msg_req_t *req, const void *buf, size_t len, i
     return tk;
 }
 
-/* A rendezvous header into the pair's fast box when its ring has room: the receiver polls that
+/* A rendezvous header into the pair's fast box when its next cell is free: the receiver polls that
  * line anyway, where through the inbox the header costs an exchange on a tail every sender shares
  * and a pointer chase. */
 static int fbox_rndv(msg_req_t *req, int dest, int32_t ctx, int32_t src, int32_t tag, const void *buf, size_t len,
                      int sync)
 {
-    uint64_t h[3];
-    msg_rec_t *pad, *c = fbox_rec(dest, sizeof h, &pad);
+    msg_cell_t *c = fbox_cell(dest);
     if (!c)
         return 0;
     msg_ticket_t *tk = rndv_prepare(req, buf, len, sync);
-    h[0] = len;
-    h[1] = (uint64_t)(uintptr_t)buf;
-    h[2] = (uint64_t)(uintptr_t)tk;
+    uint64_t h[3] = {len, (uint64_t)(uintptr_t)buf, (uint64_t)(uintptr_t)tk};
     memcpy(c->data, h, sizeof h);
-    fbox_publish(dest, c, pad, sizeof h, ctx, src, tag, MSG_REC_RNDV);
+    fbox_publish(dest, c, ctx, src, tag, MSG_CELL_RNDV);
     E.stats.fbox_rndv++;
     return 1;
 }
@@ -459,7 +437,7 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
             memcpy(n + 1, buf, len);
         E.stats.eager_sent++;
         /* A pair that talks often gets a fast box; this node announces it. */
-        if (E.lines && !t->chan && !t->refused && dest_local != E.my_local && ++t->sent >= MSG_FBOX_AFTER &&
+        if (E.cells && !t->chan && !t->refused && dest_local != E.my_local && ++t->sent >= MSG_FBOX_AFTER &&
             (opened = fbox_open(dest_local)) != NULL)
             n->addr = (uint64_t)(uintptr_t)opened;
         E.stats.bytes_sent += len;
@@ -467,9 +445,9 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
         n->kind = MSG_NODE_RTS;
         n->addr = (uint64_t)(uintptr_t)buf;
         n->done = (uint64_t)(uintptr_t)rndv_prepare(req, buf, len, sync);
-        /* Rendezvous traffic opens the pair's box too (its headers then go through records): the
+        /* Rendezvous traffic opens the pair's box too (its headers then go through cells): the
          * node names the box in its first payload word. */
-        if (E.lines && E.eager >= sizeof(uint64_t) && !t->chan && !t->refused && dest_local != E.my_local &&
+        if (E.cells && E.eager >= sizeof(uint64_t) && !t->chan && !t->refused && dest_local != E.my_local &&
             ++t->sent >= MSG_FBOX_AFTER && (opened = fbox_open(dest_local)) != NULL) {
             uint64_t box = (uint64_t)(uintptr_t)opened;
             memcpy(n + 1, &box, sizeof box);
@@ -479,7 +457,7 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
     inbox_push(E.peer[dest_local], n);
     if (opened) {
         t->chan = opened;
-        t->head = t->ack = 0; /* the whole ring is free */
+        t->ack = t->seq; /* every cell is free */
         t->dhead = t->dack = 0;
     }
     req->waits_done = req->ticket != NULL;
@@ -700,73 +678,53 @@ static void arrive(int32_t ctx, int32_t src, int32_t tag, uint32_t kind, uint64_
     E.stats.unexpected++;
 }
 
-/* The record at the pair's position, and its seq (acquire: the record's fields). */
-static inline msg_rec_t *fbox_at(const __typeof__(E.rx[0]) *x, uint64_t *seq_p)
-{
-    msg_rec_t *r = (msg_rec_t *)(x->chan->rec + (x->pos & x->mask));
-    *seq_p = atomic_load_explicit(&r->seq, memory_order_acquire);
-    return r;
-}
-
-/* The pair's next message (or the pad before it) is in the ring. */
+/* Take the pair's next message out of its fast box if it is there (acquire: the cell's fields). */
+/* The pair's next message is in its cell (acquire: the cell's fields). */
 static inline int fbox_ready(const __typeof__(E.rx[0]) *x)
 {
-    uint64_t seq;
-    fbox_at(x, &seq);
-    return (seq & ~MSG_REC_PAD) == x->expect + 1;
+    return atomic_load_explicit(&x->chan->cell[x->expect & x->mask].seq, memory_order_acquire) == x->expect + 1;
 }
 
-/* Record-ring or data-ring bytes taken since the last acknowledgement. */
+/* Cells or ring bytes taken since the last acknowledgement. */
 static inline int fbox_owes_ack(const __typeof__(E.rx[0]) *x)
 {
-    return x->acked != x->pos || x->dacked != x->dpos;
+    return x->acked != x->expect || x->dacked != x->dpos;
 }
 
-/* Take the pair's next message out of its fast box if it is there. */
 static inline int fbox_take(int s)
 {
     __typeof__(E.rx[0]) *x = &E.rx[s];
-    uint64_t seq;
-    msg_rec_t *c = fbox_at(x, &seq);
-    if ((seq & ~MSG_REC_PAD) != x->expect + 1)
+    if (!fbox_ready(x))
         return 0;
-    if (seq & MSG_REC_PAD) {
-        /* The record starts the next line (published before its pad). */
-        x->pos += MSG_LINE - x->pos % MSG_LINE;
-        c = fbox_at(x, &seq);
-        if (seq != x->expect + 1)
-            return 0;
-    }
-    /* A sender ahead of us has filled the next lines too: start their transfers now, four deep,
+    msg_cell_t *c = &x->chan->cell[x->expect & x->mask];
+    /* A sender ahead of us has filled the next cells too: start their transfers now, four deep,
      * so a window of messages costs overlapped line transfers instead of one full transfer each
-     * (a line not written yet is normally still in our cache from its last lap: a free hit). */
+     * (a cell not written yet is normally still in our cache from its last use: a free hit). */
     for (uint64_t k = 1; k <= 4; k++)
-        __builtin_prefetch(x->chan->rec + ((x->pos + k * MSG_LINE) & x->mask));
+        __builtin_prefetch(&x->chan->cell[(x->expect + k) & x->mask]);
     const void *data = c->data;
     uint32_t len = c->len;
-    size_t body = len;
-    if (len == MSG_REC_RNDV) {
+    if (len == MSG_CELL_RNDV) {
         uint64_t h[3];
         memcpy(h, c->data, sizeof h);
-        body = sizeof h;
         arrive(c->ctx, c->src, c->tag, MSG_NODE_RTS, h[0], h[1], h[2], s, NULL);
-    } else {
-        if (len > MSG_REC_INLINE) {
-            uint64_t at;
-            memcpy(&at, c->data, sizeof at);
-            body = sizeof at;
-            data = x->data + at % x->ring;
-            x->dpos = at + (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
-        }
-        arrive(c->ctx, c->src, c->tag, MSG_NODE_EAGER, len, 0, 0, s, data);
+        x->expect++;
+        E.stats.fbox_recv++;
+        return 1;
     }
-    x->pos += MSG_REC_HDR + ((body + 7) & ~(size_t)7);
+    if (len > MSG_CELL_DATA) {
+        uint64_t at;
+        memcpy(&at, c->data, sizeof at);
+        data = x->data + at % x->ring;
+        x->dpos = at + (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
+    }
+    arrive(c->ctx, c->src, c->tag, MSG_NODE_EAGER, len, 0, 0, s, data);
     x->expect++;
     E.stats.fbox_recv++;
     return 1;
 }
 
-/* Let the sender reuse the ring bytes taken so far (release: their reads are done). */
+/* Let the sender reuse the cells taken so far (release: their reads are done). */
 static inline void fbox_ack(int s)
 {
     __typeof__(E.rx[0]) *x = &E.rx[s];
@@ -774,9 +732,9 @@ static inline void fbox_ack(int s)
         atomic_store_explicit(&x->chan->dack, x->dpos, memory_order_release);
         x->dacked = x->dpos;
     }
-    if (x->acked != x->pos) {
-        atomic_store_explicit(&x->chan->ack, x->pos, memory_order_release);
-        x->acked = x->pos;
+    if (x->acked != x->expect) {
+        atomic_store_explicit(&x->chan->ack, x->expect, memory_order_release);
+        x->acked = x->expect;
     }
 }
 
@@ -801,11 +759,11 @@ static void arrive_node(const msg_node_t *c)
     }
     if (box && !x->chan) {
         x->chan = peer_addr(s, box);
-        x->pos = x->acked = 0;
+        x->acked = 0;
         x->dpos = x->dacked = 0;
-        x->mask = (uint64_t)x->chan->lines * MSG_LINE - 1;
+        x->mask = x->chan->cells - 1;
         x->ring = x->chan->ring;
-        x->data = (const char *)x->chan->rec + x->mask + 1;
+        x->data = (const char *)&x->chan->cell[x->chan->cells];
         E.polled[E.npolled++] = (int16_t)s;
     }
     arrive(c->ctx, c->src, c->tag, kind, c->len, kind == MSG_NODE_EAGER ? 0 : c->addr, c->done, s, c + 1);
@@ -840,7 +798,7 @@ static msg_node_t *inbox_pop(void)
 }
 
 /* Nothing to take: no detached send to reap, the inbox at its stub with no node behind it, no
- * fast box with its next record filled or an acknowledgement owed. One line per peer polled, read
+ * fast box with its next cell filled or an acknowledgement owed. One line per peer polled, read
  * shared; the common answer of a polling loop, kept out of the slow path's frame. */
 static inline int progress_idle(void)
 {
@@ -858,7 +816,7 @@ static inline int progress_idle(void)
 
 /* Take arrivals out of the inbox and the fast boxes; with `stop`, only until it completes (the
  * rest stay where they are for the receives about to be posted, instead of being copied aside as
- * unexpected: a receiver posting a window of receives takes each message straight from its record). */
+ * unexpected: a receiver posting a window of receives takes each message straight from its cell). */
 static __attribute__((noinline)) int progress_take(const msg_req_t *stop)
 {
     int n = 0;

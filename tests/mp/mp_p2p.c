@@ -655,9 +655,9 @@ static void t_flood(void)
     }
 }
 
-/* A stream of mixed sizes to the next rank, one tag, checked in the order sent: fast-box records of
- * every length (pads at line ends, ring wraps with a small BOBCAT_P2P_FASTBOX), the data ring,
- * rendezvous headers, and every seventh message synchronous (always the inbox), so the pair's order
+/* A stream of mixed sizes to the next rank, one tag, checked in the order sent: fast-box cells,
+ * the data ring, rendezvous headers, a full box falling back to the inbox (often, with a small
+ * BOBCAT_P2P_FASTBOX), and every seventh message synchronous (always the inbox), so the pair's order
  * is checked across both paths. Each payload is salted with its index: an overtaking message fails. */
 static void t_stream(void)
 {

@@ -35,27 +35,18 @@ int main(void)
     EXPECT(offsetof(msg_inbox_t, magic) == MSG_LINE);
     EXPECT(offsetof(msg_inbox_t, fboxes) == MSG_LINE + 8);
     EXPECT(offsetof(msg_inbox_t, stub) == 2 * MSG_LINE);
-    /* fast-box record: the seq word first (a pad is that word alone), the header then the body */
-    EXPECT(offsetof(msg_rec_t, seq) == 0);
-    EXPECT(offsetof(msg_rec_t, len) == 8);
-    EXPECT(offsetof(msg_rec_t, tag) == 20);
-    EXPECT(offsetof(msg_rec_t, data) == MSG_REC_HDR);
-    EXPECT(sizeof(msg_rec_t) == MSG_REC_HDR);
-    /* two records of up to 8 payload bytes share a line; the largest inline one fills a line */
-    EXPECT(2 * (MSG_REC_HDR + 8) == MSG_LINE);
-    EXPECT(MSG_REC_HDR + MSG_REC_INLINE == MSG_LINE);
-    EXPECT(MSG_REC_HDR % 8 == 0 && MSG_REC_INLINE % 8 == 0);
+    EXPECT(sizeof(msg_cell_t) == MSG_LINE);
+    EXPECT(offsetof(msg_cell_t, seq) == 0);
+    EXPECT(offsetof(msg_cell_t, data) == 24);
     EXPECT(offsetof(msg_chan_t, dack) == 8);
-    EXPECT(offsetof(msg_chan_t, lines) == 16);
+    EXPECT(offsetof(msg_chan_t, cells) == 16);
     EXPECT(offsetof(msg_chan_t, ring) == 24);
-    EXPECT(offsetof(msg_chan_t, rec) == MSG_LINE);
+    EXPECT(offsetof(msg_chan_t, cell) == MSG_LINE);
     EXPECT(sizeof(msg_inbox_t) == 3 * MSG_LINE);
-    /* a rendezvous header in a record: length, buffer and ticket fit a line with the header; its
-     * len mark is no eager length (the eager limit is at most 1 MiB) */
-    EXPECT(MSG_REC_HDR + 3 * sizeof(uint64_t) <= MSG_LINE);
-    EXPECT(MSG_REC_RNDV > (1u << 20));
-    /* the pad mark is no message number */
-    EXPECT(MSG_REC_PAD > (1ull << 62));
+    /* a rendezvous header in a cell: length, buffer and ticket fit its data; its len mark is no
+     * eager length (the eager limit is at most 1 MiB) */
+    EXPECT(3 * sizeof(uint64_t) <= MSG_CELL_DATA);
+    EXPECT(MSG_CELL_RNDV > (1u << 20));
     /* ticket: done and claim in one word pair the receiver reaches with one line */
     EXPECT(offsetof(msg_ticket_t, done) == 0);
     EXPECT(offsetof(msg_ticket_t, claim) == 4);
