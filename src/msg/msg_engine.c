@@ -292,6 +292,16 @@ static msg_chan_t *fbox_open(int dest)
     return c;
 }
 
+/* The box this send should open to `dest`: its MSG_FBOX_AFTER-th message to a peer with no box yet,
+ * if one can be had (the node it travels in announces it); else NULL. */
+static msg_chan_t *fbox_due(int dest)
+{
+    __typeof__(E.tx[0]) *t = &E.tx[dest];
+    if (!E.cells || t->chan || t->refused || dest == E.my_local || ++t->sent < MSG_FBOX_AFTER)
+        return NULL;
+    return fbox_open(dest);
+}
+
 /* The cell of the pair's next message, if the receiver has taken the message that used it last. */
 static inline msg_cell_t *fbox_cell(int dest)
 {
@@ -437,8 +447,7 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
             memcpy(n + 1, buf, len);
         E.stats.eager_sent++;
         /* A pair that talks often gets a fast box; this node announces it. */
-        if (E.cells && !t->chan && !t->refused && dest_local != E.my_local && ++t->sent >= MSG_FBOX_AFTER &&
-            (opened = fbox_open(dest_local)) != NULL)
+        if ((opened = fbox_due(dest_local)) != NULL)
             n->addr = (uint64_t)(uintptr_t)opened;
         E.stats.bytes_sent += len;
     } else {
@@ -447,8 +456,7 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
         n->done = (uint64_t)(uintptr_t)rndv_prepare(req, buf, len, sync);
         /* Rendezvous traffic opens the pair's box too (its headers then go through cells): the
          * node names the box in its first payload word. */
-        if (E.cells && E.eager >= sizeof(uint64_t) && !t->chan && !t->refused && dest_local != E.my_local &&
-            ++t->sent >= MSG_FBOX_AFTER && (opened = fbox_open(dest_local)) != NULL) {
+        if (E.eager >= sizeof(uint64_t) && (opened = fbox_due(dest_local)) != NULL) {
             uint64_t box = (uint64_t)(uintptr_t)opened;
             memcpy(n + 1, &box, sizeof box);
             n->kind = MSG_NODE_RTS_BOX;
@@ -678,7 +686,6 @@ static void arrive(int32_t ctx, int32_t src, int32_t tag, uint32_t kind, uint64_
     E.stats.unexpected++;
 }
 
-/* Take the pair's next message out of its fast box if it is there (acquire: the cell's fields). */
 /* The pair's next message is in its cell (acquire: the cell's fields). */
 static inline int fbox_ready(const __typeof__(E.rx[0]) *x)
 {
@@ -691,6 +698,7 @@ static inline int fbox_owes_ack(const __typeof__(E.rx[0]) *x)
     return x->acked != x->expect || x->dacked != x->dpos;
 }
 
+/* Take the pair's next message out of its fast box if it is there. */
 static inline int fbox_take(int s)
 {
     __typeof__(E.rx[0]) *x = &E.rx[s];
@@ -708,17 +716,15 @@ static inline int fbox_take(int s)
         uint64_t h[3];
         memcpy(h, c->data, sizeof h);
         arrive(c->ctx, c->src, c->tag, MSG_NODE_RTS, h[0], h[1], h[2], s, NULL);
-        x->expect++;
-        E.stats.fbox_recv++;
-        return 1;
+    } else {
+        if (len > MSG_CELL_DATA) {
+            uint64_t at;
+            memcpy(&at, c->data, sizeof at);
+            data = x->data + at % x->ring;
+            x->dpos = at + (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
+        }
+        arrive(c->ctx, c->src, c->tag, MSG_NODE_EAGER, len, 0, 0, s, data);
     }
-    if (len > MSG_CELL_DATA) {
-        uint64_t at;
-        memcpy(&at, c->data, sizeof at);
-        data = x->data + at % x->ring;
-        x->dpos = at + (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
-    }
-    arrive(c->ctx, c->src, c->tag, MSG_NODE_EAGER, len, 0, 0, s, data);
     x->expect++;
     E.stats.fbox_recv++;
     return 1;

@@ -659,11 +659,17 @@ static void t_flood(void)
  * the data ring, rendezvous headers, a full box falling back to the inbox (often, with a small
  * BOBCAT_P2P_FASTBOX), and every seventh message synchronous (always the inbox), so the pair's order
  * is checked across both paths. Each payload is salted with its index: an overtaking message fails. */
-static void t_stream(void)
+static size_t stream_size(int i, int sender)
 {
     const size_t sz[] = {0,  1,  4,  8,  9,  12, 16, 17, 24,  32,  33,        40,    41,        48,
                          56, 63, 64, 65, 100, 200, (size_t)eager - 1, (size_t)eager, (size_t)eager + 1, 3 * (size_t)eager};
-    enum { NS = sizeof sz / sizeof sz[0], M = 700, W = 16 };
+    enum { NS = sizeof sz / sizeof sz[0] };
+    return sz[(size_t)(i * 7 + i / NS + sender) % NS];
+}
+
+static void t_stream(void)
+{
+    enum { M = 700, W = 16 };
     size_t maxn = 3 * (size_t)eager > 200 ? 3 * (size_t)eager : 200;
     int to = (rank + 1) % size, from = (rank - 1 + size) % size;
     unsigned char *s = malloc(W * maxn), *r = malloc(maxn);
@@ -672,22 +678,20 @@ static void t_stream(void)
     for (int base = 0; base < M && !bad; base += W) {
         for (int k = 0; k < W; k++) {
             int i = base + k;
-            size_t n = sz[(size_t)(i * 7 + i / NS + rank) % NS];
+            size_t n = stream_size(i, rank);
             fill(s + (size_t)k * maxn, n, rank, to, i);
-            if (i % 7 == 3)
-                MPI_Issend(s + (size_t)k * maxn, (int)n, MPI_BYTE, to, 1500, MPI_COMM_WORLD, &q[k]);
-            else
-                MPI_Isend(s + (size_t)k * maxn, (int)n, MPI_BYTE, to, 1500, MPI_COMM_WORLD, &q[k]);
+            (i % 7 == 3 ? MPI_Issend : MPI_Isend)(s + (size_t)k * maxn, (int)n, MPI_BYTE, to, 1500, MPI_COMM_WORLD, &q[k]);
         }
         for (int k = 0; k < W && !bad; k++) {
             int i = base + k, cnt = -1;
-            size_t n = sz[(size_t)(i * 7 + i / NS + from) % NS];
+            size_t n = stream_size(i, from);
             MPI_Status st;
             MPI_Recv(r, (int)maxn, MPI_BYTE, from, 1500, MPI_COMM_WORLD, &st);
             MPI_Get_count(&st, MPI_BYTE, &cnt);
-            if (cnt != (int)n || bad_at(r, n, from, rank, i) != (size_t)-1) {
+            size_t at = cnt == (int)n ? bad_at(r, n, from, rank, i) : 0;
+            if (at != (size_t)-1) {
                 CHECK(0, "stream message %d from %d: %d bytes (want %zu), first bad byte %zd", i, from, cnt, n,
-                      cnt == (int)n ? (ssize_t)bad_at(r, n, from, rank, i) : (ssize_t)-1);
+                      cnt == (int)n ? (ssize_t)at : (ssize_t)-1);
                 bad = 1;
             }
         }
