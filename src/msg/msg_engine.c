@@ -861,6 +861,7 @@ BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, in
 {
     req->kind = MSG_REQ_RECV;
     req->complete = 0;
+    req->posted = 0;
     req->cancelled = 0;
     req->truncated = 0;
     req->ctx = ctx;
@@ -918,6 +919,7 @@ BOBCAT_MSG_API msg_unexp_t *bobcat_msg_probe(int32_t ctx, int32_t src, int32_t t
 BOBCAT_MSG_API void bobcat_msg_mrecv(msg_req_t *req, msg_unexp_t *m, void *buf, size_t cap)
 {
     req->kind = MSG_REQ_RECV;
+    req->posted = 0;
     req->cancelled = 0;
     req->buf = buf;
     req->cap = cap;

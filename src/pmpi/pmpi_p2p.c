@@ -379,7 +379,6 @@ static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int 
         return 0;
     size_t cap = (size_t)count * (size_t)d.size;
     msg_req_t m;
-    m.posted = 0;
     bobcat_msg_recv(&m, c->ctx, src == MPI_ANY_SOURCE ? MSG_ANY : src, tag == MPI_ANY_TAG ? MSG_ANY : tag,
                     (char *)buf + d.lb, cap);
     p2p_stats.calls_bobcat++;
