@@ -207,6 +207,10 @@ BOBCAT_MSG_API int bobcat_msg_active(void);
  * sync: complete only once matched. req must be in the segment (bobcat_msg_req_alloc). */
 BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
                                     const void *buf, size_t len, int sync);
+/* A standard-mode send of len <= the eager limit, without a request: complete on return. Returns 0
+ * (so that a caller's own success code can come from a tail call). */
+BOBCAT_MSG_API int bobcat_msg_send_eager(int32_t ctx, int32_t src, int32_t tag, int dest_local, const void *buf,
+                                         size_t len);
 /* Post a receive; it may complete at once (check req->complete). */
 BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap);
 /* Cancel a posted receive: 1 if cancelled, 0 if it had already matched. */

@@ -46,6 +46,8 @@ static pmpi_why_t why_not(MPI_Comm comm)
     return inter ? PMPI_WHY_INTER : PMPI_WHY_SETUP; /* else: made by a constructor we do not see */
 }
 static int world_multinode; /* some rank of the job is on another node: poke the real MPI */
+static MPI_Request done_handle; /* p2p_req_done()'s handle, once the engine runs */
+static size_t eager_limit;      /* the engine's, once it runs */
 static int init_seen;       /* our MPI_Init* ran (p2p_init) */
 
 /* ---- datatypes: a few recent ones cached (MPI_Type_free clears the cache) ---- */
@@ -62,26 +64,42 @@ static dtinfo_t dtcache[DTCACHE];
 static unsigned dtnext;
 static int dtcache_n;
 
-static void dt_info(MPI_Datatype t, dtinfo_t *o)
+static __attribute__((noinline)) const dtinfo_t *dt_query(MPI_Datatype t)
 {
-    for (int i = 0; i < dtcache_n; i++)
-        if (dtcache[i].t == t) {
-            *o = dtcache[i];
-            return;
-        }
     MPI_Count size = 0, lb = 0, ext = 0, tlb = 0, text = 0;
     PMPI_Type_size_x(t, &size);
     PMPI_Type_get_extent_x(t, &lb, &ext);
     PMPI_Type_get_true_extent_x(t, &tlb, &text);
+    dtinfo_t *o = &dtcache[dtnext % DTCACHE];
     o->t = t;
     o->size = size;
     o->lb = tlb;
     /* Contiguous: the data of `count` elements is one run of count * size bytes at buf + true lb. */
     o->contig = size == 0 || (text == size && ext == size);
-    dtcache[dtnext % DTCACHE] = *o;
     dtnext++;
     if (dtcache_n < DTCACHE)
         dtcache_n++;
+    return o;
+}
+
+/* The cached entry (valid until the next query or MPI_Type_free): loads only on a hit. */
+static inline const dtinfo_t *dt_get(MPI_Datatype t)
+{
+    for (int i = 0; i < dtcache_n; i++)
+        if (dtcache[i].t == t)
+            return &dtcache[i];
+    return dt_query(t);
+}
+
+static void dt_info(MPI_Datatype t, dtinfo_t *o) { *o = *dt_get(t); }
+
+/* The cached entry or NULL (no call: see p2p_isend). */
+static inline const dtinfo_t *dt_cached(MPI_Datatype t)
+{
+    for (int i = 0; i < dtcache_n; i++)
+        if (dtcache[i].t == t)
+            return &dtcache[i];
+    return NULL;
 }
 
 BOBCAT_EXPORT int MPI_Type_free(MPI_Datatype *t)
@@ -250,8 +268,11 @@ P2P_HIDDEN int p2p_init(void)
     }
     free(all);
     p2p_comm_set_engine(ok);
-    if (ok)
+    if (ok) {
         bobcat_msg_idle_hook = idle_hook;
+        done_handle = p2p_handle_of(p2p_req_done());
+        eager_limit = bobcat_msg_eager_limit();
+    }
     p2p_comm_register(MPI_COMM_WORLD, 0);
     p2p_comm_register(MPI_COMM_SELF, 1);
     return ok;
@@ -346,23 +367,26 @@ static int new_null(int mode, MPI_Comm comm, MPI_Request *req)
  * MPI_PROC_NULL), so neither allocates, clears or retires a request. A blocking receive from a
  * node mate waits on an engine request on its stack. */
 
-/* 1 if the send was done here. */
-static int send_small(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, const p2p_comm_t *c,
-                      int mode)
+/* The bytes of a send send_small takes (contiguous, to a node mate, at most the eager limit, not
+ * synchronous), else -1. d: the datatype's entry (NULL: not cached, -1). */
+static inline MPI_Count small_bytes(MPI_Count count, const dtinfo_t *d, int dest, int tag, const p2p_comm_t *c,
+                                    int mode)
 {
-    if (mode == MODE_SYNC || dest < 0 || dest >= c->size || tag < 0 || count < 0 || c->local[dest] < 0)
-        return 0;
-    dtinfo_t d;
-    dt_info(dt, &d);
-    size_t bytes = (size_t)count * (size_t)d.size;
-    if (!d.contig || bytes > bobcat_msg_eager_limit())
-        return 0;
-    msg_req_t m;
-    bobcat_msg_send(&m, c->ctx, c->rank, tag, c->local[dest], (const char *)buf + d.lb, bytes, 0);
+    if (!d || mode == MODE_SYNC || (unsigned)dest >= (unsigned)c->size || tag < 0 || count < 0 || c->local[dest] < 0)
+        return -1;
+    MPI_Count bytes = count * d->size;
+    return d->contig && (size_t)bytes <= eager_limit ? bytes : -1;
+}
+
+/* Send it (complete on return); the engine call comes last, after every other store, so that it is
+ * a tail call. Returns MPI_SUCCESS. */
+static inline int send_small(const void *buf, MPI_Count bytes, const dtinfo_t *d, int dest, int tag,
+                             const p2p_comm_t *c)
+{
     p2p_stats.calls_bobcat++;
-    p2p_stats.bytes_bobcat += bytes;
-    pmpi_stat_path(&st_send, PMPI_PATH_INPLACE, bytes, 0);
-    return 1;
+    p2p_stats.bytes_bobcat += (uint64_t)bytes;
+    pmpi_stat_path(&st_send, PMPI_PATH_INPLACE, (size_t)bytes, 0);
+    return bobcat_msg_send_eager(c->ctx, c->rank, tag, c->local[dest], (const char *)buf + d->lb, (size_t)bytes);
 }
 
 /* 1 if the receive was done here (*rc_p: its result). */
@@ -400,11 +424,16 @@ static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int 
     return 1;
 }
 
-/* Any send, nonblocking. */
-static int p2p_isend(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode,
-                     MPI_Request *req)
+/* Any send, nonblocking, except those send_small completes (p2p_isend). */
+static __attribute__((noinline)) int isend_general(const void *buf, MPI_Count count, MPI_Datatype dt, int dest,
+                                                   int tag, MPI_Comm comm, int mode, MPI_Request *req)
 {
     p2p_comm_t *c = p2p_comm_lookup(comm);
+    MPI_Count small;
+    if (c && (small = small_bytes(count, dt_get(dt), dest, tag, c, mode)) >= 0) {
+        *req = done_handle;
+        return send_small(buf, small, dt_get(dt), dest, tag, c);
+    }
     if (!c || dest < 0 || dest >= c->size || tag < 0 || count < 0) {
         if (c && dest == MPI_PROC_NULL)
             return new_null(mode, comm, req);
@@ -418,10 +447,6 @@ static int p2p_isend(const void *buf, MPI_Count count, MPI_Datatype dt, int dest
         p2p_stats.calls_offnode++;
         pmpi_stat_mpi(&st_send, PMPI_WHY_OFFNODE, 0);
         return real_isend(buf, count, dt, dest, tag, comm, mode, req);
-    }
-    if (send_small(buf, count, dt, dest, tag, c, mode)) {
-        *req = p2p_handle_of(p2p_req_done());
-        return MPI_SUCCESS;
     }
     dtinfo_t d;
     dt_info(dt, &d);
@@ -471,6 +496,24 @@ static int p2p_isend(const void *buf, MPI_Count count, MPI_Datatype dt, int dest
     }
     *req = p2p_handle_of(r);
     return MPI_SUCCESS;
+}
+
+/* Any send, nonblocking. A small one is over on return and hands out the shared completed request.
+ * Its path makes no call but the engine's, last (a tail call), and every miss (another communicator
+ * than the last, a datatype not cached) goes to isend_general: so it saves no registers, and every
+ * store of a small send counts, for each one waits behind the fast-box cell's (see fbox_publish). */
+static inline __attribute__((always_inline)) int p2p_isend(const void *buf, MPI_Count count, MPI_Datatype dt,
+                                                           int dest, int tag, MPI_Comm comm, int mode,
+                                                           MPI_Request *req)
+{
+    const p2p_comm_t *c = p2p_comm_last;
+    const dtinfo_t *d;
+    MPI_Count bytes;
+    if (c && c->comm == comm && (bytes = small_bytes(count, d = dt_cached(dt), dest, tag, c, mode)) >= 0) {
+        *req = done_handle;
+        return send_small(buf, bytes, d, dest, tag, c);
+    }
+    return isend_general(buf, count, dt, dest, tag, comm, mode, req);
 }
 
 static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Request *req)
@@ -540,8 +583,9 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
 static int p2p_send(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode)
 {
     p2p_comm_t *c = p2p_comm_lookup(comm);
-    if (c && send_small(buf, count, dt, dest, tag, c, mode))
-        return MPI_SUCCESS;
+    MPI_Count bytes;
+    if (c && (bytes = small_bytes(count, dt_get(dt), dest, tag, c, mode)) >= 0)
+        return send_small(buf, bytes, dt_get(dt), dest, tag, c);
     if ((!c || (dest >= 0 && dest < c->size && c->local[dest] < 0)) && !p2p_need_progress() && count <= INT_MAX) {
         p2p_stats.calls_mpi++;
         switch (mode) {

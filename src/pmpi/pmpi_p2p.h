@@ -75,7 +75,14 @@ struct p2p_req {
 /* pmpi_p2p_comm.c. Constructors not in that file (MPI_Comm_split_type, pmpi_shm.c) call
  * p2p_comm_register on their result: collective over the new communicator. */
 P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx);
-P2P_HIDDEN p2p_comm_t *p2p_comm_lookup(MPI_Comm comm);
+P2P_HIDDEN p2p_comm_t *p2p_comm_find(MPI_Comm comm); /* the hash table (sets p2p_comm_last) */
+P2P_HIDDEN extern p2p_comm_t *p2p_comm_last;
+/* The registered communicator's entry, or NULL. */
+static inline p2p_comm_t *p2p_comm_lookup(MPI_Comm comm)
+{
+    p2p_comm_t *c = p2p_comm_last;
+    return c && c->comm == comm ? c : p2p_comm_find(comm);
+}
 P2P_HIDDEN int p2p_enabled(void);
 
 /* pmpi_p2p.c */

@@ -16,7 +16,7 @@
 #define NBUCKETS 256
 
 static p2p_comm_t *buckets[NBUCKETS];
-static p2p_comm_t *last;      /* one-entry cache: most programs talk on one communicator */
+P2P_HIDDEN p2p_comm_t *p2p_comm_last; /* one-entry cache: most programs talk on one communicator */
 static int next_ctx = 2;      /* 0: WORLD, 1: SELF */
 static int engine_ok;         /* p2p_init succeeded here */
 static int nobody;            /* no rank of the job runs the engine (all agree: MPI_Init's allgather) */
@@ -31,14 +31,11 @@ static inline unsigned hash(MPI_Comm c)
 
 P2P_HIDDEN void p2p_comm_set_nobody(int v) { nobody = v; }
 
-P2P_HIDDEN p2p_comm_t *p2p_comm_lookup(MPI_Comm comm)
+P2P_HIDDEN p2p_comm_t *p2p_comm_find(MPI_Comm comm)
 {
-    p2p_comm_t *c = last;
-    if (c && c->comm == comm)
-        return c;
-    for (c = buckets[hash(comm)]; c; c = c->next)
+    for (p2p_comm_t *c = buckets[hash(comm)]; c; c = c->next)
         if (c->comm == comm)
-            return last = c;
+            return p2p_comm_last = c;
     return NULL;
 }
 
@@ -49,8 +46,8 @@ static void drop(MPI_Comm comm)
         if ((*pp)->comm == comm) {
             p2p_comm_t *c = *pp;
             *pp = c->next;
-            if (last == c)
-                last = NULL;
+            if (p2p_comm_last == c)
+                p2p_comm_last = NULL;
             free(c->local);
             free(c);
             return;
@@ -126,7 +123,7 @@ P2P_HIDDEN void p2p_comm_reset(void)
     for (int h = 0; h < NBUCKETS; h++)
         while (buckets[h])
             drop(buckets[h]->comm);
-    last = NULL;
+    p2p_comm_last = NULL;
 }
 
 /* ---- constructors: the real one, then registration on the result (collective there too) ---- */

@@ -678,8 +678,9 @@ static void t_flood(void)
  * is checked across both paths. Each payload is salted with its index: an overtaking message fails. */
 static size_t stream_size(int i, int sender)
 {
-    const size_t sz[] = {0,  1,  4,  8,  9,  12, 16, 17, 24,  32,  33,        40,    41,        48,
-                         56, 63, 64, 65, 100, 200, (size_t)eager - 1, (size_t)eager, (size_t)eager + 1, 3 * (size_t)eager};
+    const size_t sz[] = {0,  1,  2,  3,  4,  5,  6,  7,   8,   9,   12,                15,            16,
+                         17, 24, 32, 33, 39, 40, 41, 48,  56,  63,  64,                65,            100,
+                         200, (size_t)eager - 1, (size_t)eager, (size_t)eager + 1, 3 * (size_t)eager};
     enum { NS = sizeof sz / sizeof sz[0] };
     return sz[(size_t)(i * 7 + i / NS + sender) % NS];
 }
