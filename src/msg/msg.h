@@ -211,7 +211,8 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
  * (so that a caller's own success code can come from a tail call). */
 BOBCAT_MSG_API int bobcat_msg_send_eager(int32_t ctx, int32_t src, int32_t tag, int dest_local, const void *buf,
                                          size_t len);
-/* Post a receive; it may complete at once (check req->complete). */
+/* Post a receive; it completes at once if an unexpected message matches (check req->complete), else
+ * it waits on the posted list for a progress pass. */
 BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap);
 /* Cancel a posted receive: 1 if cancelled, 0 if it had already matched. */
 BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req);
@@ -223,6 +224,10 @@ BOBCAT_MSG_API int bobcat_msg_detach(msg_req_t *req);
 
 /* Drain the inbox. Returns how many messages arrived. */
 BOBCAT_MSG_API int bobcat_msg_progress(void);
+/* Take arrivals only until req (a posted receive) completes: the later ones stay in the boxes and
+ * the inbox for the receives about to be posted, instead of being copied aside as unexpected (a
+ * blocking receive in a stream of them). */
+BOBCAT_MSG_API int bobcat_msg_progress_for(const msg_req_t *req);
 
 /* Look for an unexpected message (after progress). Returns it or NULL; with `take` it is removed
  * from the unexpected list and belongs to the caller until bobcat_msg_mrecv. */

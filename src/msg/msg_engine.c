@@ -904,6 +904,13 @@ BOBCAT_MSG_API int bobcat_msg_progress(void)
     return progress_until(NULL);
 }
 
+BOBCAT_MSG_API int bobcat_msg_progress_for(const msg_req_t *req)
+{
+    if (!E.active)
+        return 0;
+    return progress_until(req);
+}
+
 BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap)
 {
     req->kind = MSG_REQ_RECV;
@@ -918,8 +925,10 @@ BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, in
     req->cap = cap;
     req->waits_done = 0;
     /* Arrivals still in the inbox or the fast boxes are later than every unexpected one: the
-     * earliest unexpected match wins; else post, then take arrivals (earlier posted receives
-     * first, as they come) until this one is matched or none is left. */
+     * earliest unexpected match wins; else post. No progress pass here: a receiver posting a
+     * window of receives would poll, with each, the cell its sender is about to write (and every
+     * read of it makes that write wait for the line); the first progress pass after the window
+     * delivers the arrivals to the posted receives, in order. */
     for (msg_unexp_t *u = E.unexp_head; u; u = u->next) {
         if (matches(ctx, src, tag, u->ctx, u->src, u->tag)) {
             unexp_unlink(u);
@@ -936,8 +945,7 @@ BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, in
     else
         E.posted_head = req;
     E.posted_tail = req;
-    if (E.active)
-        progress_until(req);
+
 }
 
 BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req)

@@ -407,6 +407,8 @@ static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int 
                     (char *)buf + d.lb, cap);
     p2p_stats.calls_bobcat++;
     pmpi_stat_path(&st_recv, PMPI_PATH_INPLACE, cap, 0);
+    if (!m.complete)
+        bobcat_msg_progress_for(&m);
     unsigned spins = 0;
     while (!m.complete) {
         p2p_progress();
