@@ -423,6 +423,43 @@ int bc_bind_cpu(int cpu)
     return sched_setaffinity(0, sizeof set, &set);
 }
 
+int bc_cpu_pair(const char *cpus, const char *who, int *a_p, int *b_p)
+{
+    if (cpus) {
+        char *end;
+        long a = strtol(cpus, &end, 10);
+        if (end == cpus || *end != ',')
+            bc_usage_error("--cpus: '%s' is not two cpu numbers 'A,B'", cpus);
+        char *s = end + 1;
+        long b = strtol(s, &end, 10);
+        if (end == s || *end || a < 0 || b < 0 || a >= CPU_SETSIZE || b >= CPU_SETSIZE || a == b)
+            bc_usage_error("--cpus: '%s' is not two different cpu numbers 'A,B'", cpus);
+        *a_p = (int)a;
+        *b_p = (int)b;
+        return 0;
+    }
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        fprintf(stderr, "%s: sched_getaffinity: %s\n", who, strerror(errno));
+        return 3;
+    }
+    *a_p = *b_p = -1;
+    for (int cpu = 0; cpu < CPU_SETSIZE && *b_p < 0; cpu++) {
+        if (!CPU_ISSET(cpu, &set))
+            continue;
+        if (*a_p < 0)
+            *a_p = cpu;
+        else
+            *b_p = cpu;
+    }
+    if (*b_p < 0) {
+        fprintf(stderr, "%s: needs two allowed cpus, this process may run on one only "
+                        "(run it outside the job's cpuset or give --cpus A,B)\n", who);
+        return 2;
+    }
+    return 0;
+}
+
 int bc_bind_index(int idx)
 {
     cpu_set_t set;

@@ -90,40 +90,9 @@ int main(int argc, char **argv)
     if (seconds <= 0 || seconds > 60)
         bc_usage_error("--seconds must be in (0, 60]");
 
-    int cpu_ping = -1;
-    if (cpus) {
-        char *end;
-        long a = strtol(cpus, &end, 10);
-        if (end == cpus || *end != ',')
-            bc_usage_error("--cpus: '%s' is not two cpu numbers 'A,B'", cpus);
-        char *s = end + 1;
-        long b = strtol(s, &end, 10);
-        if (end == s || *end || a < 0 || b < 0 || a >= CPU_SETSIZE || b >= CPU_SETSIZE || a == b)
-            bc_usage_error("--cpus: '%s' is not two different cpu numbers 'A,B'", cpus);
-        cpu_ping = (int)a;
-        cpu_pong = (int)b;
-    } else {
-        cpu_set_t set;
-        if (sched_getaffinity(0, sizeof set, &set) != 0) {
-            fprintf(stderr, "probe: sched_getaffinity: %s\n", strerror(errno));
-            return 3;
-        }
-        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-            if (!CPU_ISSET(cpu, &set))
-                continue;
-            if (cpu_ping < 0)
-                cpu_ping = cpu;
-            else {
-                cpu_pong = cpu;
-                break;
-            }
-        }
-        if (cpu_pong <= cpu_ping) {
-            fprintf(stderr, "probe: needs two allowed cpus, this process may run on one only "
-                            "(run it outside the job's cpuset or give --cpus A,B)\n");
-            return 2;
-        }
-    }
+    int cpu_ping = -1, rc = bc_cpu_pair(cpus, "probe", &cpu_ping, &cpu_pong);
+    if (rc)
+        return rc;
     if (bc_bind_cpu(cpu_ping) != 0) {
         fprintf(stderr, "probe: cannot bind to cpu %d: %s (give --cpus with allowed cpus)\n",
                 cpu_ping, strerror(errno));

@@ -261,6 +261,29 @@ def test_probe() -> None:
     assert probe["placement"] == ("smt" if ns < 40 else "core" if ns <= 150 else "chip")
 
 
+def test_cellring() -> None:
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("the probe needs two cpus")
+    records = run_json([str(binary("bobcat-cellring", None)), "--seconds", "0.1", "--stores", "0,7",
+                        "--validate"])
+    recs = check_schema(records, ranks=None)
+    assert [r["params"]["stores"] for r in recs] == [0, 7]
+    for r in recs:
+        assert r["bench"] == "cellring" and r["metric"] == "ns_per_msg" and r["unit"] == "ns"
+        assert 0 < r["params"]["p25"] <= r["value"] <= r["params"]["p75"]
+        assert r["params"]["slices"] >= 1 and len(r["params"]["cpus"]) == 2
+
+
+def test_cellring_bad_arguments() -> None:
+    prog = binary("bobcat-cellring", None)
+    for args in (["--stores", "65"], ["--stores", "1,,2"], ["--stores", "x"], ["--cpus", "2,2"],
+                 ["--seconds", "0"], ["--bogus"]):
+        proc = subprocess.run([str(prog), *args], capture_output=True, text=True,
+                              timeout=TIMEOUT, env=clean_env())
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "cellring: " in proc.stderr
+
+
 # ------------------------------------------------------------------------------ bad arguments
 
 PROGRAMS = ["imb", "stream", "gups", "ring", "ptrans", "fft", "io", "selfish"]
