@@ -355,6 +355,15 @@ static int err_through(MPI_Comm comm, int err)
 
 static MPI_Comm req_comm(p2p_req_t *r) { return r->comm; }
 
+/* A multiple-completion call some of whose requests failed: the first failing request's
+ * communicator's handler, and MPI_ERR_IN_STATUS (the statuses say which). */
+static int in_status(MPI_Comm errcomm)
+{
+    if (errcomm != MPI_COMM_NULL)
+        PMPI_Comm_call_errhandler(errcomm, MPI_ERR_IN_STATUS);
+    return MPI_ERR_IN_STATUS;
+}
+
 /* ---- the family ---- */
 
 static inline int has_mine(int n, const MPI_Request *reqs)
@@ -613,11 +622,8 @@ static int testall_impl(int n, MPI_Request *reqs, int *flag, MPI_Status *sts)
     }
     free(rst);
     split_done(&s);
-    if (any_err) {
-        if (errcomm != MPI_COMM_NULL)
-            PMPI_Comm_call_errhandler(errcomm, MPI_ERR_IN_STATUS);
-        return MPI_ERR_IN_STATUS;
-    }
+    if (any_err)
+        return in_status(errcomm);
     return rc;
 }
 
@@ -668,11 +674,8 @@ static int waitall_mine(int n, MPI_Request *reqs, MPI_Status *sts)
         p2p_poke_mpi();
         p2p_relax(&spins);
     }
-    if (any_err) {
-        if (errcomm != MPI_COMM_NULL)
-            PMPI_Comm_call_errhandler(errcomm, MPI_ERR_IN_STATUS);
-        return MPI_ERR_IN_STATUS;
-    }
+    if (any_err)
+        return in_status(errcomm);
     return MPI_SUCCESS;
 }
 
@@ -855,11 +858,8 @@ static int testsome_impl(int n, MPI_Request *reqs, int *outcount, int *idxs, MPI
         free(errs);
     if (keeps != keeps_stack)
         free(keeps);
-    if (any_err) {
-        if (errcomm != MPI_COMM_NULL)
-            PMPI_Comm_call_errhandler(errcomm, MPI_ERR_IN_STATUS);
-        return MPI_ERR_IN_STATUS;
-    }
+    if (any_err)
+        return in_status(errcomm);
     return rc;
 }
 
