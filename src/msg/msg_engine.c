@@ -945,7 +945,6 @@ BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, in
     else
         E.posted_head = req;
     E.posted_tail = req;
-
 }
 
 BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req)

@@ -82,17 +82,6 @@ static __attribute__((noinline)) const dtinfo_t *dt_query(MPI_Datatype t)
     return o;
 }
 
-/* The cached entry (valid until the next query or MPI_Type_free): loads only on a hit. */
-static inline const dtinfo_t *dt_get(MPI_Datatype t)
-{
-    for (int i = 0; i < dtcache_n; i++)
-        if (dtcache[i].t == t)
-            return &dtcache[i];
-    return dt_query(t);
-}
-
-static void dt_info(MPI_Datatype t, dtinfo_t *o) { *o = *dt_get(t); }
-
 /* The cached entry or NULL (no call: see p2p_isend). */
 static inline const dtinfo_t *dt_cached(MPI_Datatype t)
 {
@@ -101,6 +90,15 @@ static inline const dtinfo_t *dt_cached(MPI_Datatype t)
             return &dtcache[i];
     return NULL;
 }
+
+/* The entry, queried on a miss (valid until the next query or MPI_Type_free). */
+static inline const dtinfo_t *dt_get(MPI_Datatype t)
+{
+    const dtinfo_t *d = dt_cached(t);
+    return d ? d : dt_query(t);
+}
+
+static void dt_info(MPI_Datatype t, dtinfo_t *o) { *o = *dt_get(t); }
 
 BOBCAT_EXPORT int MPI_Type_free(MPI_Datatype *t)
 {
@@ -368,11 +366,18 @@ static int new_null(int mode, MPI_Comm comm, MPI_Request *req)
  * node mate waits on an engine request on its stack. */
 
 /* The bytes of a send send_small takes (contiguous, to a node mate, at most the eager limit, not
- * synchronous), else -1. d: the datatype's entry (NULL: not cached, -1). */
-static inline MPI_Count small_bytes(MPI_Count count, const dtinfo_t *d, int dest, int tag, const p2p_comm_t *c,
-                                    int mode)
+ * synchronous), else -1; *d_p: the datatype's entry. The datatype is looked at only once the other
+ * arguments qualify (a bad one is the real MPI's to report), through `get`: dt_cached (no call; a
+ * miss is -1) or dt_get. */
+static inline __attribute__((always_inline)) MPI_Count small_bytes(MPI_Count count, MPI_Datatype dt, int dest,
+                                                                   int tag, const p2p_comm_t *c, int mode,
+                                                                   const dtinfo_t *(*get)(MPI_Datatype),
+                                                                   const dtinfo_t **d_p)
 {
-    if (!d || mode == MODE_SYNC || (unsigned)dest >= (unsigned)c->size || tag < 0 || count < 0 || c->local[dest] < 0)
+    if (mode == MODE_SYNC || (unsigned)dest >= (unsigned)c->size || tag < 0 || count < 0 || c->local[dest] < 0)
+        return -1;
+    const dtinfo_t *d = *d_p = get(dt);
+    if (!d)
         return -1;
     MPI_Count bytes = count * d->size;
     return d->contig && (size_t)bytes <= eager_limit ? bytes : -1;
@@ -431,10 +436,11 @@ static __attribute__((noinline)) int isend_general(const void *buf, MPI_Count co
                                                    int tag, MPI_Comm comm, int mode, MPI_Request *req)
 {
     p2p_comm_t *c = p2p_comm_lookup(comm);
+    const dtinfo_t *sd;
     MPI_Count small;
-    if (c && (small = small_bytes(count, dt_get(dt), dest, tag, c, mode)) >= 0) {
+    if (c && (small = small_bytes(count, dt, dest, tag, c, mode, dt_get, &sd)) >= 0) {
         *req = done_handle;
-        return send_small(buf, small, dt_get(dt), dest, tag, c);
+        return send_small(buf, small, sd, dest, tag, c);
     }
     if (!c || dest < 0 || dest >= c->size || tag < 0 || count < 0) {
         if (c && dest == MPI_PROC_NULL)
@@ -511,7 +517,7 @@ static inline __attribute__((always_inline)) int p2p_isend(const void *buf, MPI_
     const p2p_comm_t *c = p2p_comm_last;
     const dtinfo_t *d;
     MPI_Count bytes;
-    if (c && c->comm == comm && (bytes = small_bytes(count, d = dt_cached(dt), dest, tag, c, mode)) >= 0) {
+    if (c && c->comm == comm && (bytes = small_bytes(count, dt, dest, tag, c, mode, dt_cached, &d)) >= 0) {
         *req = done_handle;
         return send_small(buf, bytes, d, dest, tag, c);
     }
@@ -585,9 +591,10 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
 static int p2p_send(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode)
 {
     p2p_comm_t *c = p2p_comm_lookup(comm);
+    const dtinfo_t *d;
     MPI_Count bytes;
-    if (c && (bytes = small_bytes(count, dt_get(dt), dest, tag, c, mode)) >= 0)
-        return send_small(buf, bytes, dt_get(dt), dest, tag, c);
+    if (c && (bytes = small_bytes(count, dt, dest, tag, c, mode, dt_get, &d)) >= 0)
+        return send_small(buf, bytes, d, dest, tag, c);
     if ((!c || (dest >= 0 && dest < c->size && c->local[dest] < 0)) && !p2p_need_progress() && count <= INT_MAX) {
         p2p_stats.calls_mpi++;
         switch (mode) {
