@@ -103,7 +103,8 @@ int bc_bind_index(int idx);
 /* Binds the calling thread to exactly `cpu`; 0 or -1 (errno set). */
 int bc_bind_cpu(int cpu);
 /* Two cpus for a two-thread probe: from --cpus "A,B" (a usage error if malformed) or the first two
- * this process may run on. 0, or an exit code after a message on stderr (prefixed `who`). */
+ * this process may run on; binds the calling thread to A (the partner thread binds itself to B).
+ * 0, or an exit code after a message on stderr (prefixed `who`). */
 int bc_cpu_pair(const char *cpus, const char *who, int *a_p, int *b_p);
 
 /* ---------------------------------------------------------------- output ----------------------- */

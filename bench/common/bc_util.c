@@ -423,7 +423,7 @@ int bc_bind_cpu(int cpu)
     return sched_setaffinity(0, sizeof set, &set);
 }
 
-int bc_cpu_pair(const char *cpus, const char *who, int *a_p, int *b_p)
+static int cpu_pair(const char *cpus, const char *who, int *a_p, int *b_p)
 {
     if (cpus) {
         char *end;
@@ -455,6 +455,19 @@ int bc_cpu_pair(const char *cpus, const char *who, int *a_p, int *b_p)
     if (*b_p < 0) {
         fprintf(stderr, "%s: needs two allowed cpus, this process may run on one only "
                         "(run it outside the job's cpuset or give --cpus A,B)\n", who);
+        return 2;
+    }
+    return 0;
+}
+
+int bc_cpu_pair(const char *cpus, const char *who, int *a_p, int *b_p)
+{
+    int rc = cpu_pair(cpus, who, a_p, b_p);
+    if (rc)
+        return rc;
+    if (bc_bind_cpu(*a_p) != 0) {
+        fprintf(stderr, "%s: cannot bind to cpu %d: %s (give --cpus with allowed cpus)\n", who, *a_p,
+                strerror(errno));
         return 2;
     }
     return 0;

@@ -13,13 +13,11 @@
  * hits every count alike; per count the median slice is reported. Not an MPI program. */
 #include "bc.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define CELLS 64
 #define MAXCOUNTS 16
@@ -112,11 +110,6 @@ int main(int argc, char **argv)
     int cpu_prod = -1, rc = bc_cpu_pair(cpus, "cellring", &cpu_prod, &cpu_cons);
     if (rc)
         return rc;
-    if (bc_bind_cpu(cpu_prod) != 0) {
-        fprintf(stderr, "cellring: cannot bind to cpu %d: %s (give --cpus with allowed cpus)\n", cpu_prod,
-                strerror(errno));
-        return 2;
-    }
     pthread_t th;
     if (pthread_create(&th, NULL, consumer, NULL) != 0) {
         fprintf(stderr, "cellring: pthread_create failed\n");

@@ -8,14 +8,12 @@
  * separate chips (> 150 ns) apart (docs/benchmarks.md, MACHINE.md). Not an MPI program. */
 #include "bc.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define STOP UINT64_MAX
 
@@ -93,11 +91,6 @@ int main(int argc, char **argv)
     int cpu_ping = -1, rc = bc_cpu_pair(cpus, "probe", &cpu_ping, &cpu_pong);
     if (rc)
         return rc;
-    if (bc_bind_cpu(cpu_ping) != 0) {
-        fprintf(stderr, "probe: cannot bind to cpu %d: %s (give --cpus with allowed cpus)\n",
-                cpu_ping, strerror(errno));
-        return 2;
-    }
 
     pthread_t th;
     if (pthread_create(&th, NULL, pong, NULL) != 0) {
