@@ -222,6 +222,18 @@ def _have_children() -> bool:
     return True
 
 
+def _status_tail(rest: bytes) -> int:
+    """Where in an unterminated piece of stderr a status line starts or may be starting (a suffix
+    that is a beginning of STATUS_PREFIX), or -1."""
+    p = rest.find(STATUS_PREFIX)
+    if p >= 0:
+        return p
+    for k in range(min(len(STATUS_PREFIX) - 1, len(rest)), 0, -1):
+        if STATUS_PREFIX.startswith(rest[-k:]):
+            return len(rest) - k
+    return -1
+
+
 class Job:
     def __init__(self, argv: list[str], env: dict[str, str], job_id: str, nranks: int,
                  tlimit: float | None, on_status, scan_always: bool = False):
@@ -237,8 +249,8 @@ class Job:
         self.out = Outcome()
         self.pid = -1
         self._buf = b""
-        self._passing = False               # inside a user line already partly forwarded
-        self._head = b""                    # that line's start (up to HEAD_MAX), for _abort_line
+        self._head = b""                    # the start of a user line already partly relayed
+                                            # (up to HEAD_MAX), for _abort_line
         self._held_since = 0.0
         self._ompi_abort_line: str | None = None   # first line of Open MPI's two-line abort message
 
@@ -254,6 +266,11 @@ class Job:
             data = data[n:]
 
     def _feed(self, data: bytes, now: float) -> None:
+        """Relay the launcher's stderr, taking out the shims' status lines.  The launcher merges
+        the ranks' streams chunk by chunk, so a status line (one atomic write by its shim) can
+        arrive in the middle of another rank's unfinished line, or after the program's own last,
+        unterminated line: it is recognised wherever it starts, and the text around it is relayed
+        as the user wrote it."""
         buf = self._buf + data
         out = []
         start = 0
@@ -263,37 +280,43 @@ class Job:
                 break
             line = buf[start:nl + 1]
             start = nl + 1
-            if not self._passing and line.startswith(STATUS_PREFIX):
-                self._status(line.rstrip(b"\r\n"))
-            else:
-                out.append(line)
-                if self.out.abort is None:
-                    # Pipes split lines anywhere: look at the whole line, not its last piece.
-                    whole = self._head + line if self._head else line
-                    if b"Abort(" in whole or b"MPI_ABORT" in whole or self._ompi_abort_line is not None:
-                        self._abort_line(whole.decode("utf-8", "replace"))
-            self._passing = False
+            p = line.find(STATUS_PREFIX)
+            if p >= 0:
+                if p > 0:                       # the unfinished user line goes on after it
+                    self._pass_partial(line[:p], out)
+                self._status(line[p:].rstrip(b"\r\n"))
+                continue
+            out.append(line)
+            if self.out.abort is None:
+                # Pipes split lines anywhere: look at the whole line, not its last piece.
+                whole = self._head + line if self._head else line
+                if b"Abort(" in whole or b"MPI_ABORT" in whole or self._ompi_abort_line is not None:
+                    self._abort_line(whole.decode("utf-8", "replace"))
             self._head = b""
         rest = buf[start:]
-        # A partial line that cannot become a status line goes out now, so prompts and progress
-        # dots show up; one that still could is held briefly (see flush_partial).
-        if rest and (self._passing or not STATUS_PREFIX.startswith(rest[:len(STATUS_PREFIX)])
-                     and not rest.startswith(STATUS_PREFIX)):
-            out.append(rest)
-            self._passing = True
-            self._head = (self._head + rest)[:HEAD_MAX]
-            rest = b""
+        # A partial line goes out now, so prompts and progress dots show up, except for the part
+        # that is or could become a status line, which is held briefly (see flush_partial).
+        keep = _status_tail(rest)
+        if keep < 0:
+            keep = len(rest)
+        if keep > 0:
+            self._pass_partial(rest[:keep], out)
+            rest = rest[keep:]
         if rest and not self._buf:
             self._held_since = now
         self._buf = rest
         if out:
             self._emit(b"".join(out))
 
+    def _pass_partial(self, piece: bytes, out: list[bytes]) -> None:
+        out.append(piece)
+        self._head = (self._head + piece)[:HEAD_MAX]
+
     def _flush_partial(self, now: float, force: bool = False) -> None:
         if self._buf and (force or now - self._held_since > PARTIAL_HOLD_S):
-            self._emit(self._buf)
-            self._passing = True
-            self._head = (self._head + self._buf)[:HEAD_MAX]
+            out: list[bytes] = []
+            self._pass_partial(self._buf, out)
+            self._emit(out[0])
             self._buf = b""
 
     def _abort_line(self, line: str) -> None:

@@ -253,3 +253,31 @@ def test_verdict_from_captured_output(capfd, monkeypatch, mpi, nranks, stderr, s
     err = capfd.readouterr().err
     assert err.splitlines()[-1] == line
     assert "@@bobcat@@" not in err
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 16])
+def test_status_lines_found_inside_unfinished_user_lines(capfd, monkeypatch, chunk):
+    """The launcher merges the ranks' stderr chunk by chunk: a shim's line can land in the middle of
+    another rank's unfinished line, and the exit line follows a program's unterminated last line.
+    Both are still status lines, and the user's text around them is relayed intact."""
+    from bobcat.yod_job import Job
+    job = Job(["true"], {}, "0" * 16, 2, None, lambda kind, fields: None)
+    data = (f"{S}start rank=0\npartial{S}start rank=1\npartial line\n line\n"
+            f"no newline{S}exit rank=0 code=0\n@ not a status line\n@@bobcat@ nor this\n"
+            f"{S}exit rank=1 code=4\n").encode()
+    for i in range(0, len(data), chunk):
+        job._feed(data[i:i + chunk], 0.0)
+    job._flush_partial(0.0, force=True)
+    assert job.out.started == {0, 1}
+    assert {r: e.code for r, e in job.out.ends.items()} == {0: 0, 1: 4}
+    assert capfd.readouterr().err == ("partialpartial line\n line\nno newline@ not a status line\n"
+                                      "@@bobcat@ nor this\n")
+
+
+def test_held_prefix_is_relayed_when_no_status_line_follows(capfd):
+    from bobcat.yod_job import Job
+    job = Job(["true"], {}, "0" * 16, 1, None, lambda kind, fields: None)
+    job._feed(b"progress @@bob", 0.0)
+    assert capfd.readouterr().err == "progress "      # the tail might start a status line
+    job._flush_partial(1.0)
+    assert capfd.readouterr().err == "@@bob"
