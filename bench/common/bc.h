@@ -153,6 +153,27 @@ void bc_minavgmax(MPI_Comm comm, double v, double *min_p, double *avg_p, double 
 
 /* Index of this rank among the ranks of its host (MPI_COMM_TYPE_SHARED). */
 int bc_local_rank(void);
+
+/* The placement probe inside a job: ranks 0 and 1 of a communicator, when on one host, play
+ * bobcat-probe's cache-line ping-pong over a page they share, so that a benchmark can tell the
+ * placement state each of its timed slices ran in (on a VM whose vCPUs move, a probe before and
+ * after the whole job misses state changes within it). */
+typedef struct {
+    void *page;    /* the shared page (NULL: no probe) */
+    int role;      /* 0 pinger, 1 ponger, -1 neither */
+    uint64_t seq;
+} bc_pprobe_t;
+/* Collective over comm. 1 if ranks 0 and 1 share a page now (also 1 on every other rank), else 0
+ * (fewer than two ranks, different hosts, no /dev/shm): then bc_pair_probe returns -1. */
+int bc_pair_probe_open(MPI_Comm comm, bc_pprobe_t *p);
+/* Collective over comm (others only wait in a barrier): the one-way latency in ns between ranks 0
+ * and 1, the best of a few slices within `seconds`, valid on rank 0 (and -1 elsewhere). */
+double bc_pair_probe(MPI_Comm comm, bc_pprobe_t *p, double seconds);
+void bc_pair_probe_close(bc_pprobe_t *p);
 #endif
+
+/* The placement a probe's one-way latency implies: "smt" (< 40 ns), "core" (40-150 ns), "chip"
+ * (> 150 ns), or "unknown" for a negative value. */
+const char *bc_placement_of(double oneway_ns);
 
 #endif

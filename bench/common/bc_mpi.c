@@ -2,7 +2,13 @@
  * start and finish of a run, iteration counts that every rank agrees on, per-rank reductions. */
 #include "bc.h"
 
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 int bc_rank = 0;
 
@@ -76,4 +82,120 @@ int bc_local_rank(void)
     MPI_Comm_rank(node, &r);
     MPI_Comm_free(&node);
     return r;
+}
+
+/* ---- the placement probe inside a job ----
+ * The page holds bobcat-probe's two lines, 128 bytes apart (the adjacent-line prefetcher must not
+ * couple them): the pinger writes n into A and waits for n in B, the ponger echoes A into B. */
+#define PP_STOP UINT64_MAX
+#define PP_A(p) ((_Atomic uint64_t *)(p)->page)
+#define PP_B(p) ((_Atomic uint64_t *)((char *)(p)->page + 128))
+
+static inline void pp_relax(unsigned *spins)
+{
+    /* Two ranks sharing a core (an oversubscribed run) must let each other run. */
+    if (++*spins >= 4096) {
+        *spins = 0;
+        sched_yield();
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+int bc_pair_probe_open(MPI_Comm comm, bc_pprobe_t *p)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    memset(p, 0, sizeof *p);
+    p->role = rank < 2 && size >= 2 ? rank : -1;
+    char name[64] = "";
+    int fd = -1;
+    if (p->role == 0) {
+        /* Unique per job and host: the pid, the clock; created exclusively, private to the user. */
+        snprintf(name, sizeof name, "/bobcat-bench-probe-%ld-%llx", (long)getpid(),
+                 (unsigned long long)(bc_now() * 1e9));
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0 || ftruncate(fd, 4096) != 0)
+            name[0] = '\0';
+    }
+    if (size >= 2) {
+        if (rank == 0)
+            MPI_Send(name, (int)sizeof name, MPI_CHAR, 1, 0, comm);
+        else if (rank == 1)
+            MPI_Recv(name, (int)sizeof name, MPI_CHAR, 0, 0, comm, MPI_STATUS_IGNORE);
+    }
+    if (p->role == 1 && name[0])
+        fd = shm_open(name, O_RDWR, 0); /* absent on another host's /dev/shm */
+    if (fd >= 0) {
+        void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        p->page = m == MAP_FAILED ? NULL : m;
+        close(fd);
+    }
+    int mine = p->role < 0 || p->page != NULL, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm);
+    if (p->role == 0 && name[0])
+        shm_unlink(name); /* both have it mapped (or the probe is off): nothing is left behind */
+    if (!all || size < 2) {
+        bc_pair_probe_close(p);
+        return 0;
+    }
+    return 1;
+}
+
+double bc_pair_probe(MPI_Comm comm, bc_pprobe_t *p, double seconds)
+{
+    double best = -1;
+    /* The ponger reads A before the barrier: the pinger writes its first number only after it. */
+    uint64_t last = p->page && p->role == 1 ? atomic_load_explicit(PP_A(p), memory_order_acquire) : 0;
+    MPI_Barrier(comm);
+    unsigned spins = 0;
+    if (p->page && p->role == 1) {
+        for (;;) {
+            uint64_t v;
+            while ((v = atomic_load_explicit(PP_A(p), memory_order_acquire)) == last)
+                pp_relax(&spins);
+            if (v == PP_STOP) {
+                atomic_store_explicit(PP_B(p), PP_STOP, memory_order_release);
+                break;
+            }
+            atomic_store_explicit(PP_B(p), v, memory_order_release);
+            last = v;
+        }
+    } else if (p->page && p->role == 0) {
+        /* Slices of a quarter of the time; the best counts, as in bobcat-probe (an interrupt or a
+         * preemption in one slice is not the placement). The clock is read every 64 rounds. */
+        for (int s = 0; s < 4; s++) {
+            uint64_t rounds = 0;
+            double t0 = bc_now(), t = t0;
+            while (t - t0 < seconds / 4) {
+                for (int i = 0; i < 64; i++) {
+                    uint64_t n = ++p->seq;
+                    atomic_store_explicit(PP_A(p), n, memory_order_release);
+                    while (atomic_load_explicit(PP_B(p), memory_order_acquire) != n)
+                        pp_relax(&spins);
+                }
+                rounds += 64;
+                t = bc_now();
+            }
+            double ns = (t - t0) * 1e9 / (2.0 * (double)rounds);
+            best = s == 0 || ns < best ? ns : best;
+        }
+        /* Stop the ponger, and once it has seen that, leave A at the last number, so the next
+         * probe's ponger starts from it. */
+        atomic_store_explicit(PP_A(p), PP_STOP, memory_order_release);
+        while (atomic_load_explicit(PP_B(p), memory_order_acquire) != PP_STOP)
+            pp_relax(&spins);
+        atomic_store_explicit(PP_A(p), p->seq, memory_order_release);
+    }
+    MPI_Barrier(comm);
+    return best;
+}
+
+void bc_pair_probe_close(bc_pprobe_t *p)
+{
+    if (p->page)
+        munmap(p->page, 4096);
+    p->page = NULL;
 }

@@ -543,3 +543,10 @@ void bc_emit_done(int valid)
            valid ? "true" : "false", bc_now() - start_time);
     fflush(stdout);
 }
+
+const char *bc_placement_of(double oneway_ns)
+{
+    if (oneway_ns < 0)
+        return "unknown";
+    return oneway_ns < 40 ? "smt" : oneway_ns <= 150 ? "core" : "chip";
+}

@@ -25,6 +25,7 @@ typedef struct {
     long window;       /* msgrate */
     MPI_Request *reqs;
     MPI_Status *stats;
+    double el;         /* this rank's seconds in the last timed loop */
 } ctx_t;
 
 typedef struct {
@@ -41,6 +42,8 @@ typedef struct {
 } test_t;
 
 static const float RED_MOD = 5.0f;
+/* Seconds of each in-job placement probe (--slices). */
+static const double PROBE_S = 0.002;
 
 static uint64_t src_seed(int src, size_t bytes)
 {
@@ -419,7 +422,57 @@ static double run_loop(void *arg, long n)
     return bc_now() - t0;
 }
 
-static void run_test(const test_t *t, const bc_common_t *c, long window)
+/* One timed loop of n iterations (validated with --validate); leaves the elapsed time in x->el. */
+static void measure(const test_t *t, ctx_t *x, loop_t *l, long n, int validate, size_t rblocks)
+{
+    if (validate) {
+        memset(x->rbuf, 0, x->bytes * rblocks);
+        t->prepare(x); /* Bcast keeps its data in rbuf */
+    }
+    x->el = run_loop(l, n);
+    if (validate)
+        t->check(x, n);
+}
+
+/* The JSON lines of one timed loop. slice >= 0: one of --slices, whose placement the in-job probes
+ * before and after it give ("mixed" when they disagree). */
+static void report(const test_t *t, ctx_t *x, long n, long slice, double before, double after)
+{
+    char extra[96] = "";
+    if (slice >= 0) {
+        const char *a = bc_placement_of(before), *b = bc_placement_of(after);
+        snprintf(extra, sizeof extra, "\"placement\": \"%s\", \"probe_ns\": [%.1f, %.1f]",
+                 strcmp(a, b) == 0 ? a : "mixed", before, after);
+    }
+    char sl[32] = "";
+    if (slice >= 0)
+        snprintf(sl, sizeof sl, ", \"slice\": %ld", slice);
+    double el = x->el;
+    double per = el / (double)n / t->per_iter_divisor * 1e6, tmin, tavg, tmax;
+    bc_minavgmax(x->comm, per, &tmin, &tavg, &tmax);
+    if (t->iter == msgrate_iter) {
+        /* Messages of all pairs over the slowest rank's elapsed time. */
+        double elmax;
+        MPI_Allreduce(&el, &elmax, 1, MPI_DOUBLE, MPI_MAX, x->comm);
+        double rate = (double)(x->size / 2) * (double)n * (double)x->window / elmax;
+        bc_emit_extra("msgrate", rate, "msg/s", "higher", slice >= 0 ? extra : NULL,
+                      "\"bytes\": %zu, \"iters\": %ld, \"window\": %ld, \"pairs\": %d%s", x->bytes, n,
+                      x->window, x->size / 2, sl);
+        return;
+    }
+    char sz[48] = "";
+    if (t->sized)
+        snprintf(sz, sizeof sz, "\"bytes\": %zu, ", x->bytes);
+    const char *ex = slice >= 0 ? extra : NULL;
+    bc_emit_extra("t_min", tmin, "us", "lower", ex, "%s\"iters\": %ld%s", sz, n, sl);
+    bc_emit_extra("t_avg", tavg, "us", "lower", ex, "%s\"iters\": %ld%s", sz, n, sl);
+    bc_emit_extra("t_max", tmax, "us", "lower", ex, "%s\"iters\": %ld%s", sz, n, sl);
+    if (t->bw_factor > 0 && tmax > 0)
+        bc_emit_extra("bandwidth", t->bw_factor * (double)x->bytes / tmax, "MB/s", "higher", ex,
+                      "%s\"iters\": %ld%s", sz, n, sl);
+}
+
+static void run_test(const test_t *t, const bc_common_t *c, long window, long slices)
 {
     int wrank = bc_rank, wsize = bc_nranks;
     ctx_t x = {.window = 1};
@@ -463,6 +516,8 @@ static void run_test(const test_t *t, const bc_common_t *c, long window)
         }
         memset(x.sbuf, 0, maxb * sblocks + 64);
         memset(x.rbuf, 0, rbytes + 64);
+        bc_pprobe_t pp;
+        int probing = slices > 1 && bc_pair_probe_open(x.comm, &pp);
 
         int nsz = t->sized ? c->nsizes : 1;
         for (int s = 0; s < nsz; s++) {
@@ -474,34 +529,15 @@ static void run_test(const test_t *t, const bc_common_t *c, long window)
             t->prepare(&x);
             loop_t l = {t, &x};
             long n = bc_calibrate(x.comm, c, run_loop, &l);
-            if (c->validate) {
-                memset(x.rbuf, 0, x.bytes * rblocks);
-                t->prepare(&x); /* Bcast keeps its data in rbuf */
+            /* --slices: the budget in slices, each between two placement probes and reported on
+             * its own, with the placement state it ran in. */
+            long per = slices > 1 ? (n / slices > 0 ? n / slices : 1) : n;
+            for (long k = 0; k < slices; k++) {
+                double before = probing ? bc_pair_probe(x.comm, &pp, PROBE_S) : -1;
+                measure(t, &x, &l, per, c->validate, rblocks);
+                double after = probing ? bc_pair_probe(x.comm, &pp, PROBE_S) : -1;
+                report(t, &x, per, slices > 1 ? k : -1, before, after);
             }
-            double el = run_loop(&l, n);
-            if (c->validate)
-                t->check(&x, n);
-            double per = el / (double)n / t->per_iter_divisor * 1e6, tmin, tavg, tmax;
-            bc_minavgmax(x.comm, per, &tmin, &tavg, &tmax);
-            if (t->iter == msgrate_iter) {
-                /* Messages of all pairs over the slowest rank's elapsed time. */
-                double elmax;
-                MPI_Allreduce(&el, &elmax, 1, MPI_DOUBLE, MPI_MAX, x.comm);
-                double rate = (double)(x.size / 2) * (double)n * (double)x.window / elmax;
-                bc_emit("msgrate", rate, "msg/s", "higher",
-                        "\"bytes\": %zu, \"iters\": %ld, \"window\": %ld, \"pairs\": %d", x.bytes, n,
-                        x.window, x.size / 2);
-                continue;
-            }
-            char sz[48] = "";
-            if (t->sized)
-                snprintf(sz, sizeof sz, "\"bytes\": %zu, ", x.bytes);
-            bc_emit("t_min", tmin, "us", "lower", "%s\"iters\": %ld", sz, n);
-            bc_emit("t_avg", tavg, "us", "lower", "%s\"iters\": %ld", sz, n);
-            bc_emit("t_max", tmax, "us", "lower", "%s\"iters\": %ld", sz, n);
-            if (t->bw_factor > 0 && tmax > 0)
-                bc_emit("bandwidth", t->bw_factor * (double)x.bytes / tmax, "MB/s", "higher",
-                        "%s\"iters\": %ld", sz, n);
         }
         if (t->iter == poll_iter)
             poll_finish(&x);
@@ -510,6 +546,8 @@ static void run_test(const test_t *t, const bc_common_t *c, long window)
         free(x.counts);
         free(x.reqs);
         free(x.stats);
+        if (probing)
+            bc_pair_probe_close(&pp);
         MPI_Comm_free(&x.comm);
     }
     /* Ranks outside a pair test wait here (IMB leaves them idle). */
@@ -519,13 +557,17 @@ static void run_test(const test_t *t, const bc_common_t *c, long window)
 int main(int argc, char **argv)
 {
     const char *which = "PingPong";
-    long window = 64;
+    long window = 64, slices = 1;
     bc_common_t c = {.iters = 1000, .warmup = 5, .time_s = 0.05, .max_size = 4 << 20};
     bc_opt_t opts[] = {
         {"test", BC_OPT_STR, &which,
          "comma-separated tests: PingPong PingPing Sendrecv Exchange Barrier Bcast Reduce "
          "Allreduce Allgather Alltoall Reduce_scatter msgrate, or all"},
         {"window", BC_OPT_LONG, &window, "msgrate: messages in flight per window"},
+        {"slices", BC_OPT_LONG, &slices,
+         "time each size in this many slices, reported one by one with the placement state (smt, "
+         "core, chip, or mixed) that a cache-line probe between ranks 0 and 1 measured before and "
+         "after each (default 1: one loop, no probe)"},
         {NULL, 0, NULL, NULL},
     };
     bc_parse(argc, argv, "imb",
@@ -534,6 +576,8 @@ int main(int argc, char **argv)
              BC_C_ITERS | BC_C_WARMUP | BC_C_TIME | BC_C_SIZES, &c, opts);
     if (window < 1 || window > 4096)
         bc_usage_error("--window must be in 1..4096");
+    if (slices < 1 || slices > 1000)
+        bc_usage_error("--slices must be in 1..1000");
     for (int s = 0; s < c.nsizes; s++)
         if (c.sizes[s] > (size_t)1 << 30)
             bc_usage_error("message size %zu is above 1 GiB (MPI int counts)", c.sizes[s]);
@@ -562,7 +606,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "imb: %s needs at least 2 ranks; skipped\n", tests[k].name);
             continue;
         }
-        run_test(&tests[k], &c, window);
+        run_test(&tests[k], &c, window, slices);
     }
     bc_bench = "imb";
     return bc_finish();

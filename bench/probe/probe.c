@@ -120,9 +120,8 @@ int main(int argc, char **argv)
         bc_fail("last echo %llu, expected %llu", (unsigned long long)atomic_load(&lines.b),
                 (unsigned long long)seq);
 
-    const char *placement = ns < 40 ? "smt" : ns <= 150 ? "core" : "chip";
     char extra[64];
-    snprintf(extra, sizeof extra, "\"placement\": \"%s\"", placement);
+    snprintf(extra, sizeof extra, "\"placement\": \"%s\"", bc_placement_of(ns));
     bc_emit_extra("oneway_ns", ns, "ns", "lower", extra, "\"cpus\": [%d, %d], \"seconds\": %g",
                   cpu_ping, cpu_pong, seconds);
     bc_emit_done(bc_local_valid());

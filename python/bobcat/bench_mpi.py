@@ -4,8 +4,13 @@ at their default AND best settings, 2 ranks on one node, IMB-style timings.
 Protocol for a noisy machine (the one every bobcat performance claim follows): every variant runs
 once per round and the rounds interleave them (the starting variant rotates, so no variant always
 follows the same neighbour); the figure of merit is the median over rounds; the core-to-core probe
-runs before and after the whole run and around every variant's turn, so each sample carries the
-placement state it ran in ("core", "smt", "chip", or "mixed" when the two probes disagree).
+runs before and after the whole run and around every variant's turn, and imb times each size in
+--slices slices with an in-job probe between the two ranks around each slice, so each sample carries
+the placement state it ran in ("core", "smt", "chip", or "mixed" when the two probes disagree). The
+vCPUs change placement within a job and a one-way latency follows the line transfer time (slow turns
+of pingpong were in the chip state, not in the code), so the ratios per state (@smt, @core, @chip)
+compare variants under the same conditions; the overall ratio also depends on which state each
+variant's turns drew.
 `--placement core` takes the medians over the samples of that state only (this VM's vCPUs move
 between placements for seconds at a time: a variant whose turns fell on "chip" reads slow for
 reasons of its own). A ratio is lwk's median over the best peer's median, per test and size.
@@ -77,14 +82,15 @@ def variants(mpis: list[str], heap: str, with_off: bool,
     return out
 
 
-def imb_args(tests: dict[str, list[int | None]], iters: int, time_s: float) -> list[list[str]]:
+def imb_args(tests: dict[str, list[int | None]], iters: int, time_s: float, slices: int = 1) -> list[list[str]]:
     """One imb invocation per distinct size list (imb sweeps one list for all its tests)."""
     by_sizes: dict[tuple, list[str]] = {}
     for test, sizes in tests.items():
         key = tuple(s for s in sizes if s is not None) or (8,)
         by_sizes.setdefault(key, []).append(test)
     return [["--test", ",".join(names), "--sizes", ",".join(str(s) for s in sizes), "--iters", str(iters),
-             "--time", str(time_s)] for sizes, names in by_sizes.items()]
+             "--time", str(time_s)] + (["--slices", str(slices)] if slices > 1 else [])
+            for sizes, names in by_sizes.items()]
 
 
 def merit_of(row: parsers.Metric) -> str:
@@ -100,6 +106,10 @@ def run(argv: list[str] | None = None) -> dict:
     ap.add_argument("--sizes", help="override the size list of every sized test (bytes, comma-separated)")
     ap.add_argument("--iters", type=int, default=2000, help="imb --iters (default 2000)")
     ap.add_argument("--time", type=float, default=0.05, help="imb --time per size, seconds (default 0.05)")
+    ap.add_argument("--slices", type=int, default=4,
+                    help="imb times each size in this many slices, each with the placement state an in-job "
+                    "probe between the two ranks measured around it (default 4; 1: one loop per size, "
+                    "the turn's probes decide its state)")
     ap.add_argument("--heap", default="512M", help="yod --heap for the lwk variants (default 512M)")
     ap.add_argument("--no-off", action="store_true", help="leave out the lwk-off variants")
     ap.add_argument("--no-old", action="store_true", help="leave out the lwk-old variants (OLD_KNOBS)")
@@ -108,6 +118,8 @@ def run(argv: list[str] | None = None) -> dict:
                     "probes disagree is 'mixed'); default: every sample")
     ap.add_argument("--json", type=Path, help="write every sample and median to this file")
     args = ap.parse_args(argv)
+    if not 1 <= args.slices <= 1000:
+        ap.error("--slices must be in 1..1000")
     mpis = [m for m in args.mpi.split(",") if m]
     for m in mpis:
         if m not in LAUNCH:
@@ -124,7 +136,7 @@ def run(argv: list[str] | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOBCAT_")}
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", BOBCAT_HOME=str(paths.home()))
     vs = variants(mpis, args.heap, not args.no_off, not args.no_old)
-    invocations = imb_args(tests, args.iters, args.time)
+    invocations = imb_args(tests, args.iters, args.time, args.slices)
     samples: dict[str, dict[str, list[float]]] = {v: {} for v in vs}
     states: dict[str, dict[str, list[str]]] = {v: {} for v in vs}  # placement of each sample
     failures: list[str] = []
@@ -148,17 +160,20 @@ def run(argv: list[str] | None = None) -> dict:
                         if row.name != merit_of(row):
                             continue
                         key = f"{row.bench}:{row.size if row.size is not None else '-'}"
-                        turn.append((key, row.value))
+                        turn.append((key, row.value, row.params.get("placement")))
                 after = probe().get("placement")
                 state = before if before == after and before else "mixed"
-                for key, value in turn:
+                for key, value, inner in turn:
                     samples[name].setdefault(key, []).append(value)
-                    states[name].setdefault(key, []).append(state)
+                    # A slice's own probes are closer to it than the turn's.
+                    states[name].setdefault(key, []).append(inner if inner in (*parsers.PLACEMENTS, "mixed")
+                                                             else state)
             print(f"round {rnd + 1}/{args.reps} done", file=sys.stderr, flush=True)
     result["probe_after"] = probe()
     med = medians(samples, states, args.placement)
+    by_state = {st: ratios(medians(samples, states, st), mpis) for st in parsers.PLACEMENTS}
     result.update(samples=samples, states=states, placement=args.placement, median=med, failures=failures,
-                  ratios=ratios(med, mpis))
+                  ratios=ratios(med, mpis), slices=args.slices, ratios_by_state=by_state)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     return result
@@ -219,24 +234,31 @@ def main(argv: list[str] | None = None) -> int:
           f"{pa.get('oneway_ns')} ns ({pa.get('placement')})")
     for v, per_key in res["states"].items():
         counts: dict[str, int] = {}
-        for st in next(iter(per_key.values()), []):
-            counts[st] = counts.get(st, 0) + 1
-        print(f"  turns of {v}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
+        for sts in per_key.values():
+            for st in sts:
+                counts[st] = counts.get(st, 0) + 1
+        print(f"  placement of {v}'s samples: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
     if res["placement"]:
         print(f"medians over the samples taken in placement '{res['placement']}' only")
     print("times are µs (pingpong: one-way t_avg; collectives: t_avg), msgrate is messages/s; "
-          "ratio = lwk / best peer (time; < 1 is faster) or best / lwk (rate)")
+          "ratio = lwk / best peer (time; < 1 is faster) or best / lwk (rate); @smt/@core/@chip: the "
+          "ratio to the best peer of any MPI over the samples of that placement state only")
+    by_state = res.get("ratios_by_state", {})
     for mpi, rows in res["ratios"].items():
         print(f"\n{mpi}: {'test:bytes':<22} {'lwk':>10} {'lwk-old':>10} {'lwk-off':>10} {'best same':>10} {'ratio':>6} "
-              f"{'best any':>10} {'ratio':>6}  best-any variant")
+              f"{'best any':>10} {'ratio':>6} {'@smt':>5} {'@core':>5} {'@chip':>5}  best-any variant")
         for key in sorted(rows, key=lambda k: (k.split(':')[0], int(k.split(':')[1]) if k.split(':')[1] != '-' else -1)):
             r = rows[key]
             rs = f"{r['lwk_over_best_same']:.2f}" if r["lwk_over_best_same"] else "-"
             ra = f"{r['lwk_over_best_any']:.2f}" if r["lwk_over_best_any"] else "-"
+            per_state = []
+            for st in parsers.PLACEMENTS:
+                x = by_state.get(st, {}).get(mpi, {}).get(key, {}).get("lwk_over_best_any")
+                per_state.append(f"{x:.2f}" if x else "-")
             print(f"{'':5} {key:<22} {_fmt(r['lwk'], key):>10} {_fmt(r.get('lwk_old'), key):>10} "
                   f"{_fmt(r['lwk_off'], key):>10} "
-                  f"{_fmt(r['best_same_mpi'], key):>10} {rs:>6} {_fmt(r['best_any'], key):>10} {ra:>6}  "
-                  f"{r['best_any_variant']}")
+                  f"{_fmt(r['best_same_mpi'], key):>10} {rs:>6} {_fmt(r['best_any'], key):>10} {ra:>6} "
+                  f"{per_state[0]:>5} {per_state[1]:>5} {per_state[2]:>5}  {r['best_any_variant']}")
     for f in res["failures"]:
         print("FAILED:", f)
     return 1 if res["failures"] else 0

@@ -154,6 +154,27 @@ def test_imb_odd_sizes_fixed_iterations(flavour: str) -> None:
     assert len(rates) == 4 and all(m["unit"] == "msg/s" for m in rates)
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_imb_slices_carry_their_placement(flavour: str) -> None:
+    """--slices: every size timed in N loops, each line with its slice number and the placement the
+    in-job probe between ranks 0 and 1 measured around it; the probe's page leaves nothing behind."""
+    before = set(os.listdir("/dev/shm"))
+    metrics = run_mpi(flavour, "imb", "--test", "PingPong,msgrate,Barrier", "--sizes", "8,4K",
+                      "--iters", "50", "--time", "0", "--slices", "3")
+    check_tminmax([m for m in metrics if m["params"]["slice"] == 0])
+    per_key: dict[tuple, list[int]] = defaultdict(list)
+    for m in metrics:
+        per_key[(m["bench"], m["metric"], m["params"].get("bytes"))].append(m["params"]["slice"])
+        assert m["params"]["iters"] == 50 // 3
+        a, b = m["probe_ns"]
+        assert 0 < a < 1e6 and 0 < b < 1e6, m     # the two ranks share this host's /dev/shm
+        both = {"smt" if x < 40 else "core" if x <= 150 else "chip" for x in (a, b)}
+        assert m["placement"] == (both.pop() if len(both) == 1 else "mixed"), m
+    assert ("barrier", "t_avg", None) in per_key and ("msgrate", "msgrate", 4096) in per_key
+    assert all(sorted(v) == [0, 1, 2] for v in per_key.values()), per_key
+    assert set(os.listdir("/dev/shm")) - before == set()
+
+
 # ------------------------------------------------------------------------------ the others
 
 
@@ -293,6 +314,7 @@ BAD_ARGS = [
     ("imb", ["--sizes", "1,,x"]),
     ("imb", ["--iters", "0"]),
     ("imb", ["--sizes", "8", "--max-size", "4K"]),
+    ("imb", ["--slices", "0"]),
     ("stream", ["--pages", "medium"]),
     ("stream", ["--sizes", "8"]),  # not an option of stream
     ("gups", ["--log2-table", "2"]),

@@ -15,3 +15,11 @@ def test_medians_by_placement() -> None:
     assert bench_mpi.ratios(core, ["openmpi"])["openmpi"]["pingpong:8"]["lwk_over_best_same"] is None
     chip = bench_mpi.medians(samples, states, "chip")
     assert chip["lwk.openmpi"]["pingpong:8"] == 0.30 and chip["best.openmpi"]["pingpong:8"] == 0.22
+
+
+def test_imb_gets_slices_only_when_asked() -> None:
+    one, = bench_mpi.imb_args({"pingpong": [0, 8]}, 100, 0.05)
+    assert "--slices" not in one and one[one.index("--sizes") + 1] == "0,8"
+    sliced = bench_mpi.imb_args({"pingpong": [8], "msgrate": [8]}, 100, 0.05, 4)
+    assert len(sliced) == 1 and sliced[0][-2:] == ["--slices", "4"]
+    assert sliced[0][sliced[0].index("--test") + 1] == "pingpong,msgrate"
