@@ -83,10 +83,26 @@ static void fill_own(ctx_t *x)
 
 /* ---------------------------------------------------------------- PingPong / PingPing ---------- */
 
+/* --touch: before each send, the sender stores into every line of its send buffer (the byte each
+ * line already holds, so validation still holds), as a program that produced new data would. IMB's
+ * buffers are written once: a receiver that copies straight from the sender's buffer then finds
+ * its lines in its own cache from the previous iteration, which new data would not allow. */
+static int touch;
+
+static void touch_lines(char *buf, size_t bytes)
+{
+    if (!touch)
+        return;
+    volatile char *p = buf;
+    for (size_t k = 0; k < bytes; k += 64)
+        p[k] = p[k];
+}
+
 static void pingpong_iter(ctx_t *x, long i)
 {
     (void)i;
     int cnt = (int)x->bytes;
+    touch_lines(x->sbuf, x->bytes);
     if (x->rank == 0) {
         MPI_Send(x->sbuf, cnt, MPI_BYTE, 1, 1, x->comm);
         MPI_Recv(x->rbuf, cnt, MPI_BYTE, 1, 1, x->comm, MPI_STATUS_IGNORE);
@@ -101,6 +117,7 @@ static void pingping_iter(ctx_t *x, long i)
     (void)i;
     int cnt = (int)x->bytes, peer = 1 - x->rank;
     MPI_Request r;
+    touch_lines(x->sbuf, x->bytes);
     MPI_Isend(x->sbuf, cnt, MPI_BYTE, peer, 2, x->comm, &r);
     MPI_Recv(x->rbuf, cnt, MPI_BYTE, peer, 2, x->comm, MPI_STATUS_IGNORE);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
@@ -120,6 +137,7 @@ static void sendrecv_iter(ctx_t *x, long i)
     (void)i;
     int cnt = (int)x->bytes;
     int right = (x->rank + 1) % x->size, left = (x->rank + x->size - 1) % x->size;
+    touch_lines(x->sbuf, x->bytes);
     MPI_Sendrecv(x->sbuf, cnt, MPI_BYTE, right, 3, x->rbuf, cnt, MPI_BYTE, left, 3, x->comm,
                  MPI_STATUS_IGNORE);
 }
@@ -139,6 +157,7 @@ static void exchange_iter(ctx_t *x, long i)
     /* Tags tell the two directions apart when left == right (two ranks). */
     MPI_Request r[4];
     MPI_Status st[4]; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's access attributes */
+    touch_lines(x->sbuf, x->bytes);
     MPI_Irecv(x->rbuf, cnt, MPI_BYTE, left, 4, x->comm, &r[0]);
     MPI_Irecv(x->rbuf + x->bytes, cnt, MPI_BYTE, right, 5, x->comm, &r[1]);
     MPI_Isend(x->sbuf, cnt, MPI_BYTE, left, 5, x->comm, &r[2]);
@@ -317,6 +336,7 @@ static void msgrate_iter(ctx_t *x, long i)
     int cnt = (int)x->bytes;
     if (x->rank % 2 == 0) {
         int peer = x->rank + 1;
+        touch_lines(x->sbuf, x->bytes);
         for (long k = 0; k < x->window; k++)
             MPI_Isend(x->sbuf, cnt, MPI_BYTE, peer, 6, x->comm, &x->reqs[k]);
         MPI_Waitall((int)x->window, x->reqs, x->stats);
@@ -564,6 +584,9 @@ int main(int argc, char **argv)
          "comma-separated tests: PingPong PingPing Sendrecv Exchange Barrier Bcast Reduce "
          "Allreduce Allgather Alltoall Reduce_scatter msgrate, or all"},
         {"window", BC_OPT_LONG, &window, "msgrate: messages in flight per window"},
+        {"touch", BC_OPT_FLAG, &touch,
+         "PingPong, PingPing, Sendrecv, Exchange, msgrate: store into every line of the send "
+         "buffer before each send (new data, as a program sends; IMB sends the same bytes)"},
         {"slices", BC_OPT_LONG, &slices,
          "time each size in this many slices, reported one by one with the placement state (smt, "
          "core, chip, or mixed) that a cache-line probe between ranks 0 and 1 measured before and "

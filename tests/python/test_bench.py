@@ -175,6 +175,16 @@ def test_imb_slices_carry_their_placement(flavour: str) -> None:
     assert set(os.listdir("/dev/shm")) - before == set()
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_imb_touch_keeps_the_data_valid(flavour: str) -> None:
+    """--touch rewrites every line of the send buffers before each send; --validate still finds the
+    patterns it expects (the bytes stored are the ones there)."""
+    metrics = run_mpi(flavour, "imb", "--test", "PingPong,PingPing,Sendrecv,Exchange,msgrate",
+                      "--sizes", "0,1,100,4K,65K", "--iters", "5", "--time", "0", "--touch")
+    assert {m["bench"] for m in metrics} == {"pingpong", "pingping", "sendrecv", "exchange", "msgrate"}
+    check_tminmax(metrics)
+
+
 # ------------------------------------------------------------------------------ the others
 
 
