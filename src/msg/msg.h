@@ -187,6 +187,7 @@ typedef struct {
     uint64_t eager_recv, rndv_recv, unexpected, bytes_sent, bytes_single_copy;
     uint64_t fbox_sent, fbox_recv, fboxes; /* messages through fast boxes; boxes opened */
     uint64_t fbox_rndv;                    /* rendezvous headers sent through fast boxes */
+    uint64_t fbox_direct;                  /* of fbox_recv, taken by bobcat_msg_recv_box */
     uint64_t split_pushed, bytes_pushed;   /* rendezvous tails this rank copied as the sender */
 } msg_stats_t;
 
@@ -214,6 +215,13 @@ BOBCAT_MSG_API int bobcat_msg_send_eager(int32_t ctx, int32_t src, int32_t tag, 
 /* Post a receive; it completes at once if an unexpected message matches (check req->complete), else
  * it waits on the posted list for a progress pass. */
 BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap);
+/* A blocking receive from local rank from_local (specific source; tag may be MSG_ANY) takes the
+ * pair's next message straight from its fast-box cell, without a request, when nothing can come
+ * before it in MPI's order (no posted receive, no unexpected arrival, nothing in the inbox) and it
+ * matches and fits. Polls the cell at most `polls` times. 1: received (*tag_p, *len_p); 0: nothing
+ * was taken (use bobcat_msg_recv). */
+BOBCAT_MSG_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, int from_local, void *buf, size_t cap,
+                                       unsigned polls, int32_t *tag_p, uint64_t *len_p);
 /* Cancel a posted receive: 1 if cancelled, 0 if it had already matched. */
 BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req);
 /* 1 once a send request is complete. */

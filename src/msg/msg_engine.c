@@ -911,6 +911,46 @@ BOBCAT_MSG_API int bobcat_msg_progress_for(const msg_req_t *req)
     return progress_until(req);
 }
 
+/* A blocking receive's short cut (msg.h): the pair's next message, straight from its cell. */
+BOBCAT_MSG_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, int from_local, void *buf, size_t cap,
+                                       unsigned polls, int32_t *tag_p, uint64_t *len_p)
+{
+    __typeof__(E.rx[0]) *x = &E.rx[from_local];
+    /* Anything that could come first in MPI's order, or that progress owes someone, takes the long
+     * way: posted receives (they match before this one), unexpected arrivals (one may match),
+     * detached sends to reap. */
+    if (!E.active || !x->chan || E.posted_head || E.unexp_head || E.detached)
+        return 0;
+    const msg_node_t *stub = (const msg_node_t *)(uintptr_t)universal(&E.inbox->stub);
+    for (unsigned k = 0;; k++) {
+        if (fbox_ready(x))
+            break;
+        /* A node in the inbox may be this pair's next message, or another's to take in order. */
+        if (E.head != stub || atomic_load_explicit(&E.head->next, memory_order_relaxed) || k >= polls)
+            return 0;
+    }
+    msg_cell_t *c = &x->chan->cell[x->expect & x->mask];
+    uint32_t len = c->len;
+    if (len == MSG_CELL_RNDV || c->ctx != ctx || c->src != src || (tag != MSG_ANY && c->tag != tag) || len > cap)
+        return 0; /* not for this receive as it stands (or truncated): progress takes it */
+    if (len > MSG_CELL_DATA) {
+        uint64_t at;
+        memcpy(&at, c->data, sizeof at);
+        memcpy(buf, x->data + at % x->ring, len);
+        x->dpos = at + (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
+    } else {
+        copy_small(buf, c->data, len);
+    }
+    *tag_p = c->tag;
+    *len_p = len;
+    x->expect++;
+    E.stats.fbox_recv++;
+    E.stats.fbox_direct++;
+    E.stats.eager_recv++;
+    fbox_ack(from_local);
+    return 1;
+}
+
 BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap)
 {
     req->kind = MSG_REQ_RECV;

@@ -287,7 +287,7 @@ static void print_stats(void)
     fprintf(stderr,
             "bobcat: rank %d: p2p engine %s: calls bobcat %llu, off-node %llu, mpi %llu; bytes bobcat %llu; eager sent %llu "
             "recv %llu; single-copy sent %llu recv %llu (%llu bytes), staged %llu, detached %llu; pool nodes %llu, unexpected %llu, "
-            "non-contiguous %llu, wildcard to off-node %llu; fast-box sent %llu recv %llu (of which rendezvous headers %llu; boxes %llu); split tails pushed %llu (%llu bytes)\n",
+            "non-contiguous %llu, wildcard to off-node %llu; fast-box sent %llu recv %llu (of which rendezvous headers %llu, straight to blocking receives %llu; boxes %llu); split tails pushed %llu (%llu bytes)\n",
             wr, p2p_enabled() ? "on" : "off (all to the real MPI)", (unsigned long long)p2p_stats.calls_bobcat,
             (unsigned long long)p2p_stats.calls_offnode, (unsigned long long)p2p_stats.calls_mpi,
             (unsigned long long)p2p_stats.bytes_bobcat, (unsigned long long)m->eager_sent,
@@ -296,7 +296,7 @@ static void print_stats(void)
             (unsigned long long)m->pool_nodes, (unsigned long long)m->unexpected,
             (unsigned long long)p2p_stats.noncontig, (unsigned long long)p2p_stats.offq_switch,
             (unsigned long long)m->fbox_sent, (unsigned long long)m->fbox_recv, (unsigned long long)m->fbox_rndv,
-            (unsigned long long)m->fboxes,
+            (unsigned long long)m->fbox_direct, (unsigned long long)m->fboxes,
             (unsigned long long)m->split_pushed, (unsigned long long)m->bytes_pushed);
 }
 
@@ -394,6 +394,10 @@ static inline int send_small(const void *buf, MPI_Count bytes, const dtinfo_t *d
     return bobcat_msg_send_eager(c->ctx, c->rank, tag, c->local[dest], (const char *)buf + d->lb, (size_t)bytes);
 }
 
+/* Polls of the pair's cell by a blocking receive before it posts a request and waits the general
+ * way (which also yields, and drives the real MPI when a job spans nodes): about a microsecond. */
+#define RECV_BOX_POLLS 256
+
 /* 1 if the receive was done here (*rc_p: its result). */
 static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, const p2p_comm_t *c,
                       MPI_Status *st, int *rc_p)
@@ -407,11 +411,22 @@ static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int 
     if (!d.contig)
         return 0;
     size_t cap = (size_t)count * (size_t)d.size;
+    p2p_stats.calls_bobcat++;
+    pmpi_stat_path(&st_recv, PMPI_PATH_INPLACE, cap, 0);
+    /* From one node mate, with nothing else owed progress: its next message straight from the
+     * pair's cell (the engine says when that cannot be; then the receive is posted as usual). */
+    int32_t got_tag;
+    uint64_t got_len;
+    if (src >= 0 && !offq_head && !p2p_orphans_pending() &&
+        bobcat_msg_recv_box(c->ctx, src, tag == MPI_ANY_TAG ? MSG_ANY : tag, c->local[src], (char *)buf + d.lb, cap,
+                            RECV_BOX_POLLS, &got_tag, &got_len)) {
+        p2p_status_set(st, src, got_tag, (MPI_Count)got_len, 0);
+        *rc_p = MPI_SUCCESS;
+        return 1;
+    }
     msg_req_t m;
     bobcat_msg_recv(&m, c->ctx, src == MPI_ANY_SOURCE ? MSG_ANY : src, tag == MPI_ANY_TAG ? MSG_ANY : tag,
                     (char *)buf + d.lb, cap);
-    p2p_stats.calls_bobcat++;
-    pmpi_stat_path(&st_recv, PMPI_PATH_INPLACE, cap, 0);
     if (!m.complete)
         bobcat_msg_progress_for(&m);
     unsigned spins = 0;
@@ -614,7 +629,11 @@ static int p2p_send(const void *buf, MPI_Count count, MPI_Datatype dt, int dest,
 static int p2p_recv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Status *st)
 {
     p2p_comm_t *c = p2p_comm_lookup(comm);
-    if (!c && !p2p_need_progress() && count <= INT_MAX) {
+    /* From a rank off this node (or on a communicator bobcat leaves alone) with nothing of bobcat's
+     * pending: the real MPI's blocking receive, whose errors (a truncation) go to the
+     * communicator's handler as the MPI itself raises them (MPICH raises those of an MPI_Wait on
+     * MPI_COMM_WORLD's). */
+    if ((!c || (src >= 0 && src < c->size && c->local[src] < 0)) && !p2p_need_progress() && count <= INT_MAX) {
         p2p_stats.calls_mpi++;
         return PMPI_Recv(buf, (int)count, dt, src, tag, comm, st);
     }

@@ -737,6 +737,98 @@ static void t_big(void)
     free(r);
 }
 
+/* Blocking receives from one node mate take the pair's next message straight from its fast-box
+ * cell when nothing can come before it (bobcat_msg_recv_box); everything else must go the posted
+ * way. Pairs (even, odd) play: a warm-up stream (the box opens), ping-pongs of cell and data-ring
+ * sizes received with a specific and with any tag, a tag asked for out of order, a truncation, a
+ * receive posted before the blocking one (it matches first) and an unexpected message left by a
+ * probe. */
+static void box_send(int to, int tag, size_t n, MPI_Comm c)
+{
+    unsigned char b[2048 + 64];
+    fill(b, n, rank, to, tag);
+    MPI_Send(b, (int)n, MPI_BYTE, to, tag, c);
+}
+
+static void box_expect(int from, int tag_asked, int tag_sent, size_t n, size_t cap, MPI_Comm c, const char *what)
+{
+    unsigned char b[2048 + 64];
+    memset(b, 0xee, sizeof b);
+    MPI_Status st;
+    int rc = MPI_Recv(b, (int)cap, MPI_BYTE, from, tag_asked, c, &st);
+    int cnt = -1;
+    MPI_Get_count(&st, MPI_BYTE, &cnt);
+    CHECK(rc == MPI_SUCCESS && cnt == (int)n && st.MPI_SOURCE == from && st.MPI_TAG == tag_sent,
+          "%s: %zu B tag %d: rc %d count %d source %d tag %d", what, n, tag_sent, rc, cnt, st.MPI_SOURCE, st.MPI_TAG);
+    size_t at = bad_at(b, n, from, rank, tag_sent);
+    CHECK(at == (size_t)-1, "%s: %zu B tag %d: byte %zu wrong", what, n, tag_sent, at);
+    CHECK(b[n] == 0xee, "%s: %zu B: wrote past the message", what, n);
+}
+
+static void t_box_recv(void)
+{
+    if (rank == size - 1 && size % 2)
+        return;
+    int peer = rank ^ 1, first = rank % 2 == 0;
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    for (int i = 0; i < 20; i++) { /* warm-up both ways */
+        if (first) {
+            box_send(peer, 1, 8, c);
+            box_expect(peer, 1, 1, 8, 8, c, "warm-up");
+        } else {
+            box_expect(peer, 1, 1, 8, 8, c, "warm-up");
+            box_send(peer, 1, 8, c);
+        }
+    }
+    size_t sizes[] = {0, 1, 7, 8, 39, 40, 41, 100, 1000, 2047, 2048};
+    for (int rep = 0; rep < 3; rep++)
+        for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            size_t n = sizes[k];
+            int tag = 10 + (int)k, asked = rep == 1 ? MPI_ANY_TAG : tag;
+            if (first) {
+                box_send(peer, tag, n, c);
+                box_expect(peer, asked, tag, n, 2048, c, "ping-pong");
+            } else {
+                box_expect(peer, asked, tag, n, 2048, c, "ping-pong");
+                box_send(peer, tag, n, c);
+            }
+        }
+    if (first) {
+        box_send(peer, 30, 16, c); /* asked for second */
+        box_send(peer, 31, 24, c);
+        box_send(peer, 32, 32, c); /* truncated */
+        box_send(peer, 33, 8, c);  /* for the Irecv posted first */
+        box_send(peer, 34, 8, c);  /* for the blocking receive after it */
+        box_send(peer, 35, 12, c); /* probed, then received */
+        box_send(peer, 36, 20, c);
+    } else {
+        box_expect(peer, 31, 31, 24, 2048, c, "out of order");
+        box_expect(peer, 30, 30, 16, 2048, c, "out of order");
+        unsigned char t[64];
+        MPI_Status st;
+        int rc = MPI_Recv(t, 16, MPI_BYTE, peer, 32, c, &st), cls = -1;
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_TRUNCATE && st.MPI_TAG == 32, "32 B into 16: class %d tag %d", cls, st.MPI_TAG);
+        MPI_Request rq;
+        unsigned char early[64];
+        MPI_Irecv(early, 64, MPI_BYTE, peer, MPI_ANY_TAG, c, &rq);
+        box_expect(peer, MPI_ANY_TAG, 34, 8, 2048, c, "after a posted receive");
+        MPI_Wait(&rq, &st);
+        int cnt = -1;
+        MPI_Get_count(&st, MPI_BYTE, &cnt);
+        CHECK(st.MPI_TAG == 33 && cnt == 8 && bad_at(early, 8, peer, rank, 33) == (size_t)-1,
+              "the receive posted first got tag %d count %d", st.MPI_TAG, cnt);
+        int flag = 0;
+        while (!flag)
+            MPI_Iprobe(peer, 35, c, &flag, &st);
+        box_expect(peer, MPI_ANY_TAG, 35, 12, 2048, c, "after a probe");
+        box_expect(peer, 36, 36, 20, 2048, c, "after a probe");
+    }
+    MPI_Comm_free(&c);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -753,7 +845,7 @@ int main(int argc, char **argv)
                  {"cancel", t_cancel},       {"probe", t_probe},           {"proc_null", t_proc_null},
                  {"mixed_requests", t_mixed_requests}, {"testany_mine", t_testany_mine}, {"persistent", t_persistent}, {"datatypes", t_datatypes},
                  {"comms", t_comms},         {"request_free", t_request_free}, {"flood", t_flood},
-                 {"stream", t_stream},       {"big", t_big}};
+                 {"stream", t_stream},       {"box_recv", t_box_recv}, {"big", t_big}};
     for (unsigned i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (tests[i].fn == t_big && !(argc > 1 && !strcmp(argv[1], "big")))
             continue;
