@@ -395,8 +395,13 @@ static inline int send_small(const void *buf, MPI_Count bytes, const dtinfo_t *d
 }
 
 /* Polls of the pair's cell by a blocking receive before it posts a request and waits the general
- * way (which also yields, and drives the real MPI when a job spans nodes): about a microsecond. */
-#define RECV_BOX_POLLS 256
+ * way (which also yields, and drives the real MPI when a job spans nodes): BOBCAT_COLL_SPIN (256,
+ * about a microsecond), and a few only when ranks outnumber cores (the sender may be waiting for
+ * this core). */
+static inline unsigned recv_box_polls(void)
+{
+    return pmpi_layer.spin > 1 ? (unsigned)pmpi_layer.spin : 4;
+}
 
 /* 1 if the receive was done here (*rc_p: its result). */
 static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, const p2p_comm_t *c,
@@ -419,7 +424,7 @@ static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int 
     uint64_t got_len;
     if (src >= 0 && !offq_head && !p2p_orphans_pending() &&
         bobcat_msg_recv_box(c->ctx, src, tag == MPI_ANY_TAG ? MSG_ANY : tag, c->local[src], (char *)buf + d.lb, cap,
-                            RECV_BOX_POLLS, &got_tag, &got_len)) {
+                            recv_box_polls(), &got_tag, &got_len)) {
         p2p_status_set(st, src, got_tag, (MPI_Count)got_len, 0);
         *rc_p = MPI_SUCCESS;
         return 1;
