@@ -395,12 +395,13 @@ static inline int send_small(const void *buf, MPI_Count bytes, const dtinfo_t *d
 }
 
 /* Polls of the pair's cell by a blocking receive before it posts a request and waits the general
- * way (which also yields, and drives the real MPI when a job spans nodes): BOBCAT_COLL_SPIN (256,
- * about a microsecond), and a few only when ranks outnumber cores (the sender may be waiting for
- * this core). */
+ * way (which also yields, and drives the real MPI when a job spans nodes): 16 x BOBCAT_COLL_SPIN
+ * (4096, a few microseconds: a poll is an L1 hit until the line moves, and a round trip between
+ * two chips of this VM takes 0.7 us), and a few only when ranks outnumber cores (the sender may be
+ * waiting for this core). */
 static inline unsigned recv_box_polls(void)
 {
-    return pmpi_layer.spin > 1 ? (unsigned)pmpi_layer.spin : 4;
+    return pmpi_layer.spin > 1 ? 16u * (unsigned)pmpi_layer.spin : 4;
 }
 
 /* 1 if the receive was done here (*rc_p: its result). */
