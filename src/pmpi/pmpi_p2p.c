@@ -401,7 +401,10 @@ static inline int send_small(const void *buf, MPI_Count bytes, const dtinfo_t *d
  * waiting for this core). */
 static inline unsigned recv_box_polls(void)
 {
-    return pmpi_layer.spin > 1 ? 16u * (unsigned)pmpi_layer.spin : 4;
+    if (pmpi_layer.spin <= 1)
+        return 4;
+    /* at most 65536 (some 100 us): a large BOBCAT_COLL_SPIN must not keep the real MPI unpolled */
+    return pmpi_layer.spin >= 4096 ? 65536u : 16u * (unsigned)pmpi_layer.spin;
 }
 
 /* 1 if the receive was done here (*rc_p: its result). */
