@@ -745,6 +745,18 @@ static inline int fbox_owes_ack(const __typeof__(E.rx[0]) *x)
     return x->acked != x->expect || x->dacked != x->dpos;
 }
 
+/* Where the eager message of `len` bytes in cell c lies: the cell itself, or (above MSG_CELL_DATA)
+ * the data ring at the offset the cell names; a ring payload moves the read position past it. */
+static inline const void *fbox_payload(__typeof__(E.rx[0]) *x, const msg_cell_t *c, uint32_t len)
+{
+    if (len <= MSG_CELL_DATA)
+        return c->data;
+    uint64_t at;
+    memcpy(&at, c->data, sizeof at);
+    x->dpos = at + (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
+    return x->data + at % x->ring;
+}
+
 /* Take the pair's next message out of its fast box if it is there. */
 static inline int fbox_take(int s)
 {
@@ -757,20 +769,13 @@ static inline int fbox_take(int s)
      * (a cell not written yet is normally still in our cache from its last use: a free hit). */
     for (uint64_t k = 1; k <= 4; k++)
         __builtin_prefetch(&x->chan->cell[(x->expect + k) & x->mask]);
-    const void *data = c->data;
     uint32_t len = c->len;
     if (len == MSG_CELL_RNDV) {
         uint64_t h[3];
         memcpy(h, c->data, sizeof h);
         arrive(c->ctx, c->src, c->tag, MSG_NODE_RTS, h[0], h[1], h[2], s, NULL);
     } else {
-        if (len > MSG_CELL_DATA) {
-            uint64_t at;
-            memcpy(&at, c->data, sizeof at);
-            data = x->data + at % x->ring;
-            x->dpos = at + (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
-        }
-        arrive(c->ctx, c->src, c->tag, MSG_NODE_EAGER, len, 0, 0, s, data);
+        arrive(c->ctx, c->src, c->tag, MSG_NODE_EAGER, len, 0, 0, s, fbox_payload(x, c, len));
     }
     x->expect++;
     E.stats.fbox_recv++;
@@ -850,14 +855,20 @@ static msg_node_t *inbox_pop(void)
     return NULL;
 }
 
+/* The inbox holds no node: the consumer's head is the stub and nothing is linked behind it. */
+static inline int inbox_empty(void)
+{
+    msg_node_t *head = E.head;
+    return head == (msg_node_t *)(uintptr_t)universal(&E.inbox->stub) &&
+           !atomic_load_explicit(&head->next, memory_order_acquire);
+}
+
 /* Nothing to take: no detached send to reap, the inbox at its stub with no node behind it, no
  * fast box with its next cell filled or an acknowledgement owed. One line per peer polled, read
  * shared; the common answer of a polling loop, kept out of the slow path's frame. */
 static inline int progress_idle(void)
 {
-    msg_node_t *head = E.head;
-    if (E.detached || head != (msg_node_t *)(uintptr_t)universal(&E.inbox->stub) ||
-        atomic_load_explicit(&head->next, memory_order_acquire))
+    if (E.detached || !inbox_empty())
         return 0;
     for (int i = 0; i < E.npolled; i++) {
         const __typeof__(E.rx[0]) *x = &E.rx[E.polled[i]];
@@ -921,26 +932,21 @@ BOBCAT_MSG_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, in
      * detached sends to reap. */
     if (!E.active || !x->chan || E.posted_head || E.unexp_head || E.detached)
         return 0;
-    const msg_node_t *stub = (const msg_node_t *)(uintptr_t)universal(&E.inbox->stub);
     for (unsigned k = 0;; k++) {
         if (fbox_ready(x))
             break;
         /* A node in the inbox may be this pair's next message, or another's to take in order. */
-        if (E.head != stub || atomic_load_explicit(&E.head->next, memory_order_relaxed) || k >= polls)
+        if (!inbox_empty() || k >= polls)
             return 0;
     }
     msg_cell_t *c = &x->chan->cell[x->expect & x->mask];
     uint32_t len = c->len;
     if (len == MSG_CELL_RNDV || c->ctx != ctx || c->src != src || (tag != MSG_ANY && c->tag != tag) || len > cap)
         return 0; /* not for this receive as it stands (or truncated): progress takes it */
-    if (len > MSG_CELL_DATA) {
-        uint64_t at;
-        memcpy(&at, c->data, sizeof at);
-        memcpy(buf, x->data + at % x->ring, len);
-        x->dpos = at + (len + MSG_LINE - 1) / MSG_LINE * MSG_LINE;
-    } else {
+    if (len > MSG_CELL_DATA)
+        memcpy(buf, fbox_payload(x, c, len), len);
+    else
         copy_small(buf, c->data, len);
-    }
     *tag_p = c->tag;
     *len_p = len;
     x->expect++;
