@@ -283,7 +283,7 @@ class Job:
             p = line.find(STATUS_PREFIX)
             if p >= 0:
                 if p > 0:                       # the unfinished user line goes on after it
-                    self._pass_partial(line[:p], out)
+                    out.append(self._partial(line[:p]))
                 self._status(line[p:].rstrip(b"\r\n"))
                 continue
             out.append(line)
@@ -300,7 +300,7 @@ class Job:
         if keep < 0:
             keep = len(rest)
         if keep > 0:
-            self._pass_partial(rest[:keep], out)
+            out.append(self._partial(rest[:keep]))
             rest = rest[keep:]
         if rest and not self._buf:
             self._held_since = now
@@ -308,15 +308,14 @@ class Job:
         if out:
             self._emit(b"".join(out))
 
-    def _pass_partial(self, piece: bytes, out: list[bytes]) -> None:
-        out.append(piece)
+    def _partial(self, piece: bytes) -> bytes:
+        """A piece of a user line relayed before its end: kept (up to HEAD_MAX) for _abort_line."""
         self._head = (self._head + piece)[:HEAD_MAX]
+        return piece
 
     def _flush_partial(self, now: float, force: bool = False) -> None:
         if self._buf and (force or now - self._held_since > PARTIAL_HOLD_S):
-            out: list[bytes] = []
-            self._pass_partial(self._buf, out)
-            self._emit(out[0])
+            self._emit(self._partial(self._buf))
             self._buf = b""
 
     def _abort_line(self, line: str) -> None:
