@@ -13,6 +13,7 @@
 #define BOBCAT_BENCH_BC_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -106,6 +107,23 @@ int bc_bind_cpu(int cpu);
  * this process may run on; binds the calling thread to A (the partner thread binds itself to B).
  * 0, or an exit code after a message on stderr (prefixed `who`). */
 int bc_cpu_pair(const char *cpus, const char *who, int *a_p, int *b_p);
+
+/* ---------------------------------------------------------------- line ping-pong --------------- */
+
+/* bobcat-probe's cache-line ping-pong, between two pinned threads or two processes that share the
+ * two lines (keep them 128 bytes apart, so the adjacent-line prefetcher does not couple them): the
+ * pinger writes n into a and waits for n in b, the ponger echoes a into b. Waits pause, and yield
+ * after a few thousand polls (a partner sharing the core must get to run). */
+#define BC_LINE_STOP UINT64_MAX
+/* The ponger: echoes each new value of *a (the first one other than `last`) into *b, until
+ * BC_LINE_STOP, which it echoes too before it returns. */
+void bc_line_pong(_Atomic uint64_t *a, _Atomic uint64_t *b, uint64_t last);
+/* The pinger: rounds numbered on from *seq until `seconds` have passed, the clock read every `batch`
+ * rounds (a clock read costs about a round). Returns the rounds; *secs_p the time they took. */
+uint64_t bc_line_ping(_Atomic uint64_t *a, _Atomic uint64_t *b, uint64_t *seq, double seconds, unsigned batch,
+                      double *secs_p);
+/* Stops the ponger and returns once it has echoed the stop. */
+void bc_line_stop(_Atomic uint64_t *a, _Atomic uint64_t *b);
 
 /* ---------------------------------------------------------------- output ----------------------- */
 

@@ -3,7 +3,6 @@
 #include "bc.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -85,23 +84,9 @@ int bc_local_rank(void)
 }
 
 /* ---- the placement probe inside a job ----
- * The page holds bobcat-probe's two lines, 128 bytes apart (the adjacent-line prefetcher must not
- * couple them): the pinger writes n into A and waits for n in B, the ponger echoes A into B. */
-#define PP_STOP UINT64_MAX
+ * The page holds the two lines of bc_line_ping/pong (bc.h), 128 bytes apart. */
 #define PP_A(p) ((_Atomic uint64_t *)(p)->page)
 #define PP_B(p) ((_Atomic uint64_t *)((char *)(p)->page + 128))
-
-static inline void pp_relax(unsigned *spins)
-{
-    /* Two ranks sharing a core (an oversubscribed run) must let each other run. */
-    if (++*spins >= 4096) {
-        *spins = 0;
-        sched_yield();
-    }
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
 
 int bc_pair_probe_open(MPI_Comm comm, bc_pprobe_t *p)
 {
@@ -150,43 +135,20 @@ double bc_pair_probe(MPI_Comm comm, bc_pprobe_t *p, double seconds)
     /* The ponger reads A before the barrier: the pinger writes its first number only after it. */
     uint64_t last = p->page && p->role == 1 ? atomic_load_explicit(PP_A(p), memory_order_acquire) : 0;
     MPI_Barrier(comm);
-    unsigned spins = 0;
     if (p->page && p->role == 1) {
-        for (;;) {
-            uint64_t v;
-            while ((v = atomic_load_explicit(PP_A(p), memory_order_acquire)) == last)
-                pp_relax(&spins);
-            if (v == PP_STOP) {
-                atomic_store_explicit(PP_B(p), PP_STOP, memory_order_release);
-                break;
-            }
-            atomic_store_explicit(PP_B(p), v, memory_order_release);
-            last = v;
-        }
+        bc_line_pong(PP_A(p), PP_B(p), last);
     } else if (p->page && p->role == 0) {
         /* Slices of a quarter of the time; the best counts, as in bobcat-probe (an interrupt or a
-         * preemption in one slice is not the placement). The clock is read every 64 rounds. */
+         * preemption in one slice is not the placement). */
         for (int s = 0; s < 4; s++) {
-            uint64_t rounds = 0;
-            double t0 = bc_now(), t = t0;
-            while (t - t0 < seconds / 4) {
-                for (int i = 0; i < 64; i++) {
-                    uint64_t n = ++p->seq;
-                    atomic_store_explicit(PP_A(p), n, memory_order_release);
-                    while (atomic_load_explicit(PP_B(p), memory_order_acquire) != n)
-                        pp_relax(&spins);
-                }
-                rounds += 64;
-                t = bc_now();
-            }
-            double ns = (t - t0) * 1e9 / (2.0 * (double)rounds);
+            double secs;
+            uint64_t rounds = bc_line_ping(PP_A(p), PP_B(p), &p->seq, seconds / 4, 64, &secs);
+            double ns = secs * 1e9 / (2.0 * (double)rounds);
             best = s == 0 || ns < best ? ns : best;
         }
-        /* Stop the ponger, and once it has seen that, leave A at the last number, so the next
-         * probe's ponger starts from it. */
-        atomic_store_explicit(PP_A(p), PP_STOP, memory_order_release);
-        while (atomic_load_explicit(PP_B(p), memory_order_acquire) != PP_STOP)
-            pp_relax(&spins);
+        /* Once the ponger has seen the stop, A holds the last number again: the next probe's
+         * ponger starts from it. */
+        bc_line_stop(PP_A(p), PP_B(p));
         atomic_store_explicit(PP_A(p), p->seq, memory_order_release);
     }
     MPI_Barrier(comm);

@@ -550,3 +550,58 @@ const char *bc_placement_of(double oneway_ns)
         return "unknown";
     return oneway_ns < 40 ? "smt" : oneway_ns <= 150 ? "core" : "chip";
 }
+
+/* ---- line ping-pong (bc.h) ---- */
+
+static inline void line_relax(unsigned *spins)
+{
+    if (++*spins >= 4096) {
+        *spins = 0;
+        sched_yield();
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+void bc_line_pong(_Atomic uint64_t *a, _Atomic uint64_t *b, uint64_t last)
+{
+    unsigned spins = 0;
+    for (;;) {
+        uint64_t v;
+        while ((v = atomic_load_explicit(a, memory_order_acquire)) == last)
+            line_relax(&spins);
+        atomic_store_explicit(b, v, memory_order_release);
+        if (v == BC_LINE_STOP)
+            return;
+        last = v;
+    }
+}
+
+uint64_t bc_line_ping(_Atomic uint64_t *a, _Atomic uint64_t *b, uint64_t *seq, double seconds, unsigned batch,
+                      double *secs_p)
+{
+    unsigned spins = 0;
+    uint64_t rounds = 0;
+    double t0 = bc_now(), t = t0;
+    while (t - t0 < seconds) {
+        for (unsigned i = 0; i < batch; i++) {
+            uint64_t n = ++*seq;
+            atomic_store_explicit(a, n, memory_order_release);
+            while (atomic_load_explicit(b, memory_order_acquire) != n)
+                line_relax(&spins);
+        }
+        rounds += batch;
+        t = bc_now();
+    }
+    *secs_p = t - t0;
+    return rounds;
+}
+
+void bc_line_stop(_Atomic uint64_t *a, _Atomic uint64_t *b)
+{
+    unsigned spins = 0;
+    atomic_store_explicit(a, BC_LINE_STOP, memory_order_release);
+    while (atomic_load_explicit(b, memory_order_acquire) != BC_LINE_STOP)
+        line_relax(&spins);
+}

@@ -9,13 +9,10 @@
 #include "bc.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#define STOP UINT64_MAX
 
 /* Each line on its own 128-byte pair so the adjacent-line prefetcher does not couple them. */
 static struct {
@@ -26,48 +23,19 @@ static struct {
 static int cpu_pong;
 static int pong_bound;
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 static void *pong(void *arg)
 {
     (void)arg;
     pong_bound = bc_bind_cpu(cpu_pong) == 0;
-    uint64_t last = 0;
-    for (;;) {
-        uint64_t v;
-        while ((v = atomic_load_explicit(&lines.a, memory_order_acquire)) == last)
-            cpu_relax();
-        if (v == STOP)
-            break;
-        atomic_store_explicit(&lines.b, v, memory_order_release);
-        last = v;
-    }
+    bc_line_pong(&lines.a, &lines.b, 0);
     return NULL;
 }
 
-/* Runs rounds until `seconds` have passed; returns rounds done, elapsed time in *secs_p. */
+/* Runs rounds until `seconds` have passed; returns rounds done, elapsed time in *secs_p. The clock
+ * is read every 256 rounds: reading it costs about one round. */
 static uint64_t ping(uint64_t *seq, double seconds, double *secs_p)
 {
-    uint64_t rounds = 0;
-    double t0 = bc_now(), t = t0;
-    while (t - t0 < seconds) {
-        /* Look at the clock only every 256 rounds: reading it costs about one round. */
-        for (int i = 0; i < 256; i++) {
-            uint64_t n = ++*seq;
-            atomic_store_explicit(&lines.a, n, memory_order_release);
-            while (atomic_load_explicit(&lines.b, memory_order_acquire) != n)
-                cpu_relax();
-        }
-        rounds += 256;
-        t = bc_now();
-    }
-    *secs_p = t - t0;
-    return rounds;
+    return bc_line_ping(&lines.a, &lines.b, seq, seconds, 256, secs_p);
 }
 
 int main(int argc, char **argv)
@@ -109,16 +77,16 @@ int main(int argc, char **argv)
         double v = secs * 1e9 / (2.0 * (double)rounds);
         ns = i == 0 || v < ns ? v : ns;
     }
-    atomic_store_explicit(&lines.a, STOP, memory_order_release);
+    /* The ponger echoed every sequence number in order, or ping() would never have returned. */
+    uint64_t echo = atomic_load(&lines.b);
+    bc_line_stop(&lines.a, &lines.b);
     pthread_join(th, NULL);
     if (!pong_bound) {
         fprintf(stderr, "probe: cannot bind to cpu %d (give --cpus with allowed cpus)\n", cpu_pong);
         return 2;
     }
-    /* The ponger echoed every sequence number in order, or ping() would never have returned. */
-    if (c.validate && atomic_load(&lines.b) != seq)
-        bc_fail("last echo %llu, expected %llu", (unsigned long long)atomic_load(&lines.b),
-                (unsigned long long)seq);
+    if (c.validate && echo != seq)
+        bc_fail("last echo %llu, expected %llu", (unsigned long long)echo, (unsigned long long)seq);
 
     char extra[64];
     snprintf(extra, sizeof extra, "\"placement\": \"%s\"", bc_placement_of(ns));
