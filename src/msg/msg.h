@@ -117,9 +117,24 @@ typedef struct {
  * receiver acquires seq, copies, and later stores ack (release) so the sender may reuse it.
  * A rendezvous header takes a cell too when the pair's next cell is free: len is MSG_CELL_RNDV and
  * data holds the message's length, the sender's buffer and its ticket (sender's addresses), as a
- * rendezvous node's len, addr and done would. Rendezvous nodes open boxes as eager ones do. */
+ * rendezvous node's len, addr and done would, then the `detach` word (MSG_RNDV_DETACH).
+ * Rendezvous nodes open boxes as eager ones do.
+ *
+ * Fast claim. A receiver that matches a rendezvous header while its cell still holds it (not acked)
+ * claims the sender's buffer without touching the sender's ticket, whose line the sender holds (a
+ * CAS there costs a line transfer per message): it stores the message's number + 1 in the box's
+ * `claim` (a line only it writes), fences, and reads the cell's detach word, a line it has just read:
+ * 0 -> the buffer is its to copy. A sender about to detach stores 1 in the detach word, fences and
+ * reads `claim` (Dekker: at least one of the two sees the other's store): equal to its message's
+ * number + 1 -> the receiver copies, wait for `done`; anything else, or a detach word of 1 seen by the
+ * receiver, and both fall back to the ticket's CAS on `claim` (msg_ticket_t). A staged send
+ * publishes its cell with detach 1, so the receiver goes to the ticket and reads the copy. A later
+ * message's fast claim implies this one is settled: the receiver's fast path is synchronous (claim,
+ * copy, `done`), so a `claim` past the message with `done` still 0 means the receiver took its header
+ * some other way (as unexpected) and will CAS. */
 #define MSG_CELL_DATA 40
 #define MSG_CELL_RNDV 0xffffffffu
+#define MSG_RNDV_DETACH 24 /* offset in a rendezvous cell's data of its detach word (uint64_t) */
 #define MSG_FBOX_AFTER 8
 #define MSG_FBOX_MAX 32
 typedef struct {
@@ -142,7 +157,9 @@ typedef struct {
     uint32_t cells;            /* 16: cells (a power of two), set by the sender when it opens the box */
     uint32_t pad0_;
     uint64_t ring;             /* 24: data-ring bytes (a multiple of 64; 0: none) */
-    uint8_t pad_[MSG_LINE - 32];
+    _Atomic uint64_t claim;    /* 32: number + 1 of the last rendezvous the receiver fast-claimed (receiver
+                                  writes; see "Fast claim") */
+    uint8_t pad_[MSG_LINE - 40];
     msg_cell_t cell[];         /* 64: `cells` cells, then the data ring */
 } msg_chan_t;
 
@@ -179,6 +196,9 @@ typedef struct msg_req {
     int truncated, cancelled;
     /* send side */
     int waits_done;            /* complete when the ticket is done */
+    msg_cell_t *cell;          /* rendezvous header in this cell of my box (else NULL) ... */
+    msg_chan_t *chan;          /* ... of this box */
+    uint64_t cseq;             /* ... as the pair's message number + 1 (the cell's seq) */
     struct msg_req *next, *prev; /* posted list */
 } msg_req_t;
 
@@ -205,7 +225,7 @@ BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void);
 BOBCAT_MSG_API int bobcat_msg_active(void);
 
 /* Start a send of `len` bytes at buf to local rank `dest_local` (matching key ctx/src/tag).
- * sync: complete only once matched. req must be in the segment (bobcat_msg_req_alloc). */
+ * sync: complete only once matched. req is private (a stack request will do). */
 BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
                                     const void *buf, size_t len, int sync);
 /* A standard-mode send of len <= the eager limit, without a request: complete on return. Returns 0

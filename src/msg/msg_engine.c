@@ -63,6 +63,10 @@ static struct {
 _Static_assert(sizeof(msg_node_t) == MSG_LINE, "node header is one line");
 _Static_assert(sizeof(msg_inbox_t) == 3 * MSG_LINE, "inbox is three lines");
 
+/* A kind private to this file: a rendezvous header delivered while still in its cell (the `data` of
+ * arrive/deliver is the cell), so the receiver may claim it fast (msg.h). */
+enum { MSG_RTS_CELL = 5 };
+
 /* Translate an address of local rank `local`'s own space into ours. */
 static inline void *peer_addr(int local, uint64_t addr)
 {
@@ -419,8 +423,14 @@ static int fbox_rndv(msg_req_t *req, int dest, int32_t ctx, int32_t src, int32_t
     if (!c)
         return 0;
     msg_ticket_t *tk = rndv_prepare(req, buf, len, sync);
-    uint64_t h[3] = {len, (uint64_t)(uintptr_t)buf, (uint64_t)(uintptr_t)tk};
+    /* detach word 1 for a staged send: the receiver must go to the ticket and read the copy */
+    uint64_t h[4] = {len, (uint64_t)(uintptr_t)buf, (uint64_t)(uintptr_t)tk,
+                     atomic_load_explicit(&tk->claim, memory_order_relaxed) == 2};
+    _Static_assert(MSG_RNDV_DETACH == 3 * sizeof(uint64_t), "detach word follows the header");
     memcpy(c->data, h, sizeof h);
+    req->cell = c;
+    req->chan = E.tx[dest].chan;
+    req->cseq = E.tx[dest].seq + 1;
     fbox_publish(dest, c, ctx, src, tag, MSG_CELL_RNDV);
     E.stats.fbox_rndv++;
     return 1;
@@ -441,6 +451,7 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
     req->kind = MSG_REQ_SEND;
     req->sync = sync;
     req->ticket = NULL;
+    req->cell = NULL;
     req->sbuf = buf;
     req->slen = len;
     if (len > E.eager && t->chan && E.box_rndv && fbox_rndv(req, dest_local, ctx, src, tag, buf, len, sync)) {
@@ -550,6 +561,18 @@ BOBCAT_MSG_API int bobcat_msg_detach(msg_req_t *req)
     if (bobcat_msg_test(req) || req->sync || !req->ticket)
         return req->complete;
     msg_ticket_t *t = req->ticket;
+    msg_cell_t *c = req->cell;
+    if (c && atomic_load_explicit(&c->seq, memory_order_relaxed) == req->cseq) {
+        /* The header is still in its cell: the receiver may be fast-claiming it (msg.h, "Fast
+         * claim"). Our detach word against its claim. */
+        __atomic_store_n((uint64_t *)(void *)(c->data + MSG_RNDV_DETACH), 1, __ATOMIC_RELAXED);
+        atomic_thread_fence(memory_order_seq_cst);
+        uint64_t fast = atomic_load_explicit(&req->chan->claim, memory_order_relaxed);
+        if (fast == req->cseq)
+            return 0; /* it copies from the buffer: wait for done */
+        if (fast > req->cseq && bobcat_msg_test(req))
+            return 1; /* settled while we looked */
+    }
     if (atomic_load_explicit(&t->claim, memory_order_relaxed) != 0)
         return 0; /* the receiver is copying: wait for it */
     void *b = malloc(req->slen);
@@ -619,7 +642,35 @@ static void split_copy(msg_ticket_t *t, void *buf, const void *s, uint64_t n)
     }
 }
 
-/* Complete receive `r` with a message described by a header, eager payload at `data`. */
+/* The single copy of a rendezvous: claim the sender's buffer (fast, while the header is still in
+ * `cell`, else by the ticket's CAS, msg.h) unless the sender has detached to a copy, and copy n bytes
+ * of it to buf. The caller signals the sender. */
+static void rndv_pull(void *buf, uint64_t n, uint64_t addr, uint64_t done, int from_local, const msg_cell_t *cell)
+{
+    msg_ticket_t *t = peer_addr(from_local, done);
+    uint64_t from = addr;
+    int claimed = 0;
+    if (cell) {
+        atomic_store_explicit(&E.rx[from_local].chan->claim, atomic_load_explicit(&cell->seq, memory_order_relaxed),
+                              memory_order_relaxed);
+        atomic_thread_fence(memory_order_seq_cst);
+        claimed = __atomic_load_n((const uint64_t *)(const void *)(cell->data + MSG_RNDV_DETACH), __ATOMIC_RELAXED) == 0;
+    }
+    uint32_t open = 0;
+    if (!claimed &&
+        !atomic_compare_exchange_strong_explicit(&t->claim, &open, 1, memory_order_acquire, memory_order_acquire))
+        from = t->bounce; /* open == 2: the copy is complete (the sender's release) */
+    const void *s = peer_addr(from_local, from);
+    if (from == addr && E.split_min && n >= E.split_min && from_local != E.my_local && smap_is_shared(buf))
+        split_copy(t, buf, s, n);
+    else if (n)
+        memcpy(buf, s, n);
+    E.stats.rndv_recv++;
+    E.stats.bytes_single_copy += n;
+}
+
+/* Complete receive `r` with a message described by a header, eager payload at `data` (for
+ * MSG_RTS_CELL: the cell holding the header). */
 static void deliver(msg_req_t *r, int32_t src, int32_t tag, uint32_t kind, uint64_t len, uint64_t addr,
                     uint64_t done, int from_local, const void *data)
 {
@@ -629,20 +680,7 @@ static void deliver(msg_req_t *r, int32_t src, int32_t tag, uint32_t kind, uint6
             memcpy(r->buf, data, n);
         E.stats.eager_recv++;
     } else {
-        /* Claim the sender's buffer, unless the sender has already detached to a copy. */
-        msg_ticket_t *t = peer_addr(from_local, done);
-        uint32_t open = 0;
-        uint64_t from = addr;
-        if (!atomic_compare_exchange_strong_explicit(&t->claim, &open, 1, memory_order_acquire,
-                                                     memory_order_acquire))
-            from = t->bounce; /* open == 2: the copy is complete (the sender's release) */
-        const void *s = peer_addr(from_local, from);
-        if (from == addr && E.split_min && n >= E.split_min && from_local != E.my_local && smap_is_shared(r->buf))
-            split_copy(t, r->buf, s, n);
-        else if (n)
-            memcpy(r->buf, s, n);
-        E.stats.rndv_recv++;
-        E.stats.bytes_single_copy += n;
+        rndv_pull(r->buf, n, addr, done, from_local, kind == MSG_RTS_CELL ? data : NULL);
     }
     signal_sender(from_local, done);
     r->st_src = src;
@@ -717,7 +755,7 @@ static void arrive(int32_t ctx, int32_t src, int32_t tag, uint32_t kind, uint64_
     u->src = src;
     u->tag = tag;
     u->from_local = from_local;
-    u->kind = kind;
+    u->kind = kind == MSG_RTS_CELL ? MSG_NODE_RTS : kind; /* claimed later by the ticket */
     u->len = len;
     u->addr = addr;
     u->done = done;
@@ -773,7 +811,7 @@ static inline int fbox_take(int s)
     if (len == MSG_CELL_RNDV) {
         uint64_t h[3];
         memcpy(h, c->data, sizeof h);
-        arrive(c->ctx, c->src, c->tag, MSG_NODE_RTS, h[0], h[1], h[2], s, NULL);
+        arrive(c->ctx, c->src, c->tag, MSG_RTS_CELL, h[0], h[1], h[2], s, c);
     } else {
         arrive(c->ctx, c->src, c->tag, MSG_NODE_EAGER, len, 0, 0, s, fbox_payload(x, c, len));
     }
@@ -941,18 +979,30 @@ BOBCAT_MSG_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, in
     }
     msg_cell_t *c = &x->chan->cell[x->expect & x->mask];
     uint32_t len = c->len;
-    if (len == MSG_CELL_RNDV || c->ctx != ctx || c->src != src || (tag != MSG_ANY && c->tag != tag) || len > cap)
-        return 0; /* not for this receive as it stands (or truncated): progress takes it */
-    if (len > MSG_CELL_DATA)
-        memcpy(buf, fbox_payload(x, c, len), len);
-    else
-        copy_small(buf, c->data, len);
+    if (c->ctx != ctx || c->src != src || (tag != MSG_ANY && c->tag != tag))
+        return 0; /* not for this receive: progress takes it */
+    if (len == MSG_CELL_RNDV) {
+        uint64_t h[3];
+        memcpy(h, c->data, sizeof h);
+        if (h[0] > cap)
+            return 0; /* truncated: the long way reports it */
+        rndv_pull(buf, h[0], h[1], h[2], from_local, c);
+        signal_sender(from_local, h[2]);
+        *len_p = h[0];
+    } else {
+        if (len > cap)
+            return 0;
+        if (len > MSG_CELL_DATA)
+            memcpy(buf, fbox_payload(x, c, len), len);
+        else
+            copy_small(buf, c->data, len);
+        *len_p = len;
+        E.stats.eager_recv++;
+    }
     *tag_p = c->tag;
-    *len_p = len;
     x->expect++;
     E.stats.fbox_recv++;
     E.stats.fbox_direct++;
-    E.stats.eager_recv++;
     fbox_ack(from_local);
     return 1;
 }

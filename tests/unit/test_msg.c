@@ -41,11 +41,13 @@ int main(void)
     EXPECT(offsetof(msg_chan_t, dack) == 8);
     EXPECT(offsetof(msg_chan_t, cells) == 16);
     EXPECT(offsetof(msg_chan_t, ring) == 24);
+    EXPECT(offsetof(msg_chan_t, claim) == 32); /* the receiver's line: with ack and dack */
     EXPECT(offsetof(msg_chan_t, cell) == MSG_LINE);
     EXPECT(sizeof(msg_inbox_t) == 3 * MSG_LINE);
-    /* a rendezvous header in a cell: length, buffer and ticket fit its data; its len mark is no
-     * eager length (the eager limit is at most 1 MiB) */
-    EXPECT(3 * sizeof(uint64_t) <= MSG_CELL_DATA);
+    /* a rendezvous header in a cell: length, buffer, ticket and the aligned detach word fit its
+     * data; its len mark is no eager length (the eager limit is at most 1 MiB) */
+    EXPECT(MSG_RNDV_DETACH + sizeof(uint64_t) <= MSG_CELL_DATA);
+    EXPECT((offsetof(msg_cell_t, data) + MSG_RNDV_DETACH) % sizeof(uint64_t) == 0);
     EXPECT(MSG_CELL_RNDV > (1u << 20));
     /* ticket: done and claim in one word pair the receiver reaches with one line */
     EXPECT(offsetof(msg_ticket_t, done) == 0);
