@@ -610,6 +610,41 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
     return MPI_SUCCESS;
 }
 
+/* A blocking standard or synchronous send of a contiguous datatype to a node mate, above the eager
+ * limit: the engine request on the stack and the wait here, as MPI_Wait would do it for a request
+ * (progress of both worlds, a detach when the receiver is slow to match, yielding), without
+ * allocating, handing out and retiring one. 1 if sent. */
+static int send_large(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, const p2p_comm_t *c,
+                      int mode)
+{
+    if ((mode != MODE_STD && mode != MODE_SYNC) || (unsigned)dest >= (unsigned)c->size || tag < 0 || count < 0 ||
+        c->local[dest] < 0)
+        return 0;
+    dtinfo_t d;
+    dt_info(dt, &d);
+    if (!d.contig)
+        return 0;
+    size_t bytes = (size_t)count * (size_t)d.size;
+    const void *data = (const char *)buf + d.lb;
+    msg_req_t m;
+    int sync = mode == MODE_SYNC;
+    bobcat_msg_send(&m, c->ctx, c->rank, tag, c->local[dest], data, bytes, sync);
+    p2p_stats.calls_bobcat++;
+    p2p_stats.bytes_bobcat += (uint64_t)bytes;
+    pmpi_stat_path(&st_send, bytes > bobcat_msg_eager_limit() && !smap_is_shared(data) ? PMPI_PATH_STAGED
+                                                                                         : PMPI_PATH_INPLACE,
+                   bytes, bytes > bobcat_msg_eager_limit());
+    unsigned polls = 0, spins = 0;
+    while (!bobcat_msg_test(&m)) {
+        p2p_progress();
+        if (bobcat_msg_test(&m) || (!sync && ++polls > P2P_DETACH_POLLS && bobcat_msg_detach(&m)))
+            break;
+        p2p_poke_mpi();
+        p2p_relax(&spins);
+    }
+    return 1;
+}
+
 /* Blocking forms: start, then wait through MPI_Wait (which serves both worlds). Real requests
  * with nothing of bobcat's pending go straight to the real MPI's blocking call. */
 static int p2p_send(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode)
@@ -628,6 +663,8 @@ static int p2p_send(const void *buf, MPI_Count count, MPI_Datatype dt, int dest,
         default: return PMPI_Send(buf, (int)count, dt, dest, tag, comm);
         }
     }
+    if (c && send_large(buf, count, dt, dest, tag, c, mode))
+        return MPI_SUCCESS;
     MPI_Request req;
     int rc = p2p_isend(buf, count, dt, dest, tag, comm, mode, &req);
     if (rc != MPI_SUCCESS)
