@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 
 #include "mp_util.h"
@@ -829,6 +830,97 @@ static void t_box_recv(void)
     MPI_Comm_free(&c);
 }
 
+/* Blocking rendezvous receives from a node mate: header in the pair's cell, the receiver claims
+ * and copies with no request (sizes above the eager limit, the split copy from 64 KiB, a truncation
+ * that must still be reported); then a receiver that posts late: the sender's MPI_Send completes on
+ * its own (it copies its data aside while the header still waits in the cell), scribbles over its
+ * buffer, and raises a flag in a shared window; the receiver, which made no MPI call meanwhile, must
+ * get the original data. Pairs (even, odd) on one node, with bobcat's engine on (the real MPI may
+ * block such a send until the receive is posted, as the standard allows). */
+static void t_rndv_recv(void)
+{
+    const char *p2p = getenv("BOBCAT_P2P");
+    int on = !(p2p && !strcmp(p2p, "0"));
+    MPI_Comm shm;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
+    int peer = rank ^ 1, first = rank % 2 == 0, peer_shm = MPI_UNDEFINED;
+    MPI_Group wg, sg;
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Comm_group(shm, &sg);
+    if (peer < size)
+        MPI_Group_translate_ranks(wg, 1, &peer, sg, &peer_shm);
+    MPI_Group_free(&wg);
+    MPI_Group_free(&sg);
+    int *flag = NULL;
+    MPI_Win win;
+    MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, shm, &flag, &win);
+    *flag = 0;
+    MPI_Barrier(shm);
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    if (on && peer_shm != MPI_UNDEFINED) {
+        size_t sizes[] = {(size_t)eager + 1, 3 * (size_t)eager, 64u << 10, 1u << 20};
+        size_t maxn = 1u << 20;
+        unsigned char *b = malloc(maxn + 64);
+        for (int i = 0; i < 10; i++) /* the pair's boxes open: the headers below go through cells */
+            MPI_Sendrecv_replace(b, 8, MPI_BYTE, peer, 1999, peer, 1999, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+            for (int rep = 0; rep < 2; rep++) {
+                size_t n = sizes[k];
+                int tag = 2000 + (int)k;
+                for (int turn = 0; turn < 2; turn++) {
+                    if (first == (turn == 0)) {
+                        fill(b, n, rank, peer, tag);
+                        MPI_Send(b, (int)n, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+                    } else {
+                        MPI_Status st;
+                        int cnt = -1;
+                        memset(b, 0xee, n + 1);
+                        MPI_Recv(b, (int)maxn, MPI_BYTE, peer, rep ? MPI_ANY_TAG : tag, MPI_COMM_WORLD, &st);
+                        MPI_Get_count(&st, MPI_BYTE, &cnt);
+                        CHECK(cnt == (int)n && st.MPI_TAG == tag && bad_at(b, n, peer, rank, tag) == (size_t)-1 &&
+                                  b[n] == 0xee,
+                              "rendezvous %zu B: count %d tag %d", n, cnt, st.MPI_TAG);
+                    }
+                }
+            }
+        /* truncated */
+        size_t n = 3 * (size_t)eager;
+        if (first) {
+            fill(b, n, rank, peer, 2100);
+            MPI_Send(b, (int)n, MPI_BYTE, peer, 2100, c);
+        } else {
+            MPI_Status st;
+            int cls = -1, rc = MPI_Recv(b, (int)n / 2, MPI_BYTE, peer, 2100, c, &st);
+            MPI_Error_class(rc, &cls);
+            CHECK(cls == MPI_ERR_TRUNCATE && bad_at(b, n / 2, peer, rank, 2100) == (size_t)-1,
+                  "rendezvous %zu B into %zu: class %d", n, n / 2, cls);
+        }
+        /* the late receiver */
+        if (first) {
+            fill(b, n, rank, peer, 2200);
+            MPI_Send(b, (int)n, MPI_BYTE, peer, 2200, MPI_COMM_WORLD);
+            memset(b, 0x5a, n);
+            int *theirs = NULL;
+            MPI_Aint sz;
+            int du;
+            MPI_Win_shared_query(win, peer_shm, &sz, &du, &theirs);
+            __atomic_store_n(theirs, 1, __ATOMIC_RELEASE);
+        } else {
+            while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+                sched_yield();
+            MPI_Recv(b, (int)n, MPI_BYTE, peer, 2200, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            CHECK(bad_at(b, n, peer, rank, 2200) == (size_t)-1, "late receiver got the scribbled buffer");
+        }
+        free(b);
+    }
+    MPI_Comm_free(&c);
+    MPI_Barrier(shm);
+    MPI_Win_free(&win);
+    MPI_Comm_free(&shm);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -845,7 +937,7 @@ int main(int argc, char **argv)
                  {"cancel", t_cancel},       {"probe", t_probe},           {"proc_null", t_proc_null},
                  {"mixed_requests", t_mixed_requests}, {"testany_mine", t_testany_mine}, {"persistent", t_persistent}, {"datatypes", t_datatypes},
                  {"comms", t_comms},         {"request_free", t_request_free}, {"flood", t_flood},
-                 {"stream", t_stream},       {"box_recv", t_box_recv}, {"big", t_big}};
+                 {"stream", t_stream},       {"box_recv", t_box_recv}, {"rndv_recv", t_rndv_recv}, {"big", t_big}};
     for (unsigned i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (tests[i].fn == t_big && !(argc > 1 && !strcmp(argv[1], "big")))
             continue;
