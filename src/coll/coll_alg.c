@@ -103,7 +103,7 @@ void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
         uint64_t w[7] = {W(buf)};
         int n = 1;
         if (bytes <= INLINE_MAX) {
-            memcpy(&w[1], buf, bytes);
+            util_copy(&w[1], buf, bytes);
             n = 1 + (int)((bytes + 7) / 8);
         }
         coll_publish(cn, w, n);
@@ -115,7 +115,7 @@ void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
                     continue;
                 size_t lo = share_end(d, bytes, k, cn->size), hi = share_end(d, bytes, k + 1, cn->size);
                 if (hi > lo)
-                    memcpy((char *)coll_peer(cn, r, d) + lo, (const char *)buf + lo, hi - lo);
+                    util_copy((char *)coll_peer(cn, r, d) + lo, (const char *)buf + lo, hi - lo);
             }
             coll_signal_done(cn);
         }
@@ -135,11 +135,11 @@ void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
         /* Pull what the root does not push: after its share first (the root starts at the front of
          * the others' shares), then before it. */
         if (bytes > hi)
-            memcpy((char *)buf + hi, src + hi, bytes - hi);
+            util_copy((char *)buf + hi, src + hi, bytes - hi);
         if (lo)
-            memcpy(buf, src, lo);
+            util_copy(buf, src, lo);
     } else {
-        memcpy(buf, src, bytes);
+        util_copy(buf, src, bytes);
     }
     coll_signal_done(cn);
     if (split)
@@ -169,7 +169,7 @@ static void fold(const inputs_t *in, int lo, int hi, void *acc, size_t count, co
         op->fn3(input_of(in, hi - 1), input_of(in, hi), acc, count, op);
         i--;
     } else {
-        memcpy(acc, input_of(in, hi), coll_span(op, count));
+        util_copy(acc, input_of(in, hi), coll_span(op, count));
     }
     for (; i >= lo; i--)
         op->fn(input_of(in, i), acc, count, op);
@@ -188,7 +188,7 @@ static int publish_input(coll_node_t *cn, const void *sbuf, size_t span)
     uint64_t w[7] = {W(sbuf)};
     if (span <= INLINE_MAX) {
         w[0] = 0;
-        memcpy(&w[1], sbuf, span);
+        util_copy(&w[1], sbuf, span);
         coll_publish(cn, w, 1 + (int)((span + 7) / 8));
         return 1;
     }
@@ -216,7 +216,7 @@ void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t
     size_t span = coll_span(op, count);
     if (cn->size == 1) {
         if (sbuf != rbuf)
-            memcpy(rbuf, sbuf, span);
+            util_copy(rbuf, sbuf, span);
         return;
     }
     cn->seq++;
@@ -230,7 +230,7 @@ void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t
                 acc = acc_alloc(span);
             fold(&in, 0, cn->size - 1, acc, count, op);
             if (acc != rbuf) {
-                memcpy(rbuf, acc, span);
+                util_copy(rbuf, acc, span);
                 free(acc);
             }
             coll_signal_done(cn);
@@ -256,7 +256,7 @@ void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t
             acc = acc_alloc(sspan);
         fold(&in, 0, cn->size - 1, acc, cnt, op);
         if (acc != dst) {
-            memcpy(dst, acc, sspan);
+            util_copy(dst, acc, sspan);
             free(acc);
         }
     }
@@ -300,12 +300,12 @@ static int allreduce_fused(coll_node_t *cn, const void *sbuf, void *rbuf, size_t
                 int r = (cn->rank + k) % cn->size;
                 uint64_t d = coll_pub_of(cn, r)->word[1];
                 if (d)
-                    memcpy((char *)coll_peer(cn, r, d) + off + coff, acc + coff, cspan);
+                    util_copy((char *)coll_peer(cn, r, d) + off + coff, acc + coff, cspan);
                 else
                     pull = 1;
             }
             if (acc != (char *)rbuf + off)
-                memcpy((char *)rbuf + off + coff, acc + coff, cspan);
+                util_copy((char *)rbuf + off + coff, acc + coff, cspan);
         }
     } else {
         for (int k = 1; k < cn->size && !pull; k++)
@@ -324,7 +324,7 @@ static int allreduce_fused(coll_node_t *cn, const void *sbuf, void *rbuf, size_t
             size_t rlo, rcnt;
             slice_of(count, cn->size, r, &rlo, &rcnt);
             if (rcnt)
-                memcpy((char *)rbuf + rlo * op->extent,
+                util_copy((char *)rbuf + rlo * op->extent,
                        coll_peer(cn, r, coll_slot(cn, r)->pub[(cn->seq - 1) & 1].word[2]), coll_span(op, rcnt));
         }
     coll_signal_done(cn);
@@ -339,7 +339,7 @@ int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, 
     size_t span = coll_span(op, count);
     if (cn->size == 1) {
         if (sbuf != rbuf)
-            memcpy(rbuf, sbuf, span);
+            util_copy(rbuf, sbuf, span);
         return 0;
     }
     if (alg == COLL_ALG_SERIAL || count < (size_t)cn->size) {
@@ -358,7 +358,7 @@ int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, 
             coll_signal_done(cn);
             coll_wait_all_done(cn);
         }
-        memcpy(rbuf, acc, span);
+        util_copy(rbuf, acc, span);
         if (acc != small)
             free(acc);
         return 0;
@@ -392,7 +392,7 @@ int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, 
             continue;
         const void *src = r == cn->rank ? (const void *)mine
                                          : coll_peer(cn, r, coll_slot(cn, r)->pub[(cn->seq - 1) & 1].word[1]);
-        memcpy((char *)rbuf + rlo * op->extent, src, coll_span(op, rcnt));
+        util_copy((char *)rbuf + rlo * op->extent, src, coll_span(op, rcnt));
     }
     coll_signal_done(cn);
     coll_wait_all_done(cn);
@@ -408,7 +408,7 @@ int coll_reduce_scatter(coll_node_t *cn, const void *sbuf, void *rbuf, const siz
         acc = acc_alloc(sspan);
     if (cn->size == 1) {
         if (cnt && acc != sbuf)
-            memcpy(acc, (const char *)sbuf + displs[0] * op->extent, sspan);
+            util_copy(acc, (const char *)sbuf + displs[0] * op->extent, sspan);
     } else {
         cn->seq++;
         uint64_t w[7] = {W(sbuf)};
@@ -435,7 +435,7 @@ int coll_scan(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const
     int hi = exclusive ? cn->rank - 1 : cn->rank;
     if (cn->size == 1) {
         if (!exclusive && sbuf != rbuf)
-            memcpy(rbuf, sbuf, span);
+            util_copy(rbuf, sbuf, span);
         return 0;
     }
     void *acc = rbuf;
@@ -450,7 +450,7 @@ int coll_scan(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const
     coll_signal_done(cn);
     coll_wait_all_done(cn);
     if (acc != rbuf) {
-        memcpy(rbuf, acc, span);
+        util_copy(rbuf, acc, span);
         free(acc);
     }
     return 0;
@@ -459,7 +459,7 @@ int coll_scan(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const
 void coll_gather(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf)
 {
     if (cn->rank == root && sbuf)
-        memcpy((char *)rbuf + (size_t)root * bytes, sbuf, bytes);
+        util_copy((char *)rbuf + (size_t)root * bytes, sbuf, bytes);
     if (cn->size == 1 || !bytes)
         return;
     cn->seq++;
@@ -469,7 +469,7 @@ void coll_gather(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void
         coll_wait_all_done(cn);
     } else {
         char *dst = coll_peer(cn, root, coll_pub_of(cn, root)->word[0]);
-        memcpy(dst + (size_t)cn->rank * bytes, sbuf, bytes);
+        util_copy(dst + (size_t)cn->rank * bytes, sbuf, bytes);
         coll_signal_done(cn);
     }
 }
@@ -477,7 +477,7 @@ void coll_gather(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void
 void coll_scatter(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf)
 {
     if (cn->rank == root && rbuf)
-        memcpy(rbuf, (const char *)sbuf + (size_t)root * bytes, bytes);
+        util_copy(rbuf, (const char *)sbuf + (size_t)root * bytes, bytes);
     if (cn->size == 1 || !bytes)
         return;
     cn->seq++;
@@ -487,7 +487,7 @@ void coll_scatter(coll_node_t *cn, int root, const void *sbuf, size_t bytes, voi
         coll_wait_all_done(cn);
     } else {
         const char *src = coll_peer(cn, root, coll_pub_of(cn, root)->word[0]);
-        memcpy(rbuf, src + (size_t)cn->rank * bytes, bytes);
+        util_copy(rbuf, src + (size_t)cn->rank * bytes, bytes);
         coll_signal_done(cn);
     }
 }
@@ -496,7 +496,7 @@ void coll_gatherv(coll_node_t *cn, int root, const void *sbuf, size_t sbytes, vo
                   const size_t *displs)
 {
     if (cn->rank == root && sbuf && bytes[root])
-        memcpy((char *)rbuf + displs[root], sbuf, bytes[root]);
+        util_copy((char *)rbuf + displs[root], sbuf, bytes[root]);
     if (cn->size == 1)
         return;
     cn->seq++;
@@ -505,7 +505,7 @@ void coll_gatherv(coll_node_t *cn, int root, const void *sbuf, size_t sbytes, vo
     if (cn->rank == root) {
         for (int r = 0; r < cn->size; r++)
             if (r != root && bytes[r])
-                memcpy((char *)rbuf + displs[r], coll_peer(cn, r, coll_pub_of(cn, r)->word[0]), bytes[r]);
+                util_copy((char *)rbuf + displs[r], coll_peer(cn, r, coll_pub_of(cn, r)->word[0]), bytes[r]);
         coll_signal_done(cn);
     } else {
         coll_wait_done(cn, root);
@@ -516,7 +516,7 @@ void coll_scatterv(coll_node_t *cn, int root, const void *sbuf, const size_t *by
                    size_t rbytes)
 {
     if (cn->rank == root && rbuf && bytes[root])
-        memcpy(rbuf, (const char *)sbuf + displs[root], bytes[root]);
+        util_copy(rbuf, (const char *)sbuf + displs[root], bytes[root]);
     if (cn->size == 1)
         return;
     cn->seq++;
@@ -525,7 +525,7 @@ void coll_scatterv(coll_node_t *cn, int root, const void *sbuf, const size_t *by
     if (cn->rank == root) {
         for (int r = 0; r < cn->size; r++)
             if (r != root && bytes[r])
-                memcpy(coll_peer(cn, r, coll_pub_of(cn, r)->word[0]), (const char *)sbuf + displs[r], bytes[r]);
+                util_copy(coll_peer(cn, r, coll_pub_of(cn, r)->word[0]), (const char *)sbuf + displs[r], bytes[r]);
         coll_signal_done(cn);
     } else {
         coll_wait_done(cn, root);
@@ -536,7 +536,7 @@ void coll_allgatherv(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t
 {
     int me = cn->rank;
     if (sbuf && bytes[me])
-        memcpy((char *)rbuf + displs[me], sbuf, bytes[me]);
+        util_copy((char *)rbuf + displs[me], sbuf, bytes[me]);
     if (cn->size == 1)
         return;
     int inl = 1;
@@ -549,13 +549,13 @@ void coll_allgatherv(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t
          * (the same argument as the small serial Allreduce). */
         uint64_t w[7] = {0};
         if (bytes[me])
-            memcpy(&w[1], sbuf ? sbuf : (const char *)rbuf + displs[me], bytes[me]);
+            util_copy(&w[1], sbuf ? sbuf : (const char *)rbuf + displs[me], bytes[me]);
         coll_publish(cn, w, 1 + (int)((bytes[me] + 7) / 8));
         for (int k = 1; k < cn->size; k++) {
             int r = (me + k) % cn->size;
             const coll_pub_t *p = coll_pub_of(cn, r); /* waited for even when empty (slot reuse rule) */
             if (bytes[r])
-                memcpy((char *)rbuf + displs[r], &p->word[1], bytes[r]);
+                util_copy((char *)rbuf + displs[r], &p->word[1], bytes[r]);
         }
         if (cn->size != 2) {
             coll_signal_done(cn);
@@ -568,7 +568,7 @@ void coll_allgatherv(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t
     for (int k = 1; k < cn->size; k++) {
         int r = (me + k) % cn->size;
         if (bytes[r])
-            memcpy((char *)rbuf + displs[r], coll_peer(cn, r, coll_pub_of(cn, r)->word[0]), bytes[r]);
+            util_copy((char *)rbuf + displs[r], coll_peer(cn, r, coll_pub_of(cn, r)->word[0]), bytes[r]);
     }
     coll_signal_done(cn);
     coll_wait_all_done(cn);
@@ -579,7 +579,7 @@ void coll_alltoall(coll_node_t *cn, const void *sbuf, size_t bytes, void *rbuf)
     int me = cn->rank;
     size_t all = (size_t)cn->size * bytes;
     if (sbuf != rbuf)
-        memcpy((char *)rbuf + (size_t)me * bytes, (const char *)sbuf + (size_t)me * bytes, bytes);
+        util_copy((char *)rbuf + (size_t)me * bytes, (const char *)sbuf + (size_t)me * bytes, bytes);
     if (cn->size == 1 || !bytes)
         return;
     cn->seq++;
@@ -588,12 +588,12 @@ void coll_alltoall(coll_node_t *cn, const void *sbuf, size_t bytes, void *rbuf)
          * peer's slot (buffers may be private; in place works because the slot is filled before
          * any block is written). Between two ranks no done round, as for the inline Allgather. */
         uint64_t w[7] = {0};
-        memcpy(&w[1], sbuf, all);
+        util_copy(&w[1], sbuf, all);
         coll_publish(cn, w, 1 + (int)((all + 7) / 8));
         for (int k = 1; k < cn->size; k++) {
             int r = (me + k) % cn->size;
             const coll_pub_t *p = coll_pub_of(cn, r);
-            memcpy((char *)rbuf + (size_t)r * bytes, (const char *)&p->word[1] + (size_t)me * bytes, bytes);
+            util_copy((char *)rbuf + (size_t)r * bytes, (const char *)&p->word[1] + (size_t)me * bytes, bytes);
         }
         if (cn->size != 2) {
             coll_signal_done(cn);
@@ -606,7 +606,7 @@ void coll_alltoall(coll_node_t *cn, const void *sbuf, size_t bytes, void *rbuf)
     for (int k = 1; k < cn->size; k++) {
         int r = (me + k) % cn->size;
         const char *src = coll_peer(cn, r, coll_pub_of(cn, r)->word[0]);
-        memcpy((char *)rbuf + (size_t)r * bytes, src + (size_t)me * bytes, bytes);
+        util_copy((char *)rbuf + (size_t)r * bytes, src + (size_t)me * bytes, bytes);
     }
     coll_signal_done(cn);
     coll_wait_all_done(cn);

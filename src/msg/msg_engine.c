@@ -397,7 +397,7 @@ static msg_ticket_t *rndv_prepare(msg_req_t *req, const void *buf, size_t len, i
             util_error("msg: cannot stage a %zu-byte send in the segment: raise BOBCAT_HEAP", len);
             abort();
         }
-        memcpy(b, buf, len);
+        util_copy(b, buf, len);
         tk->bounce = (uint64_t)(uintptr_t)b;
         tk->owned = b;
         atomic_store_explicit(&tk->claim, 2, memory_order_relaxed); /* published with the header */
@@ -538,7 +538,7 @@ static void take_offer(msg_req_t *req)
     uint32_t offered = 1;
     if (!atomic_compare_exchange_strong_explicit(&t->push, &offered, 2, memory_order_acquire, memory_order_relaxed))
         return;
-    memcpy((char *)(uintptr_t)t->dst + t->lo, (const char *)req->sbuf + t->lo, t->len - t->lo);
+    util_copy((char *)(uintptr_t)t->dst + t->lo, (const char *)req->sbuf + t->lo, t->len - t->lo);
     atomic_store_explicit(&t->pushed, 1, memory_order_release);
     E.stats.split_pushed++;
     E.stats.bytes_pushed += t->len - t->lo;
@@ -580,7 +580,7 @@ BOBCAT_MSG_API int bobcat_msg_detach(msg_req_t *req)
         free(b);
         return 0; /* no room for a copy: keep waiting for the receiver */
     }
-    memcpy(b, req->sbuf, req->slen);
+    util_copy(b, req->sbuf, req->slen);
     t->bounce = (uint64_t)(uintptr_t)b;
     uint32_t open = 0;
     if (!atomic_compare_exchange_strong_explicit(&t->claim, &open, 2, memory_order_release, memory_order_relaxed)) {
@@ -618,17 +618,17 @@ static void split_copy(msg_ticket_t *t, void *buf, const void *s, uint64_t n)
 {
     uint64_t lo = (((uintptr_t)buf + n / 2 + MSG_LINE - 1) & ~(uintptr_t)(MSG_LINE - 1)) - (uintptr_t)buf;
     if (lo >= n) {
-        memcpy(buf, s, n);
+        util_copy(buf, s, n);
         return;
     }
     t->dst = universal(buf);
     t->lo = lo;
     t->len = n;
     atomic_store_explicit(&t->push, 1, memory_order_release);
-    memcpy(buf, s, lo);
+    util_copy(buf, s, lo);
     uint32_t offered = 1;
     if (atomic_compare_exchange_strong_explicit(&t->push, &offered, 3, memory_order_relaxed, memory_order_relaxed)) {
-        memcpy((char *)buf + lo, (const char *)s + lo, n - lo); /* the sender was busy elsewhere */
+        util_copy((char *)buf + lo, (const char *)s + lo, n - lo); /* the sender was busy elsewhere */
         return;
     }
     /* The sender is copying the tail: wait for it (yielding, in case it shares our core). */
@@ -664,7 +664,7 @@ static void rndv_pull(void *buf, uint64_t n, uint64_t addr, uint64_t done, int f
     if (from == addr && E.split_min && n >= E.split_min && from_local != E.my_local && smap_is_shared(buf))
         split_copy(t, buf, s, n);
     else if (n)
-        memcpy(buf, s, n);
+        util_copy(buf, s, n);
     E.stats.rndv_recv++;
     E.stats.bytes_single_copy += n;
 }

@@ -264,7 +264,7 @@ static int a2a_fits(const shi_set_t *s, const shi_hier_t *h, const int *leaders,
 static void copy_elems(char *d, ptrdiff_t dst, const char *sp, ptrdiff_t sst, size_t nelems, size_t es)
 {
     if (dst == 1 && sst == 1) {
-        memcpy(d, sp, nelems * es);
+        util_copy(d, sp, nelems * es);
         return;
     }
     for (size_t e = 0; e < nelems; e++)
@@ -427,7 +427,7 @@ static void combine(shi_set_t *s, const int *idx, int n, const void *src, char *
             p = *buf_p;
         }
         if (j == 0)
-            memcpy(acc, p, nbytes);
+            util_copy(acc, p, nbytes);
         else if (count)
             k(acc, p, count);
     }
@@ -452,13 +452,13 @@ static void reduce_hier(shi_set_t *s, void *dest, const void *src, size_t count,
     }
     csync(s); /* the node's sources are read: a leader's dest may alias its source */
     if (h->leader_idx >= 0)
-        memcpy(dest, acc, nbytes);
+        util_copy(dest, acc, nbytes);
     csync(s); /* every node's partial result is in its leader's dest */
     if (h->leader_idx >= 0)
         combine(s, leaders, h->nleaders, dest, acc, &buf, count, es, k, R);
     csync(s); /* the partials are read */
     if (h->leader_idx >= 0)
-        memcpy(dest, acc, nbytes);
+        util_copy(dest, acc, nbytes);
     csync(s); /* the leaders hold the result */
     if (h->leader_idx < 0)
         get_n(dest, dest, nbytes, shi_set_pe(s, h->leader), R, 0);
@@ -493,12 +493,12 @@ static void reduce(shi_set_t *s, void *dest, const void *src, size_t count, size
             p = buf;
         }
         if (j == 0)
-            memcpy(acc, p, nbytes);
+            util_copy(acc, p, nbytes);
         else if (count)
             k(acc, p, count);
     }
     csync(s); /* every member has read every source: dest may alias source */
-    memcpy(dest, acc, nbytes);
+    util_copy(dest, acc, nbytes);
     free(buf);
     free(acc);
 }

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../util/util.h" /* util_copy (util_copy.c is compiled into this library too) */
+
 #define SHI_EXPORT __attribute__((visibility("default")))
 #define SHI_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SHI_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -12,7 +12,7 @@ void shi_put(void *dest, const void *src, size_t n, int pe, const char *routine,
     size_t disp = 0;
     void *p = shi_xlate(dest, n, pe, routine, &region, &disp);
     if (SHI_LIKELY(p != NULL)) {
-        memcpy(p, src, n);
+        util_copy(p, src, n);
         return;
     }
     shi_mpi_put(region, disp, src, n, pe);
@@ -27,7 +27,7 @@ void shi_get(void *dest, const void *src, size_t n, int pe, const char *routine,
     size_t disp = 0;
     const void *p = shi_xlate(src, n, pe, routine, &region, &disp);
     if (SHI_LIKELY(p != NULL)) {
-        memcpy(dest, p, n);
+        util_copy(dest, p, n);
         return;
     }
     if (nbi) {
@@ -87,7 +87,7 @@ void shi_put_signal(void *dest, const void *src, size_t n, uint64_t *sig, uint64
     size_t disp = 0;
     void *p = shi_xlate(dest, n, pe, routine, &region, &disp);
     if (p) {
-        memcpy(p, src, n);
+        util_copy(p, src, n);
         shi_store_fence(); /* the data before the signal, even after non-temporal stores */
     } else {
         shi_mpi_put(region, disp, src, n, pe);

@@ -50,4 +50,8 @@ bobcat_status_t util_parse_bool(const char *text, int *value_p);
 
 double util_now(void); /* monotonic seconds */
 
+/* memcpy for bulk data (non-overlapping): the same result whatever the buffers' alignment
+ * (util_copy.c says why glibc's is not used from 2 KiB). For the layers too. */
+BOBCAT_LAYER_API void util_copy(void *dst, const void *src, size_t n);
+
 #endif

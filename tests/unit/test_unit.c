@@ -1,5 +1,6 @@
 /* test_unit: single-process tests of libbobcat's internals: sizes, booleans, the node plan, the
- * SMARTMAP layout arithmetic. */
+ * SMARTMAP layout arithmetic, the bulk copy. */
+#include <stdlib.h>
 #include <string.h>
 
 #include <bobcat/smartmap.h>
@@ -85,9 +86,46 @@ static void layout(void)
     CHECK(smap_slot_shift() == 0 && smap_remote_address(0, (void *)SMAP_HEAP_BASE) == NULL, "layout outside yod");
 }
 
+/* util_copy against a byte loop: every size around its thresholds and every relative alignment
+ * of the two buffers in a 64-byte span, nothing written outside the destination. */
+static void copies(void)
+{
+    enum { SPAN = 64, MAXN = (256 << 10) + 300 };
+    unsigned char *src = malloc(MAXN + 2 * SPAN), *dst = malloc(MAXN + 2 * SPAN);
+    for (size_t i = 0; i < MAXN + 2 * SPAN; i++)
+        src[i] = (unsigned char)(i * 131 + (i >> 9));
+    const size_t sizes[] = {0, 1, 31, 32, 127, 128, 129, 2047, 2048, 2049, 2050, 2079, 2080, 2175, 4096, 4097,
+                            65535, 65536, 65537, 65600, 256u << 10, (256u << 10) + 300};
+    int bad = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && !bad; k++)
+        for (unsigned so = 0; so < SPAN && !bad; so += (sizes[k] > 70000 ? 8 : 1))
+            for (unsigned d0 = 0; d0 < SPAN && !bad; d0 += (sizes[k] > 70000 ? 8 : 3)) {
+                size_t n = sizes[k];
+                memset(dst, 0xa5, MAXN + 2 * SPAN);
+                util_copy(dst + d0, src + so, n);
+                size_t at = (size_t)-1;
+                for (size_t i = 0; i < n && at == (size_t)-1; i++)
+                    if (dst[d0 + i] != src[so + i])
+                        at = i;
+                int outside = 0;
+                for (size_t i = 0; i < d0; i++)
+                    outside |= dst[i] != 0xa5;
+                for (size_t i = d0 + n; i < d0 + n + SPAN; i++)
+                    outside |= dst[i] != 0xa5;
+                if (at != (size_t)-1 || outside) {
+                    CHECK(0, "util_copy %zu bytes, src +%u dst +%u: first wrong byte %zd, outside written %d", n, so,
+                          d0, at == (size_t)-1 ? (ssize_t)-1 : (ssize_t)at, outside);
+                    bad = 1;
+                }
+            }
+    free(src);
+    free(dst);
+}
+
 int main(void)
 {
     sizes();
+    copies();
     plan();
     layout();
     printf("test_unit: %s\n", mp_failures ? "FAILED" : "ok");
