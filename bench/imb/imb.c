@@ -12,6 +12,7 @@
 #include "bc.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -88,6 +89,9 @@ static void fill_own(ctx_t *x)
  * buffers are written once: a receiver that copies straight from the sender's buffer then finds
  * its lines in its own cache from the previous iteration, which new data would not allow. */
 static int touch;
+/* --offset: where the receive buffer starts past a 4 KiB boundary (the send buffer starts on one);
+ * -1: wherever malloc puts them. */
+static long offset = -1;
 
 static void touch_lines(char *buf, size_t bytes)
 {
@@ -527,8 +531,11 @@ static void run_test(const test_t *t, const bc_common_t *c, long window, long sl
                 if (msgrate_window(window, c->sizes[s]) * c->sizes[s] > rbytes)
                     rbytes = msgrate_window(window, c->sizes[s]) * c->sizes[s];
         /* malloc, not mmap: under yod the buffers must live in libbobcat's segment. */
-        x.sbuf = malloc(maxb * sblocks + 64);
-        x.rbuf = malloc(rbytes + 64);
+        /* --offset: both on 4 KiB boundaries, then the receive buffer moved by that many bytes */
+        size_t pad = offset >= 0 ? 4096 + (size_t)offset : 0;
+        char *sbase = malloc(maxb * sblocks + 64 + pad), *rbase = malloc(rbytes + 64 + pad);
+        x.sbuf = sbase && offset >= 0 ? (char *)(((uintptr_t)sbase + 4095) & ~(uintptr_t)4095) : sbase;
+        x.rbuf = rbase && offset >= 0 ? (char *)(((uintptr_t)rbase + 4095) & ~(uintptr_t)4095) + offset : rbase;
         x.counts = malloc((size_t)x.size * sizeof *x.counts);
         if (!x.sbuf || !x.rbuf || !x.counts || (with_reqs && (!x.reqs || !x.stats))) {
             fprintf(stderr, "imb: out of memory for %s at %zu B\n", t->name, maxb);
@@ -561,8 +568,8 @@ static void run_test(const test_t *t, const bc_common_t *c, long window, long sl
         }
         if (t->iter == poll_iter)
             poll_finish(&x);
-        free(x.sbuf);
-        free(x.rbuf);
+        free(sbase);
+        free(rbase);
         free(x.counts);
         free(x.reqs);
         free(x.stats);
@@ -587,6 +594,9 @@ int main(int argc, char **argv)
         {"touch", BC_OPT_FLAG, &touch,
          "PingPong, PingPing, Sendrecv, Exchange, msgrate: store into every line of the send "
          "buffer before each send (new data, as a program sends; IMB sends the same bytes)"},
+        {"offset", BC_OPT_LONG, &offset,
+         "put the send buffer on a 4 KiB boundary and the receive buffer this many bytes (0-4095) "
+         "past one, so copies see that relative alignment (default: as malloc places them)"},
         {"slices", BC_OPT_LONG, &slices,
          "time each size in this many slices, reported one by one with the placement state (smt, "
          "core, chip, or mixed) that a cache-line probe between ranks 0 and 1 measured before and "
@@ -601,6 +611,8 @@ int main(int argc, char **argv)
         bc_usage_error("--window must be in 1..4096");
     if (slices < 1 || slices > 1000)
         bc_usage_error("--slices must be in 1..1000");
+    if (offset < -1 || offset > 4095)
+        bc_usage_error("--offset must be in 0..4095");
     for (int s = 0; s < c.nsizes; s++)
         if (c.sizes[s] > (size_t)1 << 30)
             bc_usage_error("message size %zu is above 1 GiB (MPI int counts)", c.sizes[s]);

@@ -82,7 +82,8 @@ def variants(mpis: list[str], heap: str, with_off: bool,
     return out
 
 
-def imb_args(tests: dict[str, list[int | None]], iters: int, time_s: float, slices: int = 1) -> list[list[str]]:
+def imb_args(tests: dict[str, list[int | None]], iters: int, time_s: float, slices: int = 1,
+             offset: int | None = None) -> list[list[str]]:
     """One imb invocation per distinct size list (imb sweeps one list for all its tests)."""
     by_sizes: dict[tuple, list[str]] = {}
     for test, sizes in tests.items():
@@ -90,6 +91,7 @@ def imb_args(tests: dict[str, list[int | None]], iters: int, time_s: float, slic
         by_sizes.setdefault(key, []).append(test)
     return [["--test", ",".join(names), "--sizes", ",".join(str(s) for s in sizes), "--iters", str(iters),
              "--time", str(time_s)] + (["--slices", str(slices)] if slices > 1 else [])
+            + (["--offset", str(offset)] if offset is not None else [])
             for sizes, names in by_sizes.items()]
 
 
@@ -110,6 +112,9 @@ def run(argv: list[str] | None = None) -> dict:
                     help="imb times each size in this many slices, each with the placement state an in-job "
                     "probe between the two ranks measured around it (default 4; 1: one loop per size, "
                     "the turn's probes decide its state)")
+    ap.add_argument("--offset", type=int,
+                    help="imb --offset: send buffers on a 4 KiB boundary, receive buffers this many bytes "
+                    "(0-4095) past one (default: where malloc puts them)")
     ap.add_argument("--heap", default="512M", help="yod --heap for the lwk variants (default 512M)")
     ap.add_argument("--no-off", action="store_true", help="leave out the lwk-off variants")
     ap.add_argument("--no-old", action="store_true", help="leave out the lwk-old variants (OLD_KNOBS)")
@@ -120,6 +125,8 @@ def run(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     if not 1 <= args.slices <= 1000:
         ap.error("--slices must be in 1..1000")
+    if args.offset is not None and not 0 <= args.offset <= 4095:
+        ap.error("--offset must be in 0..4095")
     mpis = [m for m in args.mpi.split(",") if m]
     for m in mpis:
         if m not in LAUNCH:
@@ -136,7 +143,7 @@ def run(argv: list[str] | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOBCAT_")}
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", BOBCAT_HOME=str(paths.home()))
     vs = variants(mpis, args.heap, not args.no_off, not args.no_old)
-    invocations = imb_args(tests, args.iters, args.time, args.slices)
+    invocations = imb_args(tests, args.iters, args.time, args.slices, args.offset)
     samples: dict[str, dict[str, list[float]]] = {v: {} for v in vs}
     states: dict[str, dict[str, list[str]]] = {v: {} for v in vs}  # placement of each sample
     failures: list[str] = []

@@ -1,4 +1,6 @@
 """bench_mpi's medians: every sample, or only those taken in one placement state."""
+import pytest
+
 from bobcat import bench_mpi
 
 
@@ -23,3 +25,12 @@ def test_imb_gets_slices_only_when_asked() -> None:
     sliced = bench_mpi.imb_args({"pingpong": [8], "msgrate": [8]}, 100, 0.05, 4)
     assert len(sliced) == 1 and sliced[0][-2:] == ["--slices", "4"]
     assert sliced[0][sliced[0].index("--test") + 1] == "pingpong,msgrate"
+
+
+def test_imb_gets_offset_only_when_asked() -> None:
+    plain, = bench_mpi.imb_args({"pingpong": [4096]}, 100, 0.05, 4)
+    assert "--offset" not in plain
+    moved, = bench_mpi.imb_args({"pingpong": [4096]}, 100, 0.05, 4, 8)
+    assert moved[-2:] == ["--offset", "8"]
+    with pytest.raises(SystemExit):
+        bench_mpi.run(["--offset", "4096"])
