@@ -196,10 +196,12 @@ typedef struct msg_req {
     int truncated, cancelled;
     /* send side */
     int waits_done;            /* complete when the ticket is done */
-    msg_cell_t *cell;          /* rendezvous header in this cell of my box (else NULL) ... */
-    msg_chan_t *chan;          /* ... of this box */
-    uint64_t cseq;             /* ... as the pair's message number + 1 (the cell's seq) */
     struct msg_req *next, *prev; /* posted list */
+    /* send side, read only when a send detaches: its rendezvous header is in this cell of my box
+     * (else NULL), of this box, as the pair's message number + 1 (the cell's seq) */
+    msg_cell_t *cell;
+    msg_chan_t *chan;
+    uint64_t cseq;
 } msg_req_t;
 
 typedef struct {
