@@ -103,7 +103,7 @@ void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
         uint64_t w[7] = {W(buf)};
         int n = 1;
         if (bytes <= INLINE_MAX) {
-            util_copy(&w[1], buf, bytes);
+            memcpy(&w[1], buf, bytes);
             n = 1 + (int)((bytes + 7) / 8);
         }
         coll_publish(cn, w, n);
@@ -188,7 +188,7 @@ static int publish_input(coll_node_t *cn, const void *sbuf, size_t span)
     uint64_t w[7] = {W(sbuf)};
     if (span <= INLINE_MAX) {
         w[0] = 0;
-        util_copy(&w[1], sbuf, span);
+        memcpy(&w[1], sbuf, span);
         coll_publish(cn, w, 1 + (int)((span + 7) / 8));
         return 1;
     }
@@ -325,7 +325,7 @@ static int allreduce_fused(coll_node_t *cn, const void *sbuf, void *rbuf, size_t
             slice_of(count, cn->size, r, &rlo, &rcnt);
             if (rcnt)
                 util_copy((char *)rbuf + rlo * op->extent,
-                       coll_peer(cn, r, coll_slot(cn, r)->pub[(cn->seq - 1) & 1].word[2]), coll_span(op, rcnt));
+                          coll_peer(cn, r, coll_slot(cn, r)->pub[(cn->seq - 1) & 1].word[2]), coll_span(op, rcnt));
         }
     coll_signal_done(cn);
     coll_wait_all_done(cn);
@@ -549,13 +549,13 @@ void coll_allgatherv(coll_node_t *cn, const void *sbuf, void *rbuf, const size_t
          * (the same argument as the small serial Allreduce). */
         uint64_t w[7] = {0};
         if (bytes[me])
-            util_copy(&w[1], sbuf ? sbuf : (const char *)rbuf + displs[me], bytes[me]);
+            memcpy(&w[1], sbuf ? sbuf : (const char *)rbuf + displs[me], bytes[me]);
         coll_publish(cn, w, 1 + (int)((bytes[me] + 7) / 8));
         for (int k = 1; k < cn->size; k++) {
             int r = (me + k) % cn->size;
             const coll_pub_t *p = coll_pub_of(cn, r); /* waited for even when empty (slot reuse rule) */
             if (bytes[r])
-                util_copy((char *)rbuf + displs[r], &p->word[1], bytes[r]);
+                memcpy((char *)rbuf + displs[r], &p->word[1], bytes[r]);
         }
         if (cn->size != 2) {
             coll_signal_done(cn);
@@ -588,12 +588,12 @@ void coll_alltoall(coll_node_t *cn, const void *sbuf, size_t bytes, void *rbuf)
          * peer's slot (buffers may be private; in place works because the slot is filled before
          * any block is written). Between two ranks no done round, as for the inline Allgather. */
         uint64_t w[7] = {0};
-        util_copy(&w[1], sbuf, all);
+        memcpy(&w[1], sbuf, all);
         coll_publish(cn, w, 1 + (int)((all + 7) / 8));
         for (int k = 1; k < cn->size; k++) {
             int r = (me + k) % cn->size;
             const coll_pub_t *p = coll_pub_of(cn, r);
-            util_copy((char *)rbuf + (size_t)r * bytes, (const char *)&p->word[1] + (size_t)me * bytes, bytes);
+            memcpy((char *)rbuf + (size_t)r * bytes, (const char *)&p->word[1] + (size_t)me * bytes, bytes);
         }
         if (cn->size != 2) {
             coll_signal_done(cn);

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <bobcat/status.h>
 
 #define BOBCAT_HIDDEN __attribute__((visibility("hidden")))
@@ -50,8 +51,17 @@ bobcat_status_t util_parse_bool(const char *text, int *value_p);
 
 double util_now(void); /* monotonic seconds */
 
-/* memcpy for bulk data (non-overlapping): the same result whatever the buffers' alignment
- * (util_copy.c says why glibc's is not used from 2 KiB). For the layers too. */
-BOBCAT_LAYER_API void util_copy(void *dst, const void *src, size_t n);
+/* memcpy for bulk data (non-overlapping): the same speed whatever the buffers' alignment
+ * (util_copy.c says why glibc's is not used from UTIL_COPY_MIN bytes). For the layers too. Below
+ * that size it is memcpy, inline, so a small copy pays no extra call. */
+#define UTIL_COPY_MIN 2048
+BOBCAT_LAYER_API void util_copy_large(void *dst, const void *src, size_t n);
+static inline void util_copy(void *dst, const void *src, size_t n)
+{
+    if (n < UTIL_COPY_MIN)
+        memcpy(dst, src, n);
+    else
+        util_copy_large(dst, src, n);
+}
 
 #endif

@@ -5,15 +5,14 @@
  * at +8: 1.9 us against 0.06; 64 KiB: 21 us against 1.5), and reaches only 13-16 GB/s in cache
  * when both are page-aligned, where a plain AVX2 loop gives 33-40. An MPI library does not choose
  * its users' buffers, so the copy must not depend on their alignment: an AVX2 loop (unaligned
- * loads, stores aligned on the destination) from COPY_MIN bytes, memcpy below it, on CPUs without
- * AVX2, and for large copies whose buffers are aligned alike (there rep movsb is at its best).
- * Measurements: docs/benchmarks.md, "Bulk copies". */
+ * loads, stores aligned on the destination) from UTIL_COPY_MIN bytes (below it util_copy, inline in
+ * util.h, is memcpy), memcpy on CPUs without AVX2 and for large copies whose buffers are aligned
+ * alike (there rep movsb is at its best). Measurements: docs/benchmarks.md, imb `--offset`. */
 #include "util.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#define COPY_MIN 2048
 #define COPY_BIG (64u << 10)
 
 #if defined(__x86_64__)
@@ -43,12 +42,12 @@ __attribute__((target("avx2"))) static void copy_avx2(char *d, const char *s, si
 static int have_avx2 = -1;
 #endif
 
-BOBCAT_LAYER_API void util_copy(void *dst, const void *src, size_t n)
+BOBCAT_LAYER_API void util_copy_large(void *dst, const void *src, size_t n)
 {
 #if defined(__x86_64__)
     /* From COPY_BIG on, glibc's copy with the source and destination 32-byte aligned alike keeps
      * up with the loop or beats it (pingpong 1 and 4 MiB); every other relative alignment takes the loop. */
-    if (n >= COPY_MIN && (n < COPY_BIG || (((uintptr_t)dst - (uintptr_t)src) & 31) != 0)) {
+    if (n < COPY_BIG || (((uintptr_t)dst - (uintptr_t)src) & 31) != 0) {
         if (have_avx2 < 0)
             have_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
         if (have_avx2) {
