@@ -627,17 +627,16 @@ static int send_large(const void *buf, MPI_Count count, MPI_Datatype dt, int des
     size_t bytes = (size_t)count * (size_t)d.size;
     const void *data = (const char *)buf + d.lb;
     msg_req_t m;
-    int sync = mode == MODE_SYNC;
-    bobcat_msg_send(&m, c->ctx, c->rank, tag, c->local[dest], data, bytes, sync);
+    bobcat_msg_send(&m, c->ctx, c->rank, tag, c->local[dest], data, bytes, mode == MODE_SYNC);
     p2p_stats.calls_bobcat++;
     p2p_stats.bytes_bobcat += (uint64_t)bytes;
     pmpi_stat_path(&st_send, bytes > bobcat_msg_eager_limit() && !smap_is_shared(data) ? PMPI_PATH_STAGED
                                                                                          : PMPI_PATH_INPLACE,
                    bytes, bytes > bobcat_msg_eager_limit());
     unsigned polls = 0, spins = 0;
-    while (!bobcat_msg_test(&m)) {
+    for (;;) { /* MPI_Wait's loop over p2p_req_test */
         p2p_progress();
-        if (bobcat_msg_test(&m) || (!sync && ++polls > P2P_DETACH_POLLS && bobcat_msg_detach(&m)))
+        if (p2p_send_settled(&m, &polls))
             break;
         p2p_poke_mpi();
         p2p_relax(&spins);

@@ -116,6 +116,9 @@ P2P_HIDDEN void p2p_status_empty(MPI_Status *st);
 
 /* a wait loop's pause: spins a little, then yields the core */
 P2P_HIDDEN void p2p_relax(unsigned *spins);
+/* One look at an engine send: complete now (1), or after progress, or detached (its receiver has
+ * not matched after P2P_DETACH_POLLS looks, counted in *polls); else 0. */
+P2P_HIDDEN int p2p_send_settled(msg_req_t *m, unsigned *polls);
 
 /* the off-node queue (pmpi_p2p.c) */
 P2P_HIDDEN void p2p_offq_remove(p2p_req_t *r);

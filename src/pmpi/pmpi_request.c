@@ -174,6 +174,16 @@ P2P_HIDDEN void p2p_status_empty(MPI_Status *st)
 
 /* Polls before yielding: the layer's rule (BOBCAT_COLL_SPIN, 1 when ranks outnumber cores), so a
  * waiting rank neither burns the core its peer needs nor gives up its own for nothing. */
+P2P_HIDDEN int p2p_send_settled(msg_req_t *m, unsigned *polls)
+{
+    if (bobcat_msg_test(m))
+        return 1;
+    bobcat_msg_progress();
+    /* A receiver that has not matched after this many looks may be computing for long: copy the
+     * data aside so the send completes (never for synchronous sends: detach refuses them). */
+    return bobcat_msg_test(m) || (++*polls > P2P_DETACH_POLLS && bobcat_msg_detach(m));
+}
+
 P2P_HIDDEN void p2p_relax(unsigned *spins)
 {
     unsigned limit = pmpi_layer.spin > 0 ? (unsigned)pmpi_layer.spin : 16;
@@ -243,13 +253,8 @@ P2P_HIDDEN int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p)
         p2p_status_set(st, r->mode == -1 ? MPI_PROC_NULL : MPI_ANY_SOURCE, MPI_ANY_TAG, 0, 0);
         return 1;
     case P2P_K_SEND:
-        if (!bobcat_msg_test(&r->m)) {
-            bobcat_msg_progress();
-            /* A receiver that has not matched after this many looks may be computing for long:
-             * copy the data aside so the send completes (never for synchronous sends). */
-            if (!bobcat_msg_test(&r->m) && !(++r->polls > P2P_DETACH_POLLS && bobcat_msg_detach(&r->m)))
-                return 0;
-        }
+        if (!p2p_send_settled(&r->m, &r->polls))
+            return 0;
         r->st_src = MPI_ANY_SOURCE;
         r->st_tag = MPI_ANY_TAG;
         r->st_bytes = 0;
