@@ -52,6 +52,8 @@ DEFAULT_TESTS = {
     "msgrate": [8],
     "testany": [None],
 }
+# bobcat-copyrate's sizes (the pingpong sizes in this range): where a copy's rate, not a latency, decides.
+CEILING_MIN, CEILING_MAX = 64 << 10, 16 << 20
 # The metric that is the figure of merit for each test (contracts §3 names).
 MERIT = {"pingpong": "t_avg", "msgrate": "msgrate"}
 
@@ -93,6 +95,23 @@ def imb_args(tests: dict[str, list[int | None]], iters: int, time_s: float, slic
              "--time", str(time_s)] + (["--slices", str(slices)] if slices > 1 else [])
             + (["--offset", str(offset)] if offset is not None else [])
             for sizes, names in by_sizes.items()]
+
+
+def copy_ceiling(sizes: list[int]) -> dict:
+    """bobcat-copyrate at the pingpong sizes from 64 KiB to 16 MiB: per size, the fastest one-core copy
+    of another core's buffer (GB/s, its method, and the one-way time it implies in µs): what a
+    receiver-only single copy cannot beat on this machine (docs/benchmarks.md, "Copy ceiling")."""
+    sizes = sorted({s for s in sizes if s and CEILING_MIN <= s <= CEILING_MAX})
+    if not sizes:
+        return {}
+    r = subprocess.run([str(bench_dir() / "bobcat-copyrate"), "--seconds", "1.5", "--pages", "large",
+                        "--sizes", ",".join(str(s) for s in sizes)], capture_output=True, text=True, timeout=120)
+    out: dict = {}
+    for row in parsers.parse_jsonl(r.stdout).metrics:
+        if row.name == "ceiling_gbps":
+            out[str(row.size)] = {"gbps": row.value, "method": row.params.get("method"),
+                                  "us": row.size / row.value / 1e3, "pages": row.params.get("pages")}
+    return out if out else {"error": r.stderr.strip()[-300:] or f"exit {r.returncode}"}
 
 
 def merit_of(row: parsers.Metric) -> str:
@@ -148,7 +167,9 @@ def run(argv: list[str] | None = None) -> dict:
     states: dict[str, dict[str, list[str]]] = {v: {} for v in vs}  # placement of each sample
     failures: list[str] = []
     result: dict = {"protocol": "interleaved rounds, rotating start, medians", "probe_before": probe()}
+    pp_sizes = [s for s in tests.get("pingpong", []) if s is not None]
     with NodeSettings(pages=600):
+        result["copy_ceiling_before"] = copy_ceiling(pp_sizes)
         names = list(vs)
         for rnd in range(args.reps):
             order = names[rnd % len(names):] + names[:rnd % len(names)]
@@ -176,6 +197,7 @@ def run(argv: list[str] | None = None) -> dict:
                     states[name].setdefault(key, []).append(inner if inner in (*parsers.PLACEMENTS, "mixed")
                                                              else state)
             print(f"round {rnd + 1}/{args.reps} done", file=sys.stderr, flush=True)
+        result["copy_ceiling_after"] = copy_ceiling(pp_sizes)
     result["probe_after"] = probe()
     med = medians(samples, states, args.placement)
     by_state = {st: ratios(medians(samples, states, st), mpis) for st in parsers.PLACEMENTS}
@@ -239,6 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     pb, pa = res["probe_before"], res["probe_after"]
     print(f"probe before/after: {pb.get('oneway_ns')} ns ({pb.get('placement')}) / "
           f"{pa.get('oneway_ns')} ns ({pa.get('placement')})")
+    for when in ("before", "after"):
+        cc = res.get(f"copy_ceiling_{when}") or {}
+        if "error" in cc:
+            print(f"one-core copy ceiling {when}: bobcat-copyrate failed: {cc['error']}")
+        elif cc:
+            print(f"one-core copy ceiling {when} (bobcat-copyrate, fastest method): " + ", ".join(
+                f"{int(k)} B {c['gbps']:.1f} GB/s = {c['us']:.3f} µs ({c['method']})" for k, c in cc.items()))
     for v, per_key in res["states"].items():
         counts: dict[str, int] = {}
         for sts in per_key.values():

@@ -325,6 +325,40 @@ def test_cellring_bad_arguments() -> None:
         assert "cellring: " in proc.stderr
 
 
+def test_copyrate() -> None:
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("the probe needs two cpus")
+    records = run_json([str(binary("bobcat-copyrate", None)), "--seconds", "0.3", "--sizes", "4K,100000",
+                        "--methods", "libc,movsb,read", "--pages", "small", "--validate"])
+    recs = check_schema(records, ranks=None)
+    rates = [r for r in recs if r["metric"] == "gbps"]
+    assert [(r["params"]["bytes"], r["params"]["method"]) for r in rates] == [
+        (4096, "libc"), (4096, "movsb"), (4096, "read"), (100000, "libc"), (100000, "movsb"), (100000, "read")]
+    for r in rates:
+        p = r["params"]
+        assert r["bench"] == "copyrate" and r["unit"] == "GB/s" and r["better"] == "higher"
+        assert 0 < p["p25_gbps"] <= r["value"] * (1 + 1e-5) and r["value"] <= p["p75_gbps"] * (1 + 1e-5)
+        # the rate is the size over the median copy's time
+        assert r["value"] == pytest.approx(p["bytes"] / (p["us"] * 1e3), rel=2e-3)
+        assert p["pages"] == "small" and p["slices"] >= 1 and len(p["cpus"]) == 2
+    # the ceiling is the best copy (read is half a copy, not a copy)
+    ceil = {r["params"]["bytes"]: r for r in recs if r["metric"] == "ceiling_gbps"}
+    for size in (4096, 100000):
+        copies = [r for r in rates if r["params"]["bytes"] == size and r["params"]["method"] != "read"]
+        best = max(copies, key=lambda r: r["value"])
+        assert ceil[size]["value"] == best["value"] and ceil[size]["params"]["method"] == best["params"]["method"]
+
+
+def test_copyrate_bad_arguments() -> None:
+    prog = binary("bobcat-copyrate", None)
+    for args in (["--sizes", "0"], ["--sizes", "1,,x"], ["--methods", "memmove"], ["--cpus", "2,2"],
+                 ["--seconds", "0"], ["--pages", "huge"], ["--bogus"]):
+        proc = subprocess.run([str(prog), *args], capture_output=True, text=True,
+                              timeout=TIMEOUT, env=clean_env())
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "copyrate: " in proc.stderr and not proc.stdout
+
+
 # ------------------------------------------------------------------------------ bad arguments
 
 PROGRAMS = ["imb", "stream", "gups", "ring", "ptrans", "fft", "io", "selfish"]

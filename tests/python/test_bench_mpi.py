@@ -34,3 +34,15 @@ def test_imb_gets_offset_only_when_asked() -> None:
     assert moved[-2:] == ["--offset", "8"]
     with pytest.raises(SystemExit):
         bench_mpi.run(["--offset", "4096"])
+
+
+def test_copy_ceiling_at_the_pingpong_sizes_where_a_copy_decides() -> None:
+    import os
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("bobcat-copyrate needs two cpus")
+    assert bench_mpi.copy_ceiling([0, 8, 4096]) == {}
+    cc = bench_mpi.copy_ceiling([8, 65536, 1 << 20, 64 << 20])
+    assert sorted(cc) == ["1048576", "65536"]   # 8 B is a latency, 64 MiB beyond the range
+    for size, c in cc.items():
+        assert c["gbps"] > 0 and c["method"] in ("libc", "avx2", "prefetch", "stream", "movsb")
+        assert c["us"] == pytest.approx(int(size) / c["gbps"] / 1e3)
