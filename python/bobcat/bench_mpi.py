@@ -37,7 +37,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import parsers, paths
+from . import machine, parsers, paths
 from .bench_smartmap import NodeSettings, bench_dir, probe
 
 # test -> sizes (bytes; None for Barrier); the sizes the issues' aims name, and the range between.
@@ -166,7 +166,9 @@ def run(argv: list[str] | None = None) -> dict:
     samples: dict[str, dict[str, list[float]]] = {v: {} for v in vs}
     states: dict[str, dict[str, list[str]]] = {v: {} for v in vs}  # placement of each sample
     failures: list[str] = []
-    result: dict = {"protocol": "interleaved rounds, rotating start, medians", "probe_before": probe()}
+    result: dict = {"protocol": "interleaved rounds, rotating start, medians", "probe_before": probe(),
+                    "machine": {k: v for k, v in machine.facts().items() if k in ("cpu_model", "cpu_id", "caches",
+                                                                                 "cores", "kernel", "mpi")}}
     pp_sizes = [s for s in tests.get("pingpong", []) if s is not None]
     with NodeSettings(pages=600):
         result["copy_ceiling_before"] = copy_ceiling(pp_sizes)
@@ -259,6 +261,8 @@ def _fmt(v: float | None, key: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     res = run(argv)
     pb, pa = res["probe_before"], res["probe_after"]
+    m = res["machine"]
+    print(f"machine: {m['cpu_model']} ({m['cpu_id']}), caches {m['caches']}, {m['cores']} cpus, kernel {m['kernel']}")
     print(f"probe before/after: {pb.get('oneway_ns')} ns ({pb.get('placement')}) / "
           f"{pa.get('oneway_ns')} ns ({pa.get('placement')})")
     for when in ("before", "after"):

@@ -264,8 +264,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             out.print(f"     {'':16} fix: {c.fix}", highlight=False, markup=False)
         worst = max(worst, {"OK": 0, "WARN": 0, "FAIL": 1}[c.status])
     f = machine.facts()
-    out.print(f"     {'machine':16} {f['cpu_model']}, {f['cores']} cores, kernel {f['kernel']}",
-              highlight=False)
+    cpu = f["cpu_model"] + (f" ({f['cpu_id']}; L2 {f['caches']['L2']})" if f.get("cpu_id") and
+                            f.get("caches", {}).get("L2") else "")
+    out.print(f"     {'machine':16} {cpu}, {f['cores']} cores, kernel {f['kernel']}", highlight=False)
     return worst
 
 

@@ -43,6 +43,27 @@ def cpu_model() -> str | None:
     return m.group(1).strip() if m else platform.processor() or None
 
 
+def cpu_id() -> str | None:
+    """'family F model M stepping S' of the first cpu: a VM's model name ("AMD EPYC") may not say
+    which generation runs it, and copy rates and line transfers differ between generations."""
+    text = read("/proc/cpuinfo") or ""
+    vals = [re.search(rf"^{k}\s*:\s*(\S+)", text, re.M) for k in ("cpu family", "model", "stepping")]
+    if not all(vals):
+        return None
+    return "family {} model {} stepping {}".format(*(v.group(1) for v in vals))
+
+
+def caches() -> dict[str, str]:
+    """cpu0's caches by level and type ({"L1d": "32K", "L2": "512K", ...}), from sysfs."""
+    out: dict[str, str] = {}
+    for d in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
+        level, kind, size = (read(f"{d}/{f}") for f in ("level", "type", "size"))
+        if level and kind and size:
+            suffix = {"Data": "d", "Instruction": "i"}.get(kind, "")
+            out[f"L{level}{suffix}"] = size
+    return out
+
+
 def config_hz() -> int | None:
     """CONFIG_HZ from the running kernel's config, when /boot or /proc/config.gz has it."""
     texts = [read(p) for p in (f"/boot/config-{platform.release()}", *glob.glob("/boot/config-*"))]
@@ -127,6 +148,8 @@ def facts() -> dict[str, Any]:
     return {
         "hostname": platform.node(),
         "cpu_model": cpu_model(),
+        "cpu_id": cpu_id(),
+        "caches": caches(),
         "cores": os.cpu_count(),
         "kernel": platform.release(),
         "config_hz": config_hz(),
