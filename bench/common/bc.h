@@ -115,6 +115,9 @@ int bc_cpu_pair(const char *cpus, const char *who, int *a_p, int *b_p);
  * pinger writes n into a and waits for n in b, the ponger echoes a into b. Waits pause, and yield
  * after a few thousand polls (a partner sharing the core must get to run). */
 #define BC_LINE_STOP UINT64_MAX
+/* 0 (default): the waits pause between polls; 1: they poll in a tight loop (bobcat-probe
+ * --compare-polling measures what that costs a transfer). Read by both sides at every poll. */
+extern _Atomic int bc_line_tight;
 /* The ponger: echoes each new value of *a (the first one other than `last`) into *b, until
  * BC_LINE_STOP, which it echoes too before it returns. */
 void bc_line_pong(_Atomic uint64_t *a, _Atomic uint64_t *b, uint64_t last);

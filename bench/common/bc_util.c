@@ -553,6 +553,8 @@ const char *bc_placement_of(double oneway_ns)
 
 /* ---- line ping-pong (bc.h) ---- */
 
+_Atomic int bc_line_tight;
+
 static inline void line_relax(unsigned *spins)
 {
     if (++*spins >= 4096) {
@@ -560,7 +562,8 @@ static inline void line_relax(unsigned *spins)
         sched_yield();
     }
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+    if (!atomic_load_explicit(&bc_line_tight, memory_order_relaxed))
+        __builtin_ia32_pause();
 #endif
 }
 

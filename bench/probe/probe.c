@@ -38,12 +38,22 @@ static uint64_t ping(uint64_t *seq, double seconds, double *secs_p)
     return bc_line_ping(&lines.a, &lines.b, seq, seconds, 256, secs_p);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 int main(int argc, char **argv)
 {
     double seconds = 0.3;
     const char *cpus = NULL;
+    int compare = 0;
     bc_opt_t opts[] = {
         {"seconds", BC_OPT_DOUBLE, &seconds, "measuring time in seconds"},
+        {"compare-polling", BC_OPT_FLAG, &compare,
+         "then as long again in 10 ms slices alternating waits that pause between polls and waits that "
+         "poll in a tight loop: one oneway_poll_ns record (median slice) for each"},
         {"cpus", BC_OPT_STR, &cpus, "the two cpus A,B (default: the first two allowed)"},
         {NULL, 0, NULL, NULL},
     };
@@ -77,6 +87,22 @@ int main(int argc, char **argv)
         double v = secs * 1e9 / (2.0 * (double)rounds);
         ns = i == 0 || v < ns ? v : ns;
     }
+    /* Polling with or without pause, interleaved: what a tight poll loop costs each transfer (both
+     * sides poll the line the other writes next, as a message's receiver does; docs/mpi.md). */
+    int nalt = compare ? (nslices + 1) / 2 : 0;
+    double *alt = compare ? calloc(2 * (size_t)(nalt ? nalt : 1), sizeof *alt) : NULL;
+    if (compare && !alt) {
+        fprintf(stderr, "probe: out of memory\n");
+        return 3;
+    }
+    for (int i = 0; i < nalt; i++)
+        for (int k = 0; k < 2; k++) {
+            int tight = (i + k) % 2; /* alternate which mode goes first */
+            atomic_store(&bc_line_tight, tight);
+            uint64_t rounds = ping(&seq, 0.01, &secs);
+            alt[(size_t)tight * (size_t)nalt + (size_t)i] = secs * 1e9 / (2.0 * (double)rounds);
+        }
+    atomic_store(&bc_line_tight, 0);
     /* The ponger echoed every sequence number in order, or ping() would never have returned. */
     uint64_t echo = atomic_load(&lines.b);
     bc_line_stop(&lines.a, &lines.b);
@@ -92,6 +118,13 @@ int main(int argc, char **argv)
     snprintf(extra, sizeof extra, "\"placement\": \"%s\"", bc_placement_of(ns));
     bc_emit_extra("oneway_ns", ns, "ns", "lower", extra, "\"cpus\": [%d, %d], \"seconds\": %g",
                   cpu_ping, cpu_pong, seconds);
+    for (int tight = 0; compare && tight < 2; tight++) {
+        double *v = &alt[(size_t)tight * (size_t)nalt];
+        qsort(v, (size_t)nalt, sizeof *v, cmp_double);
+        bc_emit("oneway_poll_ns", v[nalt / 2], "ns", "lower", "\"poll\": \"%s\", \"slices\": %d, \"cpus\": [%d, %d]",
+                tight ? "tight" : "pause", nalt, cpu_ping, cpu_pong);
+    }
+    free(alt);
     bc_emit_done(bc_local_valid());
     return bc_local_valid() ? 0 : 1;
 }

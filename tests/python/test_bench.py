@@ -302,6 +302,18 @@ def test_probe() -> None:
     assert probe["placement"] == ("smt" if ns < 40 else "core" if ns <= 150 else "chip")
 
 
+def test_probe_compares_polling() -> None:
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("the probe needs two cpus")
+    records = run_json([str(binary("bobcat-probe", None)), "--seconds", "0.1", "--compare-polling", "--validate"])
+    first, *polls = check_schema(records, ranks=None)
+    assert first["metric"] == "oneway_ns"   # what every reader of the probe takes stays first
+    assert [p["params"]["poll"] for p in polls] == ["pause", "tight"]
+    for p in polls:
+        assert p["metric"] == "oneway_poll_ns" and p["unit"] == "ns" and p["value"] > 0
+        assert p["params"]["slices"] == 5 and p["params"]["cpus"] == first["params"]["cpus"]
+
+
 def test_cellring() -> None:
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("the probe needs two cpus")
