@@ -976,6 +976,7 @@ BOBCAT_MSG_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, in
         /* A node in the inbox may be this pair's next message, or another's to take in order. */
         if (!inbox_empty() || k >= polls)
             return 0;
+        util_poll_pause();
     }
     msg_cell_t *c = &x->chan->cell[x->expect & x->mask];
     uint32_t len = c->len;

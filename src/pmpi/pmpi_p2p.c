@@ -407,9 +407,10 @@ static inline unsigned recv_box_polls(void)
     return pmpi_layer.spin >= 4096 ? 65536u : 16u * (unsigned)pmpi_layer.spin;
 }
 
-/* 1 if the receive was done here (*rc_p: its result). */
+/* 1 if the receive was done here (*rc_p: its result). try_box 0: recv_fast has looked at the cell
+ * already (and counted the call). */
 static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, const p2p_comm_t *c,
-                      MPI_Status *st, int *rc_p)
+                      MPI_Status *st, int *rc_p, int try_box)
 {
     if (src == MPI_ANY_SOURCE ? c->mixed : (src < 0 || src >= c->size || c->local[src] < 0))
         return 0;
@@ -420,13 +421,15 @@ static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int 
     if (!d.contig)
         return 0;
     size_t cap = (size_t)count * (size_t)d.size;
-    p2p_stats.calls_bobcat++;
-    pmpi_stat_path(&st_recv, PMPI_PATH_INPLACE, cap, 0);
+    if (try_box) {
+        p2p_stats.calls_bobcat++;
+        pmpi_stat_path(&st_recv, PMPI_PATH_INPLACE, cap, 0);
+    }
     /* From one node mate, with nothing else owed progress: its next message straight from the
      * pair's cell (the engine says when that cannot be; then the receive is posted as usual). */
     int32_t got_tag;
     uint64_t got_len;
-    if (src >= 0 && !offq_head && !p2p_orphans_pending() &&
+    if (try_box && src >= 0 && !offq_head && !p2p_orphans_pending() &&
         bobcat_msg_recv_box(c->ctx, src, tag == MPI_ANY_TAG ? MSG_ANY : tag, c->local[src], (char *)buf + d.lb, cap,
                             recv_box_polls(), &got_tag, &got_len)) {
         p2p_status_set(st, src, got_tag, (MPI_Count)got_len, 0);
@@ -646,7 +649,7 @@ static int send_large(const void *buf, MPI_Count count, MPI_Datatype dt, int des
 
 /* Blocking forms: start, then wait through MPI_Wait (which serves both worlds). Real requests
  * with nothing of bobcat's pending go straight to the real MPI's blocking call. */
-static int p2p_send(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode)
+static __attribute__((noinline)) int p2p_send(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, int mode)
 {
     p2p_comm_t *c = p2p_comm_lookup(comm);
     const dtinfo_t *d;
@@ -671,7 +674,8 @@ static int p2p_send(const void *buf, MPI_Count count, MPI_Datatype dt, int dest,
     return MPI_Wait(&req, MPI_STATUS_IGNORE);
 }
 
-static int p2p_recv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Status *st)
+static __attribute__((noinline)) int p2p_recv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag,
+                                              MPI_Comm comm, MPI_Status *st, int try_box)
 {
     p2p_comm_t *c = p2p_comm_lookup(comm);
     /* From a rank off this node (or on a communicator bobcat leaves alone) with nothing of bobcat's
@@ -683,13 +687,51 @@ static int p2p_recv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int ta
         return PMPI_Recv(buf, (int)count, dt, src, tag, comm, st);
     }
     int rc;
-    if (c && recv_small(buf, count, dt, src, tag, comm, c, st, &rc))
+    if (c && recv_small(buf, count, dt, src, tag, comm, c, st, &rc, try_box))
         return rc;
     MPI_Request req;
     rc = p2p_irecv(buf, count, dt, src, tag, comm, &req);
     if (rc != MPI_SUCCESS)
         return rc;
     return MPI_Wait(&req, st);
+}
+
+/* The blocking calls' ping-pong path: between a message's arrival and the reply's publication a
+ * rank runs the end of its MPI_Recv and the start of its MPI_Send, so both are kept to what a small
+ * message to or from the last communicator's node mate needs (no frame, no register saves, the
+ * datatype from the cache), as p2p_isend is; anything else takes the general path. */
+static inline __attribute__((always_inline)) int send_fast(const void *buf, MPI_Count count, MPI_Datatype dt,
+                                                           int dest, int tag, MPI_Comm comm, int mode)
+{
+    const p2p_comm_t *c = p2p_comm_last;
+    const dtinfo_t *d;
+    MPI_Count bytes;
+    if (c && c->comm == comm && (bytes = small_bytes(count, dt, dest, tag, c, mode, dt_cached, &d)) >= 0)
+        return send_small(buf, bytes, d, dest, tag, c);
+    return p2p_send(buf, count, dt, dest, tag, comm, mode);
+}
+
+/* A receive from one node mate with nothing before it in MPI's order: its message straight from the
+ * pair's cell (recv_small's first step, without its frame). */
+static inline __attribute__((always_inline)) int recv_fast(void *buf, MPI_Count count, MPI_Datatype dt, int src,
+                                                           int tag, MPI_Comm comm, MPI_Status *st)
+{
+    const p2p_comm_t *c = p2p_comm_last;
+    const dtinfo_t *d;
+    if (!c || c->comm != comm || (unsigned)src >= (unsigned)c->size || c->local[src] < 0 || count < 0 ||
+        (tag < 0 && tag != MPI_ANY_TAG) || offq_head || p2p_orphans_pending() || !(d = dt_cached(dt)) || !d->contig)
+        return p2p_recv(buf, count, dt, src, tag, comm, st, 1);
+    size_t cap = (size_t)count * (size_t)d->size;
+    p2p_stats.calls_bobcat++;
+    pmpi_stat_path(&st_recv, PMPI_PATH_INPLACE, cap, 0);
+    int32_t got_tag;
+    uint64_t got_len;
+    if (!bobcat_msg_recv_box(c->ctx, src, tag == MPI_ANY_TAG ? MSG_ANY : tag, c->local[src], (char *)buf + d->lb, cap,
+                             recv_box_polls(), &got_tag, &got_len))
+        return p2p_recv(buf, count, dt, src, tag, comm, st, 0);
+    if (st != MPI_STATUS_IGNORE)
+        p2p_status_set(st, src, got_tag, (MPI_Count)got_len, 0);
+    return MPI_SUCCESS;
 }
 
 #define COUNT_T int

@@ -4,7 +4,7 @@
 
 BOBCAT_EXPORT int SFX(MPI_Send)(const void *buf, COUNT_T count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
-    return p2p_send(buf, count, dt, dest, tag, comm, MODE_STD);
+    return send_fast(buf, count, dt, dest, tag, comm, MODE_STD);
 }
 
 BOBCAT_EXPORT int SFX(MPI_Ssend)(const void *buf, COUNT_T count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
@@ -49,7 +49,7 @@ BOBCAT_EXPORT int SFX(MPI_Ibsend)(const void *buf, COUNT_T count, MPI_Datatype d
 BOBCAT_EXPORT int SFX(MPI_Recv)(void *buf, COUNT_T count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
                                 MPI_Status *st)
 {
-    return p2p_recv(buf, count, dt, src, tag, comm, st);
+    return recv_fast(buf, count, dt, src, tag, comm, st);
 }
 
 BOBCAT_EXPORT int SFX(MPI_Irecv)(void *buf, COUNT_T count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,

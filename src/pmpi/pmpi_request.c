@@ -190,6 +190,8 @@ P2P_HIDDEN void p2p_relax(unsigned *spins)
     if (++*spins >= limit) {
         *spins = 0;
         sched_yield();
+    } else {
+        util_poll_pause(); /* the lines this loop polls are about to be written by a peer */
     }
 }
 
