@@ -51,60 +51,44 @@ static int cpu_b, b_bound;
 static volatile uint64_t sink;
 
 #if HAVE_X86
-__attribute__((target("avx2"))) static void copy_avx2(char *d, const char *s, size_t n)
+/* The avx2 copy loops, one body: `prefetch` adds the software prefetches, `stream` stores
+ * non-temporally (32-byte aligned destinations: the buffers are page aligned). */
+__attribute__((target("avx2"), always_inline)) static inline void copy_loop(char *d, const char *s, size_t n,
+                                                                             int prefetch, int stream)
 {
     size_t i = 0;
     for (; i + 128 <= n; i += 128) {
+        if (prefetch) { /* past the end is harmless: a prefetch never faults */
+            _mm_prefetch(s + i + PF_AHEAD, _MM_HINT_T0);
+            _mm_prefetch(s + i + PF_AHEAD + 64, _MM_HINT_T0);
+            __builtin_prefetch(d + i + PF_AHEAD, 1, 3);
+            __builtin_prefetch(d + i + PF_AHEAD + 64, 1, 3);
+        }
+        /* named registers, not an array: GCC 12 at -O2 would keep an array on the stack */
         __m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
         __m256i b = _mm256_loadu_si256((const __m256i *)(s + i + 32));
         __m256i c = _mm256_loadu_si256((const __m256i *)(s + i + 64));
         __m256i e = _mm256_loadu_si256((const __m256i *)(s + i + 96));
-        _mm256_storeu_si256((__m256i *)(d + i), a);
-        _mm256_storeu_si256((__m256i *)(d + i + 32), b);
-        _mm256_storeu_si256((__m256i *)(d + i + 64), c);
-        _mm256_storeu_si256((__m256i *)(d + i + 96), e);
+        if (stream) {
+            _mm256_stream_si256((__m256i *)(d + i), a);
+            _mm256_stream_si256((__m256i *)(d + i + 32), b);
+            _mm256_stream_si256((__m256i *)(d + i + 64), c);
+            _mm256_stream_si256((__m256i *)(d + i + 96), e);
+        } else {
+            _mm256_storeu_si256((__m256i *)(d + i), a);
+            _mm256_storeu_si256((__m256i *)(d + i + 32), b);
+            _mm256_storeu_si256((__m256i *)(d + i + 64), c);
+            _mm256_storeu_si256((__m256i *)(d + i + 96), e);
+        }
     }
+    if (stream)
+        _mm_sfence();
     memcpy(d + i, s + i, n - i);
 }
 
-__attribute__((target("avx2"))) static void copy_prefetch(char *d, const char *s, size_t n)
-{
-    size_t i = 0;
-    for (; i + 128 <= n; i += 128) {
-        /* past the end is harmless: a prefetch never faults */
-        _mm_prefetch(s + i + PF_AHEAD, _MM_HINT_T0);
-        _mm_prefetch(s + i + PF_AHEAD + 64, _MM_HINT_T0);
-        __builtin_prefetch(d + i + PF_AHEAD, 1, 3);
-        __builtin_prefetch(d + i + PF_AHEAD + 64, 1, 3);
-        __m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(s + i + 32));
-        __m256i c = _mm256_loadu_si256((const __m256i *)(s + i + 64));
-        __m256i e = _mm256_loadu_si256((const __m256i *)(s + i + 96));
-        _mm256_storeu_si256((__m256i *)(d + i), a);
-        _mm256_storeu_si256((__m256i *)(d + i + 32), b);
-        _mm256_storeu_si256((__m256i *)(d + i + 64), c);
-        _mm256_storeu_si256((__m256i *)(d + i + 96), e);
-    }
-    memcpy(d + i, s + i, n - i);
-}
-
-/* Non-temporal stores need 32-byte aligned destinations: the buffers are page aligned. */
-__attribute__((target("avx2"))) static void copy_stream(char *d, const char *s, size_t n)
-{
-    size_t i = 0;
-    for (; i + 128 <= n; i += 128) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(s + i + 32));
-        __m256i c = _mm256_loadu_si256((const __m256i *)(s + i + 64));
-        __m256i e = _mm256_loadu_si256((const __m256i *)(s + i + 96));
-        _mm256_stream_si256((__m256i *)(d + i), a);
-        _mm256_stream_si256((__m256i *)(d + i + 32), b);
-        _mm256_stream_si256((__m256i *)(d + i + 64), c);
-        _mm256_stream_si256((__m256i *)(d + i + 96), e);
-    }
-    _mm_sfence();
-    memcpy(d + i, s + i, n - i);
-}
+__attribute__((target("avx2"))) static void copy_avx2(char *d, const char *s, size_t n) { copy_loop(d, s, n, 0, 0); }
+__attribute__((target("avx2"))) static void copy_prefetch(char *d, const char *s, size_t n) { copy_loop(d, s, n, 1, 0); }
+__attribute__((target("avx2"))) static void copy_stream(char *d, const char *s, size_t n) { copy_loop(d, s, n, 0, 1); }
 
 __attribute__((target("avx2"))) static void read_only(const char *s, size_t n)
 {
