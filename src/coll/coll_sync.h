@@ -6,13 +6,6 @@
 #include "coll.h"
 #include "../msg/msg.h"
 
-static inline void coll_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 /* Wait until *p >= v. Polls cn->spin times between sched_yield()s, so ranks that outnumber the
  * cores hand theirs to the rank they wait for instead of spinning out their time slice; every
  * COLL_PROGRESS_EVERY yields the real MPI gets a progress call (a rank blocked in a collective
@@ -32,7 +25,7 @@ static inline void coll_wait_ge(const coll_node_t *cn, _Atomic uint64_t *p, uint
             sched_yield();
             n = 0;
         } else {
-            coll_relax();
+            util_poll_pause();
         }
     }
 }

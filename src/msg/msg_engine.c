@@ -636,9 +636,7 @@ static void split_copy(msg_ticket_t *t, void *buf, const void *s, uint64_t n)
     while (!atomic_load_explicit(&t->pushed, memory_order_acquire)) {
         if (++spins % 256 == 0)
             sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        util_poll_pause();
     }
 }
 

@@ -110,7 +110,7 @@ static inline void *shi_xlate(const void *addr, size_t n, int pe, const char *ro
 void shi_mpi_progress(void);
 static inline void shi_relax(unsigned *spins)
 {
-    __builtin_ia32_pause();
+    util_poll_pause();
     if (!shi.all_local)
         shi_mpi_progress();
     if (++*spins >= shi.spin_before_yield) {
