@@ -21,6 +21,8 @@
 
 /* Monotonic seconds (clock_gettime through the vDSO: no syscall, ~20 ns). */
 double bc_now(void);
+/* qsort comparison of doubles, ascending (medians and quartiles of timed slices). */
+int bc_cmp_double(const void *a, const void *b);
 
 /* ---------------------------------------------------------------- options ---------------------- */
 

@@ -27,6 +27,12 @@ double bc_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int bc_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* ---------------------------------------------------------------- options ---------------------- */
 
 /* Before MPI_Init the rank is only known from the launcher's environment; use it so that a usage

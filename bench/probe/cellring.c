@@ -72,12 +72,6 @@ static double produce(uint64_t *q, long n, int extra)
     return bc_now() - t0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     double seconds = 1.0;
@@ -152,7 +146,7 @@ int main(int argc, char **argv)
                 (unsigned long long)q, (unsigned long long)cons_sum);
     for (int i = 0; i < ncounts; i++) {
         double *v = &ns[(size_t)i * (size_t)rounds];
-        qsort(v, (size_t)rounds, sizeof *v, cmp_double);
+        qsort(v, (size_t)rounds, sizeof *v, bc_cmp_double);
         bc_emit("ns_per_msg", v[rounds / 2], "ns", "lower",
                 "\"stores\": %d, \"cpus\": [%d, %d], \"slices\": %d, \"p25\": %.3f, \"p75\": %.3f", counts[i],
                 cpu_prod, cpu_cons, rounds, v[rounds / 4], v[(3 * rounds) / 4]);

@@ -198,12 +198,6 @@ static double slice(int method, size_t bytes, long rounds)
     return rounds ? (bc_now() - t0) / (2.0 * (double)rounds) : 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     double seconds = 2.0;
@@ -323,7 +317,7 @@ int main(int argc, char **argv)
             if (!want[m])
                 continue;
             double *v = &sec[(size_t)(m * ns + i) * (size_t)rounds];
-            qsort(v, (size_t)rounds, sizeof *v, cmp_double);
+            qsort(v, (size_t)rounds, sizeof *v, bc_cmp_double);
             double med = v[rounds / 2], gbs = (double)size[i] / med / 1e9;
             bc_emit("gbps", gbs, "GB/s", "higher",
                     "\"bytes\": %zu, \"method\": \"%s\", \"us\": %.6f, \"p25_gbps\": %.4f, \"p75_gbps\": %.4f, "

@@ -38,12 +38,6 @@ static uint64_t ping(uint64_t *seq, double seconds, double *secs_p)
     return bc_line_ping(&lines.a, &lines.b, seq, seconds, 256, secs_p);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     double seconds = 0.3;
@@ -120,7 +114,7 @@ int main(int argc, char **argv)
                   cpu_ping, cpu_pong, seconds);
     for (int tight = 0; compare && tight < 2; tight++) {
         double *v = &alt[(size_t)tight * (size_t)nalt];
-        qsort(v, (size_t)nalt, sizeof *v, cmp_double);
+        qsort(v, (size_t)nalt, sizeof *v, bc_cmp_double);
         bc_emit("oneway_poll_ns", v[nalt / 2], "ns", "lower", "\"poll\": \"%s\", \"slices\": %d, \"cpus\": [%d, %d]",
                 tight ? "tight" : "pause", nalt, cpu_ping, cpu_pong);
     }
