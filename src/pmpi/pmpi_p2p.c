@@ -407,6 +407,21 @@ static inline unsigned recv_box_polls(void)
     return pmpi_layer.spin >= 4096 ? 65536u : 16u * (unsigned)pmpi_layer.spin;
 }
 
+/* The pair's next message straight from its cell (bobcat_msg_recv_box) into dst: 1 if taken (status
+ * set), 0 if the receive must be posted. */
+static inline __attribute__((always_inline)) int recv_cell(const p2p_comm_t *c, void *dst, size_t cap, int src,
+                                                           int tag, MPI_Status *st)
+{
+    int32_t got_tag;
+    uint64_t got_len;
+    if (!bobcat_msg_recv_box(c->ctx, src, tag == MPI_ANY_TAG ? MSG_ANY : tag, c->local[src], dst, cap,
+                             recv_box_polls(), &got_tag, &got_len))
+        return 0;
+    if (st != MPI_STATUS_IGNORE)
+        p2p_status_set(st, src, got_tag, (MPI_Count)got_len, 0);
+    return 1;
+}
+
 /* 1 if the receive was done here (*rc_p: its result). try_box 0: recv_fast has looked at the cell
  * already (and counted the call). */
 static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, const p2p_comm_t *c,
@@ -427,12 +442,8 @@ static int recv_small(void *buf, MPI_Count count, MPI_Datatype dt, int src, int 
     }
     /* From one node mate, with nothing else owed progress: its next message straight from the
      * pair's cell (the engine says when that cannot be; then the receive is posted as usual). */
-    int32_t got_tag;
-    uint64_t got_len;
     if (try_box && src >= 0 && !offq_head && !p2p_orphans_pending() &&
-        bobcat_msg_recv_box(c->ctx, src, tag == MPI_ANY_TAG ? MSG_ANY : tag, c->local[src], (char *)buf + d.lb, cap,
-                            recv_box_polls(), &got_tag, &got_len)) {
-        p2p_status_set(st, src, got_tag, (MPI_Count)got_len, 0);
+        recv_cell(c, (char *)buf + d.lb, cap, src, tag, st)) {
         *rc_p = MPI_SUCCESS;
         return 1;
     }
@@ -738,13 +749,8 @@ static inline __attribute__((always_inline)) int recv_fast(void *buf, MPI_Count 
     size_t cap = (size_t)count * (size_t)d->size;
     p2p_stats.calls_bobcat++;
     pmpi_stat_path(&st_recv, PMPI_PATH_INPLACE, cap, 0);
-    int32_t got_tag;
-    uint64_t got_len;
-    if (!bobcat_msg_recv_box(c->ctx, src, tag == MPI_ANY_TAG ? MSG_ANY : tag, c->local[src], (char *)buf + d->lb, cap,
-                             recv_box_polls(), &got_tag, &got_len))
+    if (!recv_cell(c, (char *)buf + d->lb, cap, src, tag, st))
         return p2p_recv(buf, count, dt, src, tag, comm, st, 0);
-    if (st != MPI_STATUS_IGNORE)
-        p2p_status_set(st, src, got_tag, (MPI_Count)got_len, 0);
     return MPI_SUCCESS;
 }
 
