@@ -92,13 +92,27 @@ typedef struct msg_ticket {
 
 /* Inbox: producers exchange `tail` (line 0); the consumer's head is private. The stub node lets
  * the list never be empty (Vyukov). `fboxes` counts the fast boxes senders opened to this rank
- * (fetch_add by a sender when it opens one; bounded so a receiver polls few of them). */
+ * (fetch_add by a sender when it opens one; bounded so a receiver polls few of them).
+ *
+ * Away (the progress rule: a rank blocked in the real MPI still serves its node mates). `away` is
+ * MSG_HOME while the rank's own thread may run the engine; MSG_AWAY while that thread sits in a
+ * blocking call of the real MPI with receives posted (it stores it with release after its last
+ * engine access); MSG_PROXY while the rank's helper thread, which took it from MSG_AWAY by CAS
+ * (acquire), matches arrivals for it; the helper stores MSG_AWAY back (release) and the owner takes
+ * MSG_AWAY -> MSG_HOME by CAS (acquire) when its call returns. Whoever holds HOME or PROXY alone
+ * touches the receiver's private state, so the engine needs no lock. `kick` is the helper's futex
+ * (shared, not private: senders of other processes wake it): a sender that waits for this rank to
+ * match while it is away increments it (release) and wakes the helper. The line is written only
+ * at these transitions and when a box opens: senders read it shared. */
+enum { MSG_HOME = 0, MSG_AWAY = 1, MSG_PROXY = 2 };
 typedef struct {
     _Atomic uint64_t tail;     /* 0: universal address of the last node */
     uint8_t pad0_[MSG_LINE - 8];
     uint64_t magic;            /* 64 */
     _Atomic uint32_t fboxes;   /* 72 */
-    uint8_t pad1_[MSG_LINE - 12];
+    _Atomic uint32_t away;     /* 76: MSG_HOME / MSG_AWAY / MSG_PROXY */
+    _Atomic uint32_t kick;     /* 80: the helper's futex word */
+    uint8_t pad1_[MSG_LINE - 20];
     msg_node_t stub;           /* 128 */
 } msg_inbox_t;
 
@@ -202,6 +216,7 @@ typedef struct msg_req {
     msg_cell_t *cell;
     msg_chan_t *chan;
     uint64_t cseq;
+    int dest;                  /* send: the receiver's local rank (bobcat_msg_nudge) */
 } msg_req_t;
 
 typedef struct {
@@ -275,6 +290,19 @@ BOBCAT_MSG_API void *bobcat_msg_alloc_shared(size_t size);
 
 /* Posted receives exist: this rank's progress matters to its peers (rendezvous, sync sends). */
 BOBCAT_MSG_API int bobcat_msg_busy(void);
+
+/* The progress rule across calls into the real MPI. Around a blocking call that does not come
+ * back to bobcat, the owner calls away_begin (returns 1 if it went away: receives are posted) and
+ * away_end with what it returned. Meanwhile a helper thread of this process, woken by waiting
+ * senders (bobcat_msg_nudge), matches arrivals to the posted receives and copies them; it never
+ * sends, allocates or calls MPI. Any engine call of the owner's during the call (a callback of
+ * the real MPI's into bobcat) first takes the engine back. Not for MPI_THREAD_MULTIPLE. */
+BOBCAT_MSG_API int bobcat_msg_away_begin(void);
+BOBCAT_MSG_API void bobcat_msg_away_end(int went);
+/* A send still waiting for its receiver: if that rank is away, wake its helper. */
+BOBCAT_MSG_API void bobcat_msg_nudge(const msg_req_t *req);
+/* Stop the helper thread (MPI_Finalize). */
+BOBCAT_MSG_API void bobcat_msg_away_stop(void);
 /* Read the knobs (BOBCAT_P2P, P2P_EAGER, P2P_NODES, P2P_FASTBOX) and, if the layer is on, set up the inbox.
  * BOBCAT_ERR_INVAL when it is off or cannot run here (no segment). */
 BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p);

@@ -3,9 +3,14 @@
  * completion words is private to the process. */
 #include "msg.h"
 
+#include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <bobcat/smartmap.h>
 #include "../util/util.h"
@@ -27,6 +32,8 @@ static struct {
     msg_req_t *posted_head, *posted_tail;
     msg_unexp_t *unexp_head, *unexp_tail;
     msg_unexp_t *unexp_free;
+    unsigned unexp_nfree;  /* entries on unexp_free (the helper takes only from a reserve) */
+    int away;              /* the owner is away (bobcat_msg_away_begin); its own view */
     /* fast boxes (msg.h): what this rank sends to each local peer, and receives from each */
     size_t split_min;      /* rendezvous from this size split the copy with the sender; 0: never */
     unsigned cells;        /* cells per box (power of two), 0: none */
@@ -203,7 +210,7 @@ BOBCAT_MSG_API void bobcat_msg_set_split(size_t min_bytes) { E.split_min = min_b
 
 BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void) { return E.eager; }
 BOBCAT_MSG_API int bobcat_msg_active(void) { return E.active; }
-BOBCAT_MSG_API int bobcat_msg_busy(void) { return E.posted_head != NULL; }
+BOBCAT_MSG_API int bobcat_msg_busy(void) { return E.away || E.posted_head != NULL; }
 BOBCAT_MSG_API const msg_stats_t *bobcat_msg_stats(void)
 {
     /* Derived here, not counted per message: a small send's stores are its cost (msg.h, fast box). */
@@ -440,6 +447,7 @@ BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, in
                                     const void *buf, size_t len, int sync)
 {
     __typeof__(E.tx[0]) *t = &E.tx[dest_local];
+    req->dest = dest_local;
     if (t->chan && len <= E.box_max && !sync && fbox_send(dest_local, ctx, src, tag, buf, len)) {
         req->kind = MSG_REQ_SEND;
         req->sync = 0;
@@ -707,6 +715,7 @@ static msg_unexp_t *unexp_get(void)
     msg_unexp_t *u = E.unexp_free;
     if (u) {
         E.unexp_free = u->next;
+        E.unexp_nfree--;
         return u;
     }
     u = malloc(sizeof *u + E.eager);
@@ -722,6 +731,7 @@ static void unexp_put(msg_unexp_t *u)
 {
     u->next = E.unexp_free;
     E.unexp_free = u;
+    E.unexp_nfree++;
 }
 
 static void unexp_unlink(msg_unexp_t *u)
@@ -944,10 +954,163 @@ static inline int progress_until(const msg_req_t *stop)
     return progress_idle() ? 0 : progress_take(stop);
 }
 
+/* ---- away: the helper thread (msg.h, "Away") ---- */
+
+static struct {
+    pthread_t thread;
+    int started;
+    _Atomic int stop;
+} A;
+
+static long futex_op(_Atomic uint32_t *word, int op, uint32_t val)
+{
+    /* shared futex: the word is in the segment and senders of other processes wake it */
+    return syscall(SYS_futex, (uint32_t *)word, op, val, NULL, NULL, 0);
+}
+
+/* The helper's pass: arrivals in order, while its reserve of unexpected entries lasts (it never
+ * allocates: malloc would give this thread an arena block of its own in the segment); detached
+ * sends are the owner's to reap. A node may bring up to `cells` box messages before it. */
+static void progress_helper(void)
+{
+    msg_node_t *c;
+    while (E.unexp_nfree >= E.cells + 2 && (c = inbox_pop()) != NULL) {
+        arrive_node(c);
+        atomic_store_explicit(&c->consumed, 1, memory_order_release);
+    }
+    for (int i = 0; i < E.npolled; i++) {
+        int s = E.polled[i];
+        while (E.unexp_nfree >= 1 && fbox_take(s))
+            ;
+        fbox_ack(s);
+    }
+}
+
+static void *helper_main(void *arg)
+{
+    (void)arg;
+    msg_inbox_t *ib = E.inbox;
+    for (;;) {
+        uint32_t seen = atomic_load_explicit(&ib->kick, memory_order_acquire);
+        if (atomic_load_explicit(&A.stop, memory_order_acquire))
+            break;
+        uint32_t s = MSG_AWAY;
+        if (atomic_compare_exchange_strong_explicit(&ib->away, &s, MSG_PROXY, memory_order_acquire,
+                                                    memory_order_relaxed)) {
+            progress_helper();
+            atomic_store_explicit(&ib->away, MSG_AWAY, memory_order_release);
+        }
+        futex_op(&ib->kick, FUTEX_WAIT, seen); /* returns at once if a kick came meanwhile */
+    }
+    return NULL;
+}
+
+static void helper_forget(void) { A.started = 0; } /* a forked child has no helper */
+
+static int helper_start(void)
+{
+    static int atfork;
+    if (!atfork && pthread_atfork(NULL, NULL, helper_forget) == 0)
+        atfork = 1;
+    pthread_attr_t at;
+    sigset_t all, old;
+    if (pthread_attr_init(&at) != 0)
+        return -1;
+    pthread_attr_setstacksize(&at, 256 * 1024);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay the program's thread's */
+    atomic_store_explicit(&A.stop, 0, memory_order_relaxed);
+    int rc = pthread_create(&A.thread, &at, helper_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&at);
+    if (rc != 0) {
+        util_error("msg: cannot start the progress helper thread (%s): a rank blocked in the real MPI will not "
+                   "match its node mates' synchronous sends",
+                   strerror(rc));
+        return -1;
+    }
+    pthread_setname_np(A.thread, "bobcat-progress");
+    A.started = 1;
+    return 0;
+}
+
+/* Take the engine back from the helper (it may be in a pass: wait for its end). */
+static __attribute__((noinline)) void come_home(void)
+{
+    unsigned spins = 0;
+    for (;;) {
+        uint32_t s = MSG_AWAY;
+        if (atomic_compare_exchange_weak_explicit(&E.inbox->away, &s, MSG_HOME, memory_order_acquire,
+                                                  memory_order_relaxed))
+            break;
+        if (++spins % 64 == 0)
+            sched_yield();
+        else
+            util_poll_pause();
+    }
+    E.away = 0;
+}
+
+/* Every entry that touches the receiver's state starts here. */
+static inline void home(void)
+{
+    if (__builtin_expect(E.away, 0))
+        come_home();
+}
+
+BOBCAT_MSG_API int bobcat_msg_away_begin(void)
+{
+    if (!E.active || E.away || !E.posted_head)
+        return 0;
+    if (!A.started && helper_start() != 0)
+        return 0;
+    /* the helper's reserve: enough for a node and the box messages before it, twice */
+    while (E.unexp_nfree < 2 * (E.cells + 2)) {
+        msg_unexp_t *u = malloc(sizeof *u + E.eager);
+        if (!u)
+            break;
+        u->data = (char *)(u + 1);
+        unexp_put(u);
+    }
+    E.away = 1;
+    atomic_store_explicit(&E.inbox->away, MSG_AWAY, memory_order_release);
+    return 1;
+}
+
+BOBCAT_MSG_API void bobcat_msg_away_end(int went)
+{
+    if (went)
+        home(); /* nothing to do if a callback came home already */
+}
+
+BOBCAT_MSG_API void bobcat_msg_nudge(const msg_req_t *req)
+{
+    if (!E.active || req->complete || !req->waits_done)
+        return;
+    msg_inbox_t *ib = E.peer[req->dest];
+    if (!ib || atomic_load_explicit(&ib->away, memory_order_relaxed) == MSG_HOME)
+        return;
+    atomic_fetch_add_explicit(&ib->kick, 1, memory_order_release);
+    futex_op(&ib->kick, FUTEX_WAKE, 1);
+}
+
+BOBCAT_MSG_API void bobcat_msg_away_stop(void)
+{
+    home();
+    if (!A.started)
+        return;
+    atomic_store_explicit(&A.stop, 1, memory_order_release);
+    atomic_fetch_add_explicit(&E.inbox->kick, 1, memory_order_release);
+    futex_op(&E.inbox->kick, FUTEX_WAKE, 1);
+    pthread_join(A.thread, NULL);
+    A.started = 0;
+}
+
 BOBCAT_MSG_API int bobcat_msg_progress(void)
 {
     if (!E.active)
         return 0;
+    home();
     return progress_until(NULL);
 }
 
@@ -955,6 +1118,7 @@ BOBCAT_MSG_API int bobcat_msg_progress_for(const msg_req_t *req)
 {
     if (!E.active)
         return 0;
+    home();
     return progress_until(req);
 }
 
@@ -966,7 +1130,7 @@ BOBCAT_MSG_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, in
     /* Anything that could come first in MPI's order, or that progress owes someone, takes the long
      * way: posted receives (they match before this one), unexpected arrivals (one may match),
      * detached sends to reap. */
-    if (!E.active || !x->chan || E.posted_head || E.unexp_head || E.detached)
+    if (!E.active || E.away || !x->chan || E.posted_head || E.unexp_head || E.detached)
         return 0;
     for (unsigned k = 0;; k++) {
         if (fbox_ready(x))
@@ -1008,6 +1172,7 @@ BOBCAT_MSG_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, in
 
 BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap)
 {
+    home();
     req->kind = MSG_REQ_RECV;
     req->complete = 0;
     req->posted = 0;
@@ -1044,6 +1209,7 @@ BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, in
 
 BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req)
 {
+    home();
     if (req->kind != MSG_REQ_RECV || !req->posted)
         return 0;
     unlink_posted(req);
@@ -1055,6 +1221,7 @@ BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req)
 
 BOBCAT_MSG_API msg_unexp_t *bobcat_msg_probe(int32_t ctx, int32_t src, int32_t tag, int take)
 {
+    home();
     bobcat_msg_progress();
     for (msg_unexp_t *u = E.unexp_head; u; u = u->next)
         if (matches(ctx, src, tag, u->ctx, u->src, u->tag)) {
@@ -1067,6 +1234,7 @@ BOBCAT_MSG_API msg_unexp_t *bobcat_msg_probe(int32_t ctx, int32_t src, int32_t t
 
 BOBCAT_MSG_API void bobcat_msg_mrecv(msg_req_t *req, msg_unexp_t *m, void *buf, size_t cap)
 {
+    home();
     req->kind = MSG_REQ_RECV;
     req->posted = 0;
     req->cancelled = 0;

@@ -77,7 +77,7 @@ static int bcast_bytes(void *buf, size_t bytes, int root, MPI_Comm comm)
     int rc = MPI_SUCCESS;
     for (size_t off = 0; off < bytes && rc == MPI_SUCCESS;) {
         int n = bytes - off > ((size_t)1 << 30) ? 1 << 30 : (int)(bytes - off);
-        rc = PMPI_Bcast((char *)buf + off, n, MPI_BYTE, root, comm);
+        rc = PMPI_AWAY(PMPI_Bcast((char *)buf + off, n, MPI_BYTE, root, comm));
         off += (size_t)n;
     }
     return rc;
@@ -88,17 +88,17 @@ BOBCAT_EXPORT int MPI_Barrier(MPI_Comm comm)
     pmpi_comm_t *pc = NULL;
     if (pc_knobs.barrier == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
         pmpi_stat_mpi(&st_barrier, pc_knobs.barrier == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
-        return PMPI_Barrier(comm);
+        return PMPI_AWAY(PMPI_Barrier(comm));
     }
     if (pc->nnodes > 1 && !pc_knobs.hier) {
         pmpi_stat_mpi(&st_barrier, PMPI_WHY_MULTINODE, 0);
-        return PMPI_Barrier(comm);
+        return PMPI_AWAY(PMPI_Barrier(comm));
     }
     coll_barrier(&pc->cn);
     if (pc->nnodes > 1) {
         /* Node arrived, leaders meet, node released: nobody leaves before everyone arrived. */
         if (pc->leaders_comm != MPI_COMM_NULL)
-            PMPI_Barrier(pc->leaders_comm);
+            PMPI_AWAY(PMPI_Barrier(pc->leaders_comm));
         coll_barrier(&pc->cn);
     }
     /* The real MPI's barrier would have received what a peer sent before arriving (its messages
@@ -117,12 +117,12 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
     pc_dt_t d;
     if (pc_knobs.bcast == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
         pmpi_stat_mpi(&st_bcast, pc_knobs.bcast == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
-        return PMPI_Bcast(buf, count, dt, root, comm);
+        return PMPI_AWAY(PMPI_Bcast(buf, count, dt, root, comm));
     }
     if (count <= 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, &d) != 0 || d.size == 0 ||
         (pc->nnodes > 1 && !pc_knobs.hier)) {
         pmpi_stat_mpi(&st_bcast, pc->nnodes > 1 && !pc_knobs.hier ? PMPI_WHY_MULTINODE : PMPI_WHY_VARIANT, 0);
-        return PMPI_Bcast(buf, count, dt, root, comm); /* nothing to move, or an error for the MPI to report */
+        return PMPI_AWAY(PMPI_Bcast(buf, count, dt, root, comm)); /* nothing to move, or an error for the MPI to report */
     }
     size_t bytes = (size_t)count * (size_t)d.size;
     int me = pc->rank, hier = pc->nnodes > 1;
@@ -212,13 +212,13 @@ static int reduce_pmpi(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
         PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || rank != root ||
         PMPI_Type_get_true_extent(dt, &tlb, &text) != MPI_SUCCESS || PMPI_Type_get_extent(dt, &lb, &ext) != MPI_SUCCESS ||
         ext < 0)
-        return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
+        return PMPI_AWAY(PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm));
     size_t span = (size_t)(count - 1) * (size_t)ext + (size_t)text;
     char *tmp = malloc(span ? span : 1);
     if (!tmp)
-        return PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
+        return PMPI_AWAY(PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm));
     memcpy(tmp, (char *)rbuf + tlb, span);
-    int rc = PMPI_Reduce(tmp - tlb, rbuf, count, dt, op, root, comm);
+    int rc = PMPI_AWAY(PMPI_Reduce(tmp - tlb, rbuf, count, dt, op, root, comm));
     free(tmp);
     return rc;
 }
@@ -266,7 +266,7 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
         coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
         if (leader) {
             result = lme == lroot ? seg_alloc(span) : NULL;
-            PMPI_Reduce(partial, result, (int)n, pc_op_base(&cop), op, lroot, pc->leaders_comm);
+            PMPI_AWAY(PMPI_Reduce(partial, result, (int)n, pc_op_base(&cop), op, lroot, pc->leaders_comm));
             if (result) {
                 memcpy(partial, result, span);
                 free(result);
@@ -297,7 +297,7 @@ BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
         pc = NULL, why = PMPI_WHY_VARIANT; /* erroneous: the real MPI reports it */
     if (!pc) {
         pmpi_stat_mpi(&st_allreduce, why, 0);
-        return PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
+        return PMPI_AWAY(PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm));
     }
     int in_place = sbuf == MPI_IN_PLACE;
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
@@ -314,7 +314,7 @@ BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
             partial = tout = seg_alloc(span);
         coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
         if (leader)
-            PMPI_Allreduce(MPI_IN_PLACE, partial, (int)n, pc_op_base(&cop), op, pc->leaders_comm);
+            PMPI_AWAY(PMPI_Allreduce(MPI_IN_PLACE, partial, (int)n, pc_op_base(&cop), op, pc->leaders_comm));
         coll_bcast(&pc->cn, 0, leader ? partial : rbuf, span);
         if (leader)
             memcpy(rbuf, partial, span);
@@ -365,7 +365,7 @@ static int reduce_scatter_hier(pmpi_comm_t *pc, const void *ip, void *rbuf, cons
             }
         }
         res = seg_alloc(at * ext);
-        PMPI_Reduce_scatter(ordered, res, ncnt, pc_op_base(cop), op, pc->leaders_comm);
+        PMPI_AWAY(PMPI_Reduce_scatter(ordered, res, ncnt, pc_op_base(cop), op, pc->leaders_comm));
         if (ordered != partial)
             free(ordered);
         free(ncnt);
@@ -409,8 +409,8 @@ static int reduce_scatter(pmpi_stat_t *st, const void *sbuf, void *rbuf, const i
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
         pmpi_stat_mpi(st, why, 0);
-        return counts ? PMPI_Reduce_scatter(sbuf, rbuf, counts, dt, op, comm)
-                      : PMPI_Reduce_scatter_block(sbuf, rbuf, bcount, dt, op, comm);
+        return counts ? PMPI_AWAY(PMPI_Reduce_scatter(sbuf, rbuf, counts, dt, op, comm))
+                      : PMPI_AWAY(PMPI_Reduce_scatter_block(sbuf, rbuf, bcount, dt, op, comm));
     }
     size_t *cnt = malloc(2 * (size_t)pc->size * sizeof(size_t)), *displ = cnt + pc->size, off = 0;
     if (!cnt)
@@ -462,7 +462,7 @@ static int scan(pmpi_stat_t *st, const void *sbuf, void *rbuf, int count, MPI_Da
         pc = NULL, why = PMPI_WHY_ORDER;
     if (!pc) {
         pmpi_stat_mpi(st, why, 0);
-        return exclusive ? PMPI_Exscan(sbuf, rbuf, count, dt, op, comm) : PMPI_Scan(sbuf, rbuf, count, dt, op, comm);
+        return exclusive ? PMPI_AWAY(PMPI_Exscan(sbuf, rbuf, count, dt, op, comm)) : PMPI_AWAY(PMPI_Scan(sbuf, rbuf, count, dt, op, comm));
     }
     int in_place = sbuf == MPI_IN_PLACE;
     size_t n = (size_t)count * mult, span = coll_span(&cop, n);
@@ -480,7 +480,7 @@ static int scan(pmpi_stat_t *st, const void *sbuf, void *rbuf, int count, MPI_Da
         coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
         coll_scan(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, n, &cop, exclusive);
         if (leader)
-            PMPI_Exscan(partial, pre, (int)n, pc_op_base(&cop), op, pc->leaders_comm);
+            PMPI_AWAY(PMPI_Exscan(partial, pre, (int)n, pc_op_base(&cop), op, pc->leaders_comm));
         if (k > 0) {
             coll_bcast(&pc->cn, 0, pre, span);
             if (exclusive && pc->node_rank == 0)

@@ -3,6 +3,7 @@
  * for) runs through PMPI_Reduce_local, which calls the user's function with the user's datatype —
  * the one MPI call that applies an op, so bobcat never needs the function pointer. */
 #include "pmpi_coll.h"
+#include "pmpi_dt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -276,8 +277,7 @@ void pc_pack(const void *ubuf, int count, MPI_Datatype dt, const pc_dt_t *d, voi
         memcpy(bytes, ubuf, (size_t)count * (size_t)d->size);
         return;
     }
-    int pos = 0;
-    PMPI_Pack(ubuf, count, dt, bytes, count * d->size, &pos, MPI_COMM_SELF);
+    pmpi_dt_pack(ubuf, count, dt, bytes); /* MPI_BOTTOM and large counts (pmpi_dt.c) */
 }
 
 void pc_unpack(const void *bytes, int count, MPI_Datatype dt, const pc_dt_t *d, void *ubuf)
@@ -286,8 +286,7 @@ void pc_unpack(const void *bytes, int count, MPI_Datatype dt, const pc_dt_t *d, 
         memcpy(ubuf, bytes, (size_t)count * (size_t)d->size);
         return;
     }
-    int pos = 0;
-    PMPI_Unpack(bytes, count * d->size, &pos, ubuf, count, dt, MPI_COMM_SELF);
+    pmpi_dt_unpack(bytes, (MPI_Count)count * d->size, ubuf, count, dt);
 }
 
 int pc_in(pc_buf_t *b, const void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared)

@@ -178,7 +178,7 @@ void hier_gatherv(pmpi_comm_t *pc, int root, const void *piece, size_t mybytes, 
                 total += nb[k];
             all = xmalloc(total);
         }
-        PMPI_Gatherv(nbuf, icount(mytot), MPI_BYTE, all, cnt, dsp, MPI_BYTE, lroot, pc->leaders_comm);
+        PMPI_AWAY(PMPI_Gatherv(nbuf, icount(mytot), MPI_BYTE, all, cnt, dsp, MPI_BYTE, lroot, pc->leaders_comm));
         free(cnt);
     }
     /* 3. The root's leader hands the node-ordered whole to the root, which puts it in comm order. */
@@ -259,7 +259,7 @@ void hier_scatterv(pmpi_comm_t *pc, int root, const void *in, const size_t *byte
             dsp = cnt + N;
             leaders_layout(pc, nb, cnt, dsp);
         }
-        PMPI_Scatterv(all, cnt, dsp, MPI_BYTE, nbuf, icount(mytot), MPI_BYTE, lroot, pc->leaders_comm);
+        PMPI_AWAY(PMPI_Scatterv(all, cnt, dsp, MPI_BYTE, nbuf, icount(mytot), MPI_BYTE, lroot, pc->leaders_comm));
         free(cnt);
     }
     coll_scatterv(&pc->cn, 0, nbuf, mb, md, piece, mybytes);
@@ -288,7 +288,7 @@ void hier_allgatherv(pmpi_comm_t *pc, const void *piece, const size_t *bytes, vo
         int *cnt = xmalloc(2 * (size_t)N * sizeof(int)), *dsp = cnt + N;
         leaders_layout(pc, nb, cnt, dsp);
         coll_gatherv(&pc->cn, 0, piece, bytes[me], all + dsp[pc->leader_rank[me]], mb, md);
-        PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, cnt, dsp, MPI_BYTE, pc->leaders_comm);
+        PMPI_AWAY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, cnt, dsp, MPI_BYTE, pc->leaders_comm));
         free(cnt);
     } else {
         coll_gatherv(&pc->cn, 0, piece, bytes[me], NULL, mb, md);
@@ -344,7 +344,7 @@ void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out)
                         memcpy(sbuf + off, src[i] + (size_t)pc->by_pos[p] * b, b);
             scnt[k] = icount(off - (size_t)sdsp[k]);
         }
-        PMPI_Alltoallv(sbuf, scnt, sdsp, MPI_BYTE, rbuf, rcnt, rdsp, MPI_BYTE, pc->leaders_comm);
+        PMPI_AWAY(PMPI_Alltoallv(sbuf, scnt, sdsp, MPI_BYTE, rbuf, rcnt, rdsp, MPI_BYTE, pc->leaders_comm));
         free(sbuf);
         free(scnt);
         rptr = (uint64_t)(uintptr_t)rbuf;

@@ -149,7 +149,7 @@ BOBCAT_EXPORT int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, v
     }
     if (!pc) {
         pmpi_stat_mpi(&st_gather, why, 0);
-        return PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+        return PMPI_AWAY(PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
     }
     if (pc->nnodes > 1)
         return gather_hier(pc, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root);
@@ -191,7 +191,7 @@ BOBCAT_EXPORT int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, 
     }
     if (!pc) {
         pmpi_stat_mpi(&st_scatter, why, 0);
-        return PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+        return PMPI_AWAY(PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
     }
     if (pc->nnodes > 1)
         return scatter_hier(pc, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root);
@@ -277,7 +277,7 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
     if (!pc) {
         vlayout_free(&v);
         pmpi_stat_mpi(&st_gatherv, why, 0);
-        return PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
+        return PMPI_AWAY(PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm));
     }
     if (pc->nnodes > 1) {
         /* Pieces packed; the root unpacks the comm-ordered whole at the displacements. */
@@ -350,7 +350,7 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
     if (!pc) {
         vlayout_free(&v);
         pmpi_stat_mpi(&st_scatterv, why, 0);
-        return PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
+        return PMPI_AWAY(PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm));
     }
     if (pc->nnodes > 1) {
         /* The root packs the pieces end to end in comm order; each rank unpacks its own. */
@@ -446,8 +446,8 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
             free(cnt);
         vlayout_free(&v);
         pmpi_stat_mpi(st, why, 0);
-        return rcounts ? PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm)
-                       : PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+        return rcounts ? PMPI_AWAY(PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm))
+                       : PMPI_AWAY(PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm));
     }
     if (pc->nnodes > 1) {
         pc_buf_t in = {0};
@@ -544,7 +544,7 @@ BOBCAT_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype,
         pc = NULL, why = PMPI_WHY_VARIANT;
     if (!pc) {
         pmpi_stat_mpi(&st_alltoall, why, 0);
-        return PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+        return PMPI_AWAY(PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm));
     }
     int n = pc->size;
     size_t bytes = (size_t)rcount * (size_t)rd.size;

@@ -317,8 +317,8 @@ static int node_part_build(pmpi_comm_t *pc)
         pc->pos[r] = pc->node_first[k] + pc->node_count[k]++;
         pc->by_pos[pc->pos[r]] = r;
     }
-    if (PMPI_Comm_split(pc->comm, mynode, me, &pc->node_comm) != MPI_SUCCESS ||
-        PMPI_Comm_split(pc->comm, pc->leader == me ? 0 : MPI_UNDEFINED, me, &pc->leaders_comm) != MPI_SUCCESS)
+    if (PMPI_AWAY(PMPI_Comm_split(pc->comm, mynode, me, &pc->node_comm)) != MPI_SUCCESS ||
+        PMPI_AWAY(PMPI_Comm_split(pc->comm, pc->leader == me ? 0 : MPI_UNDEFINED, me, &pc->leaders_comm)) != MPI_SUCCESS)
         goto fail;
     /* The control area lives in the node's first rank's heap; the others learn its address. */
     uint64_t addr = 0;
@@ -329,7 +329,7 @@ static int node_part_build(pmpi_comm_t *pc)
             coll_ctrl_init(ctrl, pc->node_size);
         addr = (uint64_t)(uintptr_t)ctrl;
     }
-    if (PMPI_Bcast(&addr, 1, MPI_UINT64_T, 0, pc->node_comm) != MPI_SUCCESS)
+    if (PMPI_AWAY(PMPI_Bcast(&addr, 1, MPI_UINT64_T, 0, pc->node_comm)) != MPI_SUCCESS)
         goto fail;
     if (!addr) {
         util_error("no heap for a communicator's control area: raise the heap (yod --heap)");

@@ -30,6 +30,20 @@
 #include <bobcat/smartmap.h>
 #include "../util/util.h"
 #include "../coll/coll.h"
+#include "../msg/msg.h"
+
+/* A blocking call into the real MPI. The progress rule (docs/mpi.md, "Progress"): while this rank
+ * sits in it with receives posted, node mates' synchronous and rendezvous sends to them still
+ * complete, because the engine's helper thread matches for it (msg.h, "Away"). Every blocking
+ * PMPI_* call of the layer goes through this, and so does every MPI_* entry point the layer only
+ * passes through (pmpi_pass.c, generated). */
+#define PMPI_AWAY(call)                                                                                  \
+    __extension__({                                                                                      \
+        int away_ = bobcat_msg_away_begin();                                                             \
+        int rc_ = (call);                                                                                \
+        bobcat_msg_away_end(away_);                                                                      \
+        rc_;                                                                                             \
+    })
 
 /* ---- 1. the layer --------------------------------------------------------------------------- */
 

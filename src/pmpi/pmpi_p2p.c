@@ -50,62 +50,14 @@ static MPI_Request done_handle; /* p2p_req_done()'s handle, once the engine runs
 static size_t eager_limit;      /* the engine's, once it runs */
 static int init_seen;       /* our MPI_Init* ran (p2p_init) */
 
-/* ---- datatypes: a few recent ones cached (MPI_Type_free clears the cache) ---- */
+/* ---- datatypes (pmpi_dt.h: layout, holds, packing) ---- */
 
-typedef struct {
-    MPI_Datatype t;
-    MPI_Count size;
-    MPI_Count lb;
-    int contig;
-} dtinfo_t;
-
-#define DTCACHE 8
-static dtinfo_t dtcache[DTCACHE];
-static unsigned dtnext;
-static int dtcache_n;
-
-static __attribute__((noinline)) const dtinfo_t *dt_query(MPI_Datatype t)
-{
-    MPI_Count size = 0, lb = 0, ext = 0, tlb = 0, text = 0;
-    PMPI_Type_size_x(t, &size);
-    PMPI_Type_get_extent_x(t, &lb, &ext);
-    PMPI_Type_get_true_extent_x(t, &tlb, &text);
-    dtinfo_t *o = &dtcache[dtnext % DTCACHE];
-    o->t = t;
-    o->size = size;
-    o->lb = tlb;
-    /* Contiguous: the data of `count` elements is one run of count * size bytes at buf + true lb. */
-    o->contig = size == 0 || (text == size && ext == size);
-    dtnext++;
-    if (dtcache_n < DTCACHE)
-        dtcache_n++;
-    return o;
-}
-
-/* The cached entry or NULL (no call: see p2p_isend). */
-static inline const dtinfo_t *dt_cached(MPI_Datatype t)
-{
-    for (int i = 0; i < dtcache_n; i++)
-        if (dtcache[i].t == t)
-            return &dtcache[i];
-    return NULL;
-}
-
-/* The entry, queried on a miss (valid until the next query or MPI_Type_free). */
-static inline const dtinfo_t *dt_get(MPI_Datatype t)
-{
-    const dtinfo_t *d = dt_cached(t);
-    return d ? d : dt_query(t);
-}
-
+typedef pmpi_dt_info_t dtinfo_t;
+#define dt_cached pmpi_dt_cached
+#define dt_get pmpi_dt_get
 static void dt_info(MPI_Datatype t, dtinfo_t *o) { *o = *dt_get(t); }
 
-BOBCAT_EXPORT int MPI_Type_free(MPI_Datatype *t)
-{
-    dtcache_n = 0;
-    dtnext = 0;
-    return PMPI_Type_free(t);
-}
+BOBCAT_EXPORT int MPI_Type_free(MPI_Datatype *t) { return pmpi_dt_free(t); }
 
 /* ---- progress ---- */
 
@@ -308,6 +260,7 @@ P2P_HIDDEN void p2p_finalize(void)
         p2p_relax(&spins);
     }
     print_stats();
+    bobcat_msg_away_stop();
     bobcat_msg_idle_hook = NULL;
     p2p_comm_reset();
     p2p_comm_set_engine(0);
@@ -500,14 +453,14 @@ static __attribute__((noinline)) int isend_general(const void *buf, MPI_Count co
     MPI_Count bytes = count * d.size;
     void *pack = NULL;
     if (!d.contig && bytes) {
-        int psz = 0, pos = 0;
-        PMPI_Pack_size((int)count, dt, comm, &psz);
-        pack = malloc((size_t)psz);
+        pack = malloc((size_t)bytes);
         if (!pack)
             return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
-        PMPI_Pack(buf, (int)count, dt, pack, psz, &pos, comm);
+        if (pmpi_dt_pack(buf, count, dt, pack) != bytes) {
+            free(pack);
+            return PMPI_Comm_call_errhandler(comm, MPI_ERR_TYPE), MPI_ERR_TYPE;
+        }
         data = pack;
-        bytes = pos;
         p2p_stats.noncontig++;
     } else if (mode == MODE_BUF && (size_t)bytes > bobcat_msg_eager_limit()) {
         /* Buffered: complete locally whatever the receiver does; our copy lives in the segment. */
@@ -590,9 +543,15 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
     r->peer = src;
     r->tag = tag;
     r->mode = MODE_RECV;
+    p2p_req_use_comm(r, c);
     if (off_only) {
-        /* Behind a wildcard on this communicator: wait in the off-node queue. */
+        /* Behind a wildcard on this communicator: wait in the off-node queue (the real MPI will
+         * receive it into the user's type, after this call: hold it). */
         r->kind = P2P_K_DEFER;
+        if (p2p_req_hold_type(r, dt) != MPI_SUCCESS) {
+            p2p_req_release(r);
+            return PMPI_Comm_call_errhandler(comm, MPI_ERR_TYPE), MPI_ERR_TYPE;
+        }
         offq_add(r);
         p2p_stats.calls_offnode++;
         pmpi_stat_path(&st_recv, PMPI_PATH_INPLACE, 0, 2);
@@ -603,6 +562,7 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
     dt_info(dt, &d);
     void *dst = (char *)buf + d.lb;
     MPI_Count cap = count * d.size;
+    int mixed_wild = src == MPI_ANY_SOURCE && c->mixed;
     if (!d.contig && cap) {
         r->pack = malloc((size_t)cap);
         if (!r->pack) {
@@ -612,11 +572,16 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
         dst = r->pack;
         p2p_stats.noncontig++;
     }
+    /* The type is used after this call to lay the bytes out, or by the real MPI if an off-node
+     * message takes the receive: hold it. */
+    if ((r->pack || mixed_wild) && p2p_req_hold_type(r, dt) != MPI_SUCCESS) {
+        p2p_req_release(r);
+        return PMPI_Comm_call_errhandler(comm, MPI_ERR_TYPE), MPI_ERR_TYPE;
+    }
     r->kind = P2P_K_RECV;
     bobcat_msg_recv(&r->m, c->ctx, src == MPI_ANY_SOURCE ? MSG_ANY : src, tag == MPI_ANY_TAG ? MSG_ANY : tag, dst,
                     (size_t)cap);
     p2p_stats.calls_bobcat++;
-    int mixed_wild = src == MPI_ANY_SOURCE && c->mixed;
     pmpi_stat_path(&st_recv, r->pack ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, (size_t)cap, mixed_wild);
     if (mixed_wild && !r->m.complete)
         offq_add(r);
@@ -826,6 +791,7 @@ static int probe_impl(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st
                         return MPI_ERR_NO_MEM;
                     m->kind = P2P_K_NULL;
                     m->comm = comm;
+                    p2p_req_use_comm(m, c);
                     m->buf = u; /* the message itself, until MPI_(I)mrecv */
                     *msg_p = p2p_msghandle_of(m);
                 }

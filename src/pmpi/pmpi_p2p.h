@@ -20,6 +20,7 @@
 
 #include "../msg/msg.h"
 #include "pmpi_comm.h"
+#include "pmpi_dt.h"
 
 #define P2P_HIDDEN __attribute__((visibility("hidden")))
 
@@ -33,6 +34,10 @@ typedef struct p2p_comm {
     int ctx, rank, size;
     int mixed;        /* some members on other nodes */
     int *local;       /* comm rank -> local index on this node, -1 if on another node */
+    /* Requests that use the communicator after their call (p2p_req_use_comm). MPI_Comm_free while
+     * some are pending marks it `freed` (it stays in the table); the real communicator is freed when
+     * the last of them is retired (as MPI frees a communicator only after its pending operations). */
+    int refs, freed;
     struct p2p_comm *next; /* hash chain */
 } p2p_comm_t;
 
@@ -53,10 +58,11 @@ struct p2p_req {
     /* the call's arguments (persistent start, unpack, switching to the real MPI) */
     void *buf;
     MPI_Count count;
-    MPI_Datatype type;
+    MPI_Datatype type;        /* the user's, or (type_owned) a duplicate this request holds */
+    int type_owned;
     int peer, tag;
     MPI_Comm comm;
-    p2p_comm_t *c;
+    p2p_comm_t *c;            /* a reference to comm's entry (p2p_req_use_comm), or NULL */
     void *pack;               /* packed bytes of a non-contiguous datatype (or a Bsend copy) */
     MPI_Request real;         /* a real request this one now waits on */
     MPI_Request inner;        /* P2P_K_PERSIST: the started operation */
@@ -76,6 +82,7 @@ struct p2p_req {
  * p2p_comm_register on their result: collective over the new communicator. */
 P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx);
 P2P_HIDDEN p2p_comm_t *p2p_comm_find(MPI_Comm comm); /* the hash table (sets p2p_comm_last) */
+P2P_HIDDEN void p2p_comm_unref(p2p_comm_t *c);
 P2P_HIDDEN extern p2p_comm_t *p2p_comm_last;
 /* The registered communicator's entry, or NULL. */
 static inline p2p_comm_t *p2p_comm_lookup(MPI_Comm comm)
@@ -95,6 +102,11 @@ P2P_HIDDEN void p2p_poke_mpi(void);
 /* pmpi_request.c */
 P2P_HIDDEN p2p_req_t *p2p_req_new(void);
 P2P_HIDDEN void p2p_req_release(p2p_req_t *r);
+/* The request keeps the datatype past its call (MPI lets the user free it meanwhile): it holds a
+ * reference (pmpi_dt_hold), let go at release. 0, or MPI_ERR_TYPE. */
+P2P_HIDDEN int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt);
+/* The request uses its communicator after its call (error handler, off-node switch, starts). */
+P2P_HIDDEN void p2p_req_use_comm(p2p_req_t *r, p2p_comm_t *c);
 /* The one completed send request every small nonblocking send shares (kind P2P_K_NULL). */
 P2P_HIDDEN p2p_req_t *p2p_req_done(void);
 P2P_HIDDEN p2p_req_t *p2p_req_of(MPI_Request h); /* NULL for real requests and MPI_REQUEST_NULL */

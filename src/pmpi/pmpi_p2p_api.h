@@ -85,11 +85,15 @@ static int SFX(persist_init)(const void *buf, COUNT_T count, MPI_Datatype dt, in
     r->active = 0;
     r->buf = (void *)buf;
     r->count = count;
-    r->type = dt;
     r->peer = peer;
     r->tag = tag;
     r->comm = comm;
     r->mode = mode;
+    p2p_req_use_comm(r, c);
+    if (p2p_req_hold_type(r, dt) != MPI_SUCCESS) { /* every start uses it */
+        p2p_req_release(r);
+        return PMPI_Comm_call_errhandler(comm, MPI_ERR_TYPE), MPI_ERR_TYPE;
+    }
     *req = p2p_handle_of(r);
     return MPI_SUCCESS;
 }
@@ -152,14 +156,16 @@ BOBCAT_EXPORT int SFX(MPI_Sendrecv_replace)(void *buf, COUNT_T count, MPI_Dataty
         return SFX(PMPI_Sendrecv_replace)(buf, count, dt, dest, stag, src, rtag, comm, st);
     }
     /* Send a packed copy (MPI_PACKED matches any receive type), receive into buf. */
-    int psz = 0, pos = 0;
-    PMPI_Pack_size((int)count, dt, comm, &psz);
-    void *tmp = malloc(psz ? (size_t)psz : 1);
+    MPI_Count bytes = count > 0 ? (MPI_Count)count * dt_get(dt)->size : 0;
+    void *tmp = malloc(bytes ? (size_t)bytes : 1);
     if (!tmp)
         return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
-    PMPI_Pack(buf, (int)count, dt, tmp, psz, &pos, comm);
+    if (pmpi_dt_pack(buf, count, dt, tmp) != bytes) {
+        free(tmp);
+        return PMPI_Comm_call_errhandler(comm, MPI_ERR_TYPE), MPI_ERR_TYPE;
+    }
     MPI_Request rr, sr;
-    int rc = p2p_isend(tmp, pos, MPI_PACKED, dest, stag, comm, MODE_STD, &sr);
+    int rc = p2p_isend(tmp, bytes, MPI_PACKED, dest, stag, comm, MODE_STD, &sr);
     if (rc == MPI_SUCCESS)
         rc = p2p_irecv(buf, count, dt, src, rtag, comm, &rr);
     if (rc != MPI_SUCCESS) {
@@ -180,8 +186,6 @@ static int SFX(mrecv_start)(void *buf, COUNT_T count, MPI_Datatype dt, MPI_Messa
         return SFX(PMPI_Imrecv)(buf, count, dt, msg, req);
     msg_unexp_t *u = m->buf;
     MPI_Comm comm = m->comm;
-    p2p_req_release(m);
-    *msg = MPI_MESSAGE_NULL;
     p2p_req_t *r = p2p_req_new();
     if (!r)
         return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
@@ -197,8 +201,15 @@ static int SFX(mrecv_start)(void *buf, COUNT_T count, MPI_Datatype dt, MPI_Messa
     r->mode = MODE_RECV;
     if (!d.contig && cap) {
         r->pack = malloc((size_t)cap);
+        if (!r->pack || p2p_req_hold_type(r, dt) != MPI_SUCCESS) {
+            p2p_req_release(r);
+            return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
+        }
         dst = r->pack;
     }
+    p2p_req_use_comm(r, m->c); /* the message's reference passes to the receive */
+    p2p_req_release(m);
+    *msg = MPI_MESSAGE_NULL;
     bobcat_msg_mrecv(&r->m, u, dst, (size_t)cap);
     p2p_stats.calls_bobcat++;
     *req = p2p_handle_of(r);

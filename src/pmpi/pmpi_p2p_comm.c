@@ -39,19 +39,36 @@ P2P_HIDDEN p2p_comm_t *p2p_comm_find(MPI_Comm comm)
     return NULL;
 }
 
-static void drop(MPI_Comm comm)
+/* Take comm's entry out of the table (NULL if it has none). */
+static p2p_comm_t *unhash(MPI_Comm comm)
 {
     p2p_comm_t **pp = &buckets[hash(comm)];
     for (; *pp; pp = &(*pp)->next)
         if ((*pp)->comm == comm) {
             p2p_comm_t *c = *pp;
             *pp = c->next;
+            c->next = NULL;
             if (p2p_comm_last == c)
                 p2p_comm_last = NULL;
-            free(c->local);
-            free(c);
-            return;
+            return c;
         }
+    return NULL;
+}
+
+static void entry_free(p2p_comm_t *c)
+{
+    free(c->local);
+    free(c);
+}
+
+/* A request let go of the communicator: the last one frees a communicator the user freed. */
+P2P_HIDDEN void p2p_comm_unref(p2p_comm_t *c)
+{
+    if (--c->refs > 0 || !c->freed)
+        return;
+    MPI_Comm comm = c->comm;
+    entry_free(unhash(comm));
+    PMPI_Comm_free(&comm);
 }
 
 /* Collective over `comm` (all members call it): register it or agree not to. fixed_ctx >= 0 for
@@ -91,7 +108,7 @@ P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
     free(idx);
     /* [0] = the context, [1] = 1 if some member cannot take part. */
     int mine[2] = {fixed_ctx >= 0 ? fixed_ctx : next_ctx, !ok}, agreed[2] = {0, 1};
-    if (PMPI_Allreduce(mine, agreed, 2, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+    if (PMPI_AWAY(PMPI_Allreduce(mine, agreed, 2, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS)
         agreed[1] = 1;
     if (agreed[1]) {
         free(local);
@@ -122,7 +139,7 @@ P2P_HIDDEN void p2p_comm_reset(void)
 {
     for (int h = 0; h < NBUCKETS; h++)
         while (buckets[h])
-            drop(buckets[h]->comm);
+            entry_free(unhash(buckets[h]->comm));
     p2p_comm_last = NULL;
 }
 
@@ -132,35 +149,35 @@ P2P_HIDDEN void p2p_comm_reset(void)
 
 BOBCAT_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
-    int rc = PMPI_Comm_dup(comm, newcomm);
+    int rc = PMPI_AWAY(PMPI_Comm_dup(comm, newcomm));
     REG(newcomm);
     return rc;
 }
 
 BOBCAT_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
-    int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
+    int rc = PMPI_AWAY(PMPI_Comm_dup_with_info(comm, info, newcomm));
     REG(newcomm);
     return rc;
 }
 
 BOBCAT_EXPORT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
-    int rc = PMPI_Comm_split(comm, color, key, newcomm);
+    int rc = PMPI_AWAY(PMPI_Comm_split(comm, color, key, newcomm));
     REG(newcomm);
     return rc;
 }
 
 BOBCAT_EXPORT int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
-    int rc = PMPI_Comm_create(comm, group, newcomm);
+    int rc = PMPI_AWAY(PMPI_Comm_create(comm, group, newcomm));
     REG(newcomm);
     return rc;
 }
 
 BOBCAT_EXPORT int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
 {
-    int rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
+    int rc = PMPI_AWAY(PMPI_Comm_create_group(comm, group, tag, newcomm));
     REG(newcomm);
     return rc;
 }
@@ -168,14 +185,14 @@ BOBCAT_EXPORT int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
 BOBCAT_EXPORT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
                                   MPI_Comm *newcomm)
 {
-    int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
+    int rc = PMPI_AWAY(PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm));
     REG(newcomm);
     return rc;
 }
 
 BOBCAT_EXPORT int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 {
-    int rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
+    int rc = PMPI_AWAY(PMPI_Cart_sub(comm, remain_dims, newcomm));
     REG(newcomm);
     return rc;
 }
@@ -183,7 +200,7 @@ BOBCAT_EXPORT int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm 
 BOBCAT_EXPORT int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[], const int edges[], int reorder,
                                    MPI_Comm *newcomm)
 {
-    int rc = PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm);
+    int rc = PMPI_AWAY(PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm));
     REG(newcomm);
     return rc;
 }
@@ -192,7 +209,7 @@ BOBCAT_EXPORT int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[
                                         const int destinations[], const int weights[], MPI_Info info, int reorder,
                                         MPI_Comm *newcomm)
 {
-    int rc = PMPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights, info, reorder, newcomm);
+    int rc = PMPI_AWAY(PMPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights, info, reorder, newcomm));
     REG(newcomm);
     return rc;
 }
@@ -202,29 +219,36 @@ BOBCAT_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, co
                                                  const int destweights[], MPI_Info info, int reorder,
                                                  MPI_Comm *newcomm)
 {
-    int rc = PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
-                                             destweights, info, reorder, newcomm);
+    int rc = PMPI_AWAY(PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
+                                             destweights, info, reorder, newcomm));
     REG(newcomm);
     return rc;
 }
 
 BOBCAT_EXPORT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newcomm)
 {
-    int rc = PMPI_Intercomm_merge(intercomm, high, newcomm);
+    int rc = PMPI_AWAY(PMPI_Intercomm_merge(intercomm, high, newcomm));
     REG(newcomm);
     return rc;
 }
 
-BOBCAT_EXPORT int MPI_Comm_free(MPI_Comm *comm)
+/* Freeing a communicator some request of bobcat's still uses (MPI allows it: pending operations
+ * complete normally) hands the handle back at once and leaves the real free to the last request. */
+static int comm_release(MPI_Comm *comm, int (*real)(MPI_Comm *))
 {
-    if (comm && *comm != MPI_COMM_NULL)
-        drop(*comm);
-    return PMPI_Comm_free(comm);
+    p2p_comm_t *c = comm && *comm != MPI_COMM_NULL ? p2p_comm_find(*comm) : NULL;
+    if (c && c->refs > 0) {
+        /* It stays in the table (the real handle is not freed, so no new communicator gets its
+         * value): a persistent request started later still routes as before. */
+        c->freed = 1;
+        *comm = MPI_COMM_NULL;
+        return MPI_SUCCESS;
+    }
+    if (c)
+        entry_free(unhash(c->comm));
+    return real(comm);
 }
 
-BOBCAT_EXPORT int MPI_Comm_disconnect(MPI_Comm *comm)
-{
-    if (comm && *comm != MPI_COMM_NULL)
-        drop(*comm);
-    return PMPI_Comm_disconnect(comm);
-}
+BOBCAT_EXPORT int MPI_Comm_free(MPI_Comm *comm) { return comm_release(comm, PMPI_Comm_free); }
+
+BOBCAT_EXPORT int MPI_Comm_disconnect(MPI_Comm *comm) { return comm_release(comm, PMPI_Comm_disconnect); }

@@ -58,6 +58,7 @@ P2P_HIDDEN p2p_req_t *p2p_req_new(void)
     r->buf = NULL;
     r->count = 0;
     r->type = (MPI_Datatype)0;
+    r->type_owned = 0;
     r->peer = 0;
     r->tag = 0;
     r->comm = (MPI_Comm)0;
@@ -94,6 +95,27 @@ P2P_HIDDEN p2p_req_t *p2p_req_done(void)
     return done;
 }
 
+P2P_HIDDEN int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt)
+{
+    if (r->type_owned)
+        return MPI_SUCCESS;
+    r->type = pmpi_dt_hold(dt);
+    if (r->type == MPI_DATATYPE_NULL) {
+        r->type = dt;
+        return MPI_ERR_TYPE;
+    }
+    r->type_owned = r->type != dt;
+    return MPI_SUCCESS;
+}
+
+P2P_HIDDEN void p2p_req_use_comm(p2p_req_t *r, p2p_comm_t *c)
+{
+    if (r->c || !c)
+        return;
+    r->c = c;
+    c->refs++;
+}
+
 P2P_HIDDEN void p2p_req_release(p2p_req_t *r)
 {
     if (r->permanent)
@@ -101,6 +123,14 @@ P2P_HIDDEN void p2p_req_release(p2p_req_t *r)
     if (r->pack) {
         free(r->pack);
         r->pack = NULL;
+    }
+    if (r->type_owned) {
+        pmpi_dt_free(&r->type);
+        r->type_owned = 0;
+    }
+    if (r->c) {
+        p2p_comm_unref(r->c);
+        r->c = NULL;
     }
     r->magic = 0;
     r->fnext = freelist;
@@ -181,7 +211,12 @@ P2P_HIDDEN int p2p_send_settled(msg_req_t *m, unsigned *polls)
     bobcat_msg_progress();
     /* A receiver that has not matched after this many looks may be computing for long: copy the
      * data aside so the send completes (never for synchronous sends: detach refuses them). */
-    return bobcat_msg_test(m) || (++*polls > P2P_DETACH_POLLS && bobcat_msg_detach(m));
+    if (bobcat_msg_test(m))
+        return 1;
+    /* A receiver away in the real MPI matches through its helper: wake it now and then. */
+    if ((++*polls & 63) == 0)
+        bobcat_msg_nudge(m);
+    return *polls > P2P_DETACH_POLLS && bobcat_msg_detach(m);
 }
 
 P2P_HIDDEN void p2p_relax(unsigned *spins)
@@ -294,12 +329,9 @@ P2P_HIDDEN int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p)
             return 0; /* the caller's progress pass would have matched it */
         p2p_offq_remove(r);
         if (r->pack && !r->m.cancelled) {
-            /* Non-contiguous receive: the engine delivered packed bytes; lay them out. */
-            int size = 0, pos = 0;
-            PMPI_Type_size(r->type, &size);
-            MPI_Count whole = size ? (MPI_Count)r->m.st_len / size : 0;
-            if (whole)
-                PMPI_Unpack(r->pack, (int)r->m.st_len, &pos, r->buf, (int)whole, r->type, r->comm);
+            /* Non-contiguous receive: the engine delivered packed bytes; lay them out, a partial
+             * last element included. */
+            pmpi_dt_unpack(r->pack, (MPI_Count)r->m.st_len, r->buf, r->count, r->type);
             free(r->pack);
             r->pack = NULL;
         }

@@ -51,17 +51,17 @@ BOBCAT_EXPORT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MP
     pmpi_comm_t *pc;
     int rc;
     if ((split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED) || !(pc = pmpi_comm_get(comm))) {
-        rc = PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
+        rc = PMPI_AWAY(PMPI_Comm_split_type(comm, split_type, key, info, newcomm));
     } else {
         /* Ranks may pass MPI_UNDEFINED while others ask for SHARED: all must take the same call. */
         int want = split_type == MPI_COMM_TYPE_SHARED, any = 0;
-        rc = PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, comm);
+        rc = PMPI_AWAY(PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, comm));
         if (rc != MPI_SUCCESS)
             return rc;
         if (!any)
-            rc = PMPI_Comm_split_type(comm, split_type, key, info, newcomm); /* all UNDEFINED */
+            rc = PMPI_AWAY(PMPI_Comm_split_type(comm, split_type, key, info, newcomm)); /* all UNDEFINED */
         else
-            rc = PMPI_Comm_split(comm, want ? pc->node[pc->rank] : MPI_UNDEFINED, key, newcomm);
+            rc = PMPI_AWAY(PMPI_Comm_split(comm, want ? pc->node[pc->rank] : MPI_UNDEFINED, key, newcomm));
     }
     if (rc == MPI_SUCCESS)
         p2p_comm_register(*newcomm, -1); /* issue 10: point-to-point registration (collective) */
@@ -78,18 +78,18 @@ static int counted(int rc)
 
 BOBCAT_EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
-    return counted(PMPI_Win_create(base, size, disp_unit, info, comm, win));
+    return counted(PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, comm, win)));
 }
 
 BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                                    MPI_Win *win)
 {
-    return counted(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win));
+    return counted(PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win)));
 }
 
 BOBCAT_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
-    return counted(PMPI_Win_create_dynamic(info, comm, win));
+    return counted(PMPI_AWAY(PMPI_Win_create_dynamic(info, comm, win)));
 }
 
 BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
@@ -99,7 +99,7 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
     if (!pc || !pc->single_node || size < 0 || disp_unit <= 0 ||
         (win_keyval == MPI_KEYVAL_INVALID &&
          PMPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, shwin_delete, &win_keyval, NULL) != MPI_SUCCESS))
-        return counted(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win));
+        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)));
     int n = pc->size, me = pc->rank;
     shwin_t *w = calloc(1, sizeof *w + (size_t)n * (2 * sizeof(MPI_Aint) + sizeof(int)));
     MPI_Aint mine[2] = {size, disp_unit}, *all = malloc((size_t)n * 2 * sizeof(MPI_Aint));
@@ -112,7 +112,7 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
     w->size = (MPI_Aint *)(w + 1);
     w->off = w->size + n;
     w->disp = (int *)(w->off + n);
-    PMPI_Allgather(mine, 2, MPI_AINT, all, 2, MPI_AINT, comm);
+    PMPI_AWAY(PMPI_Allgather(mine, 2, MPI_AINT, all, 2, MPI_AINT, comm));
     MPI_Aint total = 0;
     for (int r = 0; r < n; r++) {
         w->size[r] = all[2 * r];
@@ -130,11 +130,11 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
         }
         addr = (uint64_t)(uintptr_t)w->owned;
     }
-    PMPI_Bcast(&addr, 1, MPI_UINT64_T, 0, comm);
+    PMPI_AWAY(PMPI_Bcast(&addr, 1, MPI_UINT64_T, 0, comm));
     if (!addr) {
         /* Every rank saw the same address: all fall back together. */
         free(w);
-        return counted(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win));
+        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)));
     }
     w->region = pmpi_peer_ptr(pc, 0, (void *)(uintptr_t)addr);
     char *base = w->region + w->off[me];
@@ -142,14 +142,14 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
      * every communicator (Open MPI 4.1.4: none of its one-sided components takes MPI_COMM_SELF,
      * which mpi4py's test_win probes with MPI.Win.Allocate_shared(1, 1, ..., COMM_SELF)). Then
      * the real MPI's own shared window instead; every rank fails alike (the same components). */
-    PMPI_Comm_dup(comm, &w->comm);
+    PMPI_AWAY(PMPI_Comm_dup(comm, &w->comm));
     PMPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
-    int rc = PMPI_Win_create(base, size, disp_unit, info, w->comm, win);
+    int rc = PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, w->comm, win));
     if (rc != MPI_SUCCESS) {
         PMPI_Comm_free(&w->comm);
         free(w->owned);
         free(w);
-        return counted(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win));
+        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)));
     }
     PMPI_Win_set_attr(*win, win_keyval, w);
     *(void **)baseptr = base;
@@ -197,18 +197,18 @@ BOBCAT_EXPORT int MPI_Win_free(MPI_Win *win)
 {
     shwin_t *w = win ? shwin_of(*win) : NULL;
     if (!w) {
-        int rc = PMPI_Win_free(win);
+        int rc = PMPI_AWAY(PMPI_Win_free(win));
         if (rc == MPI_SUCCESS && pmpi_rma_windows > 0)
             pmpi_rma_windows--;
         return rc;
     }
     void *owned = w->owned;
     MPI_Comm comm = w->comm;
-    int rc = PMPI_Win_free(win); /* the delete callback frees w */
+    int rc = PMPI_AWAY(PMPI_Win_free(win)); /* the delete callback frees w */
     if (rc == MPI_SUCCESS && pmpi_rma_windows > 0)
         pmpi_rma_windows--;
     /* Nobody may still touch the region when its owner frees it. */
-    PMPI_Barrier(comm);
+    PMPI_AWAY(PMPI_Barrier(comm));
     PMPI_Comm_free(&comm);
     free(owned);
     return rc;

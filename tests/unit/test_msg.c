@@ -34,6 +34,8 @@ int main(void)
     EXPECT(offsetof(msg_inbox_t, tail) == 0);
     EXPECT(offsetof(msg_inbox_t, magic) == MSG_LINE);
     EXPECT(offsetof(msg_inbox_t, fboxes) == MSG_LINE + 8);
+    EXPECT(offsetof(msg_inbox_t, away) == MSG_LINE + 12);
+    EXPECT(offsetof(msg_inbox_t, kick) == MSG_LINE + 16);
     EXPECT(offsetof(msg_inbox_t, stub) == 2 * MSG_LINE);
     EXPECT(sizeof(msg_cell_t) == MSG_LINE);
     EXPECT(offsetof(msg_cell_t, seq) == 0);

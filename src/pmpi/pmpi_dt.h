@@ -1,0 +1,70 @@
+/* pmpi_dt: what the MPI layer knows about a datatype, and the one way it packs and unpacks one.
+ *
+ * Every decision about a user's datatype goes through here (point-to-point and collectives alike):
+ *  - layout: `contig` is set only when the type's typemap, read from its envelope and contents,
+ *    is one ascending run of bytes and `count` elements tile (extent == size). Size, extent and
+ *    true extent alone cannot tell: a vector of stride -1 or a struct with descending members
+ *    has size == extent == true extent and a permuted typemap.
+ *  - lifetime: MPI lets a program free a datatype while a request still uses it. A request that
+ *    keeps a type past the call that received it holds it (pmpi_dt_hold: a PMPI_Type_dup of a
+ *    derived type, nothing for a predefined one) and lets go when it is retired.
+ *  - packing: through the MPI's own PMPI_Pack/PMPI_Unpack, with MPI_BOTTOM (MPICH rejects a NULL
+ *    buffer there) and a byte count that ends inside an element (the MPIs unpack whole elements
+ *    only) handled here. The packed form of both MPIs is the typemap's bytes in order, which is
+ *    what the engine carries for a contiguous sender, so a packed sender meets a contiguous
+ *    receiver and the reverse. */
+#ifndef BOBCAT_PMPI_DT_H
+#define BOBCAT_PMPI_DT_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#define PMPI_DT_HIDDEN __attribute__((visibility("hidden")))
+
+typedef struct {
+    MPI_Datatype t;
+    MPI_Count size;   /* bytes of data per element */
+    MPI_Count lb;     /* true lower bound: where a contiguous run starts, from buf */
+    MPI_Count extent;
+    int contig;       /* count elements are one run of count * size bytes at buf + lb */
+    int predefined;   /* cannot be freed: needs no hold */
+} pmpi_dt_info_t;
+
+#define PMPI_DT_CACHE 16
+PMPI_DT_HIDDEN extern pmpi_dt_info_t pmpi_dt_cache[PMPI_DT_CACHE];
+PMPI_DT_HIDDEN extern int pmpi_dt_cache_n;
+
+/* Look the type up and cache it (the cache is cleared whenever a type is freed). */
+PMPI_DT_HIDDEN const pmpi_dt_info_t *pmpi_dt_query(MPI_Datatype t);
+
+/* The cached entry or NULL, with no call (the small-message paths). */
+static inline const pmpi_dt_info_t *pmpi_dt_cached(MPI_Datatype t)
+{
+    for (int i = 0; i < pmpi_dt_cache_n; i++)
+        if (pmpi_dt_cache[i].t == t)
+            return &pmpi_dt_cache[i];
+    return NULL;
+}
+
+/* The entry, queried on a miss (valid until the next query or type free). */
+static inline const pmpi_dt_info_t *pmpi_dt_get(MPI_Datatype t)
+{
+    const pmpi_dt_info_t *d = pmpi_dt_cached(t);
+    return d ? d : pmpi_dt_query(t);
+}
+
+/* A handle a request may keep past the call: the type itself if predefined, else a duplicate the
+ * request owns (MPI_DATATYPE_NULL if the MPI refused). pmpi_dt_release frees what hold made. */
+PMPI_DT_HIDDEN MPI_Datatype pmpi_dt_hold(MPI_Datatype t);
+PMPI_DT_HIDDEN void pmpi_dt_release(MPI_Datatype held, MPI_Datatype user);
+/* Free a type and forget what the cache knew about it (its handle may be reused). */
+PMPI_DT_HIDDEN int pmpi_dt_free(MPI_Datatype *t);
+
+/* Pack count elements at buf (MPI_BOTTOM allowed) into out (room for count * size bytes).
+ * Returns the bytes packed, or -1 (the MPI refused: the caller falls back to the real MPI). */
+PMPI_DT_HIDDEN MPI_Count pmpi_dt_pack(const void *buf, MPI_Count count, MPI_Datatype t, void *out);
+/* Lay `bytes` packed bytes out as elements at buf (count of them at most); the last element may be
+ * partial: its received bytes are written and the rest of it left as it was. 0 or -1. */
+PMPI_DT_HIDDEN int pmpi_dt_unpack(const void *in, MPI_Count bytes, void *buf, MPI_Count count, MPI_Datatype t);
+
+#endif
