@@ -543,7 +543,6 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
     r->peer = src;
     r->tag = tag;
     r->mode = MODE_RECV;
-    p2p_req_use_comm(r, c);
     if (off_only) {
         /* Behind a wildcard on this communicator: wait in the off-node queue (the real MPI will
          * receive it into the user's type, after this call: hold it). */
@@ -791,7 +790,6 @@ static int probe_impl(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st
                         return MPI_ERR_NO_MEM;
                     m->kind = P2P_K_NULL;
                     m->comm = comm;
-                    p2p_req_use_comm(m, c);
                     m->buf = u; /* the message itself, until MPI_(I)mrecv */
                     *msg_p = p2p_msghandle_of(m);
                 }

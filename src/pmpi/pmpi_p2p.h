@@ -34,7 +34,7 @@ typedef struct p2p_comm {
     int ctx, rank, size;
     int mixed;        /* some members on other nodes */
     int *local;       /* comm rank -> local index on this node, -1 if on another node */
-    /* Requests that use the communicator after their call (p2p_req_use_comm). MPI_Comm_free while
+    /* Requests that use the communicator after their call (p2p_req_pin_comm). MPI_Comm_free while
      * some are pending marks it `freed` (it stays in the table); the real communicator is freed when
      * the last of them is retired (as MPI frees a communicator only after its pending operations). */
     int refs, freed;
@@ -62,7 +62,7 @@ struct p2p_req {
     int type_owned;
     int peer, tag;
     MPI_Comm comm;
-    p2p_comm_t *c;            /* a reference to comm's entry (p2p_req_use_comm), or NULL */
+    p2p_comm_t *c;            /* a reference to comm's entry (p2p_req_pin_comm), or NULL */
     void *pack;               /* packed bytes of a non-contiguous datatype (or a Bsend copy) */
     MPI_Request real;         /* a real request this one now waits on */
     MPI_Request inner;        /* P2P_K_PERSIST: the started operation */
@@ -82,7 +82,12 @@ struct p2p_req {
  * p2p_comm_register on their result: collective over the new communicator. */
 P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx);
 P2P_HIDDEN p2p_comm_t *p2p_comm_find(MPI_Comm comm); /* the hash table (sets p2p_comm_last) */
-P2P_HIDDEN void p2p_comm_unref(p2p_comm_t *c);
+P2P_HIDDEN void p2p_comm_free_deferred(p2p_comm_t *c); /* the last reference of a freed one went */
+static inline void p2p_comm_unref(p2p_comm_t *c)
+{
+    if (--c->refs == 0 && c->freed)
+        p2p_comm_free_deferred(c);
+}
 P2P_HIDDEN extern p2p_comm_t *p2p_comm_last;
 /* The registered communicator's entry, or NULL. */
 static inline p2p_comm_t *p2p_comm_lookup(MPI_Comm comm)
@@ -105,8 +110,12 @@ P2P_HIDDEN void p2p_req_release(p2p_req_t *r);
 /* The request keeps the datatype past its call (MPI lets the user free it meanwhile): it holds a
  * reference (pmpi_dt_hold), let go at release. 0, or MPI_ERR_TYPE. */
 P2P_HIDDEN int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt);
-/* The request uses its communicator after its call (error handler, off-node switch, starts). */
-P2P_HIDDEN void p2p_req_use_comm(p2p_req_t *r, p2p_comm_t *c);
+/* MPI_Comm_free of a registered communicator: every live request of bobcat's on it (pending,
+ * persistent, a matched-probe message, an orphan) takes a reference to c, so the real free waits
+ * for the last (requests use their communicator after their call: error handler, off-node switch,
+ * starts). Taken here rather than per request: the small-message paths pay nothing. Returns the
+ * references c holds. */
+P2P_HIDDEN int p2p_req_pin_comm(p2p_comm_t *c);
 /* The one completed send request every small nonblocking send shares (kind P2P_K_NULL). */
 P2P_HIDDEN p2p_req_t *p2p_req_done(void);
 P2P_HIDDEN p2p_req_t *p2p_req_of(MPI_Request h); /* NULL for real requests and MPI_REQUEST_NULL */

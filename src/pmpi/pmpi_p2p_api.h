@@ -89,7 +89,6 @@ static int SFX(persist_init)(const void *buf, COUNT_T count, MPI_Datatype dt, in
     r->tag = tag;
     r->comm = comm;
     r->mode = mode;
-    p2p_req_use_comm(r, c);
     if (p2p_req_hold_type(r, dt) != MPI_SUCCESS) { /* every start uses it */
         p2p_req_release(r);
         return PMPI_Comm_call_errhandler(comm, MPI_ERR_TYPE), MPI_ERR_TYPE;
@@ -207,7 +206,8 @@ static int SFX(mrecv_start)(void *buf, COUNT_T count, MPI_Datatype dt, MPI_Messa
         }
         dst = r->pack;
     }
-    p2p_req_use_comm(r, m->c); /* the message's reference passes to the receive */
+    r->c = m->c; /* the message's reference to its communicator passes to the receive */
+    m->c = NULL;
     p2p_req_release(m);
     *msg = MPI_MESSAGE_NULL;
     bobcat_msg_mrecv(&r->m, u, dst, (size_t)cap);

@@ -61,11 +61,9 @@ static void entry_free(p2p_comm_t *c)
     free(c);
 }
 
-/* A request let go of the communicator: the last one frees a communicator the user freed. */
-P2P_HIDDEN void p2p_comm_unref(p2p_comm_t *c)
+/* The last request using a communicator the user freed let go of it. */
+P2P_HIDDEN void p2p_comm_free_deferred(p2p_comm_t *c)
 {
-    if (--c->refs > 0 || !c->freed)
-        return;
     MPI_Comm comm = c->comm;
     entry_free(unhash(comm));
     PMPI_Comm_free(&comm);
@@ -237,7 +235,7 @@ BOBCAT_EXPORT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *ne
 static int comm_release(MPI_Comm *comm, int (*real)(MPI_Comm *))
 {
     p2p_comm_t *c = comm && *comm != MPI_COMM_NULL ? p2p_comm_find(*comm) : NULL;
-    if (c && c->refs > 0) {
+    if (c && p2p_req_pin_comm(c) > 0) {
         /* It stays in the table (the real handle is not freed, so no new communicator gets its
          * value): a persistent request started later still routes as before. */
         c->freed = 1;

@@ -18,6 +18,7 @@
 
 static p2p_req_t *chunks[MAXCHUNKS];
 static int nchunks;
+static int hwm; /* 1 + the highest index ever handed out: p2p_req_pin_comm scans below it */
 static p2p_req_t *freelist;
 P2P_HIDDEN p2p_req_t *p2p_orphans; /* freed by the user while active, or internal (Bsend): reaped by progress */
 
@@ -39,6 +40,8 @@ P2P_HIDDEN p2p_req_t *p2p_req_new(void)
     }
     p2p_req_t *r = freelist;
     freelist = r->fnext;
+    if (r->idx >= hwm)
+        hwm = r->idx + 1;
     /* Field by field, not memset: a receive window allocates one request per message, and clearing
      * the whole ~300-byte request (a `rep stos`) was a tenth of a message-rate receiver's time. The
      * engine part is set by bobcat_msg_send/recv/mrecv; only the words read before that are here. */
@@ -108,12 +111,16 @@ P2P_HIDDEN int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt)
     return MPI_SUCCESS;
 }
 
-P2P_HIDDEN void p2p_req_use_comm(p2p_req_t *r, p2p_comm_t *c)
+P2P_HIDDEN int p2p_req_pin_comm(p2p_comm_t *c)
 {
-    if (r->c || !c)
-        return;
-    r->c = c;
-    c->refs++;
+    for (int i = 0; i < hwm; i++) {
+        p2p_req_t *r = &chunks[i / CHUNK][i % CHUNK];
+        if (r->magic == REQ_MAGIC && !r->permanent && !r->c && r->comm == c->comm) {
+            r->c = c;
+            c->refs++;
+        }
+    }
+    return c->refs;
 }
 
 P2P_HIDDEN void p2p_req_release(p2p_req_t *r)
@@ -124,7 +131,7 @@ P2P_HIDDEN void p2p_req_release(p2p_req_t *r)
         free(r->pack);
         r->pack = NULL;
     }
-    if (r->type_owned) {
+    if (__builtin_expect(r->type_owned, 0)) {
         pmpi_dt_free(&r->type);
         r->type_owned = 0;
     }

@@ -921,6 +921,56 @@ static void t_rndv_recv(void)
     MPI_Comm_free(&shm);
 }
 
+/* MPI_Comm_free while requests on the communicator are pending or persistent (MPI: they complete
+ * normally; the communicator goes when they are done): a receive, a truncated receive whose error
+ * goes to the freed communicator's handler, and a persistent receive started twice after the free.
+ * Pairs (even, odd); an odd last rank sits out. */
+static void t_comm_free(void)
+{
+    int partner = rank ^ 1;
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    if (partner >= size) {
+        MPI_Comm_free(&c);
+        return;
+    }
+    int out[4] = {rank, rank + 1, rank + 2, rank + 3};
+    if (rank & 1) {
+        MPI_Send(out, 4, MPI_INT, partner, 1, c);
+        MPI_Send(out, 4, MPI_INT, partner, 2, c);
+        MPI_Send(out, 4, MPI_INT, partner, 3, c);
+        MPI_Send(out, 4, MPI_INT, partner, 3, c);
+        MPI_Comm_free(&c);
+        CHECK(c == MPI_COMM_NULL, "sender: Comm_free left the handle");
+        return;
+    }
+    int a[4] = {0}, b[2] = {0}, p[4] = {0};
+    MPI_Request rq[2], pr;
+    /* MPICH raises a Waitall's error on MPI_COMM_WORLD's handler, Open MPI on the request's
+     * communicator's (here, freed): both return it */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Status st[2];
+    MPI_Irecv(a, 4, MPI_INT, partner, 1, c, &rq[0]);
+    MPI_Irecv(b, 2, MPI_INT, partner, 2, c, &rq[1]);
+    MPI_Recv_init(p, 4, MPI_INT, partner, 3, c, &pr);
+    MPI_Comm_free(&c);
+    CHECK(c == MPI_COMM_NULL, "receiver: Comm_free left the handle");
+    int rc = MPI_Waitall(2, rq, st);
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(st[1].MPI_ERROR, &cls);
+    CHECK(rc == MPI_ERR_IN_STATUS && cls == MPI_ERR_TRUNCATE, "after Comm_free: Waitall %d, truncated class %d", rc, cls);
+    CHECK(a[0] == partner && a[3] == partner + 3, "after Comm_free: got %d..%d", a[0], a[3]);
+    for (int k = 0; k < 2; k++) {
+        p[0] = p[3] = -1;
+        MPI_Start(&pr);
+        MPI_Wait(&pr, MPI_STATUS_IGNORE);
+        CHECK(p[0] == partner && p[3] == partner + 3, "persistent start %d after Comm_free: got %d..%d", k, p[0], p[3]);
+    }
+    MPI_Request_free(&pr);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -937,7 +987,7 @@ int main(int argc, char **argv)
                  {"cancel", t_cancel},       {"probe", t_probe},           {"proc_null", t_proc_null},
                  {"mixed_requests", t_mixed_requests}, {"testany_mine", t_testany_mine}, {"persistent", t_persistent}, {"datatypes", t_datatypes},
                  {"comms", t_comms},         {"request_free", t_request_free}, {"flood", t_flood},
-                 {"stream", t_stream},       {"box_recv", t_box_recv}, {"rndv_recv", t_rndv_recv}, {"big", t_big}};
+                 {"stream", t_stream},       {"comm_free", t_comm_free}, {"box_recv", t_box_recv}, {"rndv_recv", t_rndv_recv}, {"big", t_big}};
     for (unsigned i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (tests[i].fn == t_big && !(argc > 1 && !strcmp(argv[1], "big")))
             continue;
