@@ -8,6 +8,16 @@ BUILD=${BUILD:-build}
 export BOBCAT_HOME=${BOBCAT_HOME:-$PWD/$BUILD/stage}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
+# The suite in a mount namespace of its own with a private /dev/shm (where the MPIs put their
+# segments): every entry found there afterwards is the suite's, and the segments of MPI jobs running
+# beside it on the machine are neither seen nor touched. Where namespaces cannot be made (not root,
+# unprivileged user namespaces off), the suite runs as before and compares the shared /dev/shm.
+if [ -z "${BOBCAT_SUITE_PRIVATE_SHM:-}" ] && unshare --mount --propagation private true 2>/dev/null; then
+  export BOBCAT_SUITE_PRIVATE_SHM=1
+  exec unshare --mount --propagation private sh -c \
+    'mount -t tmpfs -o mode=1777,nosuid,nodev bobcat-suite-shm /dev/shm && exec bash "$0"' "$0"
+fi
+
 shm_before=$(ls -1 /dev/shm 2>/dev/null | sort)
 procs_before=$(mktemp)
 trap 'rm -f "$procs_before"' EXIT
@@ -25,7 +35,8 @@ left=0
 # First, with a grace period: a job process below may be the child of a launcher still ending.
 .venv/bin/python tests/leftovers.py check "$procs_before" 15 || left=1
 for e in /proc/[0-9]*/environ; do
-  if { tr '\0' '\n' < "$e"; } 2>/dev/null | grep -q '^BOBCAT_JOB_ID='; then
+  if { tr '\0' '\n' < "$e"; } 2>/dev/null | grep -q '^BOBCAT_JOB_ID=' &&
+     { tr '\0' '\n' < "$e"; } 2>/dev/null | grep -qx "LEFTOVERS_MARK=$LEFTOVERS_MARK"; then
     pid=${e#/proc/}; pid=${pid%/environ}
     echo "leftover job process: $pid $(tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null)"; left=1
   fi
@@ -38,8 +49,14 @@ while read -r _ _ _ _ _ _ inode path; do
               [ "$(readlink "$fd" 2>/dev/null)" = "socket:[$inode]" ] && { p=${fd#/proc/}; echo "${p%%/*}"; }
             done 2>/dev/null | sort -u)
   if [ -n "$holders" ]; then
-    for h in $holders; do echo "leftover bootstrap socket $path held by $h: $(tr '\0' ' ' < /proc/$h/cmdline 2>/dev/null)"; done
-    left=1
+    for h in $holders; do
+      # a holder without the suite's mark belongs to another workload's job running beside it
+      if { tr '\0' '\n' < /proc/$h/environ; } 2>/dev/null | grep -qx "LEFTOVERS_MARK=$LEFTOVERS_MARK"; then
+        echo "leftover bootstrap socket $path held by $h: $(tr '\0' ' ' < /proc/$h/cmdline 2>/dev/null)"; left=1
+      else
+        echo "note: bootstrap socket $path is another workload's (held by $h, not started by this suite)"
+      fi
+    done
   else
     echo "note: bootstrap socket $path is held by no process visible here (another PID namespace's workload)"
   fi

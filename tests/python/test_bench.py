@@ -172,7 +172,10 @@ def test_imb_slices_carry_their_placement(flavour: str) -> None:
         assert m["placement"] == (both.pop() if len(both) == 1 else "mixed"), m
     assert ("barrier", "t_avg", None) in per_key and ("msgrate", "msgrate", 4096) in per_key
     assert all(sorted(v) == [0, 1, 2] for v in per_key.values()), per_key
-    assert set(os.listdir("/dev/shm")) - before == set()
+    # Only the probe's own page is this job's to clean up: other MPI jobs on the machine may add
+    # their segments to /dev/shm meanwhile.
+    left = {e for e in set(os.listdir("/dev/shm")) - before if e.startswith("bobcat-bench-probe-")}
+    assert left == set()
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
