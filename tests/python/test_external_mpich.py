@@ -1,0 +1,120 @@
+"""The MPICH test-suite harness's pure parts (bobcat.external_mpich): testlist parsing, which
+entries are skipped, pass/fail as MPICH's runtests decides, the launch commands and the comparison.
+No MPI job runs here; `make test-external` runs the suite itself."""
+from __future__ import annotations
+
+from bobcat import external_mpich as xm
+
+# Lines as configure leaves them in pt2pt/testlist and datatype/testlist (MPICH 4.0.2).
+TESTLIST = """\
+sendself 1 test/mpi/pt2pt/sendself arg=-type=MPI_INT arg=-sendcnt=8192 arg=-seed=47
+sendrecv2 2
+sendrecv2 2 env=MPIR_CVAR_ASYNC_PROGRESS=1 env=MPIR_CVAR_NUM_CLIQUES=1
+sendflood 8
+issendselfcancel 1 xfail=ticket2276
+# For testing, scancel will run with 1 process as well
+scancel 2 xfail=ticket2266 xfail=ticket2270
+bsend1 1
+lbub_oldapi 1 strict=FALSE
+#large_type_sendrec 2 arg=31 mem=4.3
+large_vec 3 mem=9.8
+bcast 4 arg=-count=1 timeLimit=420
+bsend1 1
+!util:libmtest.la
+"""
+
+
+def test_parse_testlist_fields():
+    es = xm.parse_testlist(TESTLIST, "pt2pt")
+    names = [e["name"] for e in es]
+    assert names == ["sendself", "sendrecv2", "sendrecv2", "sendflood", "issendselfcancel",
+                     "scancel", "bsend1", "lbub_oldapi", "large_vec", "bcast", "bsend1"]
+    s = es[0]
+    # a token without '=' (the path in sendself's line) is ignored, as runtests does
+    assert s["np"] == 1 and s["args"] == ["-type=MPI_INT", "-sendcnt=8192", "-seed=47"]
+    assert es[2]["env"] == ["MPIR_CVAR_ASYNC_PROGRESS=1", "MPIR_CVAR_NUM_CLIQUES=1"]
+    assert es[5]["xfail"] == "ticket2270"  # the last one wins, as in runtests' hash
+    assert es[8]["mem"] == "9.8" and es[9]["timeLimit"] == 420
+    assert es[7]["strict"] == "FALSE"
+
+
+def test_parse_testlist_ids_unique():
+    es = xm.parse_testlist(TESTLIST, "pt2pt")
+    ids = [e["id"] for e in es]
+    assert len(set(ids)) == len(ids)
+    assert ids[1] == "pt2pt/sendrecv2 2"
+    assert ids[2] == "pt2pt/sendrecv2 2 [MPIR_CVAR_ASYNC_PROGRESS=1 MPIR_CVAR_NUM_CLIQUES=1]"
+    assert ids[0] == "pt2pt/sendself 1 -type=MPI_INT -sendcnt=8192 -seed=47"
+    assert ids[-1] == "pt2pt/bsend1 1 #2"
+
+
+def test_parse_missing_np_defaults_to_one():
+    (e,) = xm.parse_testlist("typename\n", "datatype")
+    assert e["np"] == 1 and e["id"] == "datatype/typename 1"
+
+
+def test_skip_reasons():
+    es = {e["id"]: e for e in xm.parse_testlist(TESTLIST, "pt2pt")}
+    assert "8 ranks" in xm.skip_reason(es["pt2pt/sendflood 8"], "mpich")
+    assert "mem=" in xm.skip_reason(es["pt2pt/large_vec 3"], "mpich")
+    assert "xfail" in xm.skip_reason(es["pt2pt/scancel 2"], "openmpi")
+    # strict=FALSE: Open MPI's build is --enable-strictmpi, MPICH's is not
+    assert "strict" in xm.skip_reason(es["pt2pt/lbub_oldapi 1"], "openmpi")
+    assert xm.skip_reason(es["pt2pt/lbub_oldapi 1"], "mpich") is None
+    assert xm.skip_reason(es["pt2pt/bcast 4 -count=1"], "mpich") is None
+
+
+def test_classify_like_runtests():
+    assert xm.classify(0, " No Errors\n", False) == (xm.PASS, "")
+    assert xm.classify(0, "No errors\n", False)[0] == xm.PASS
+    assert xm.classify(0, "Test Passed\n No Errors\n", False)[0] == xm.PASS
+    # exit status, missing No Errors, and any other output each fail the test
+    assert xm.classify(1, " No Errors\n", False) == (xm.FAIL, "exit status 1")
+    assert xm.classify(0, "", False) == (xm.FAIL, "no ' No Errors' line")
+    out, why = xm.classify(0, "Found 3 errors\n No Errors\n", False)
+    assert out == xm.FAIL and why.startswith("unexpected output: Found 3 errors")
+    assert xm.classify(None, "", True)[0] == xm.TIMEOUT
+    assert xm.classify(137, " No Errors\n", False)[0] == xm.FAIL
+
+
+def test_classify_ignores_launcher_lines_only():
+    out = "yod: note: 2 ranks on 2 cores\n No Errors\n\n"
+    assert xm.classify(0, out, False)[0] == xm.PASS
+    assert xm.classify(0, "bobcat[0]: warning\n No Errors\n", False)[0] == xm.PASS
+    assert xm.classify(0, "rank 0: yod: x\n No Errors\n", False)[0] == xm.FAIL
+
+
+def test_classify_result_test():
+    assert xm.classify(0, "anything\n", False, "TestStatus")[0] == xm.PASS
+    assert xm.classify(3, "", False, "TestStatus")[0] == xm.FAIL
+    assert xm.classify(0, "noise\n No Errors\n", False, "TestStatusNoErrors")[0] == xm.PASS
+
+
+def test_commands(monkeypatch):
+    monkeypatch.setenv("BOBCAT_HOME", "/opt/bc")
+    assert xm.command("openmpi", "bare", 2, ["./p", "-a"], 60) == \
+        ["mpirun.openmpi", "--oversubscribe", "-np", "2", "./p", "-a"]
+    assert xm.command("mpich", "bare", 4, ["./p"], 60) == ["mpiexec.mpich", "-n", "4", "./p"]
+    assert xm.command("mpich", "yod", 3, ["./p"], 60) == \
+        ["/opt/bc/bin/yod", "-VN3", "-np", "3", "--oversubscribe", "--heap", "1G",
+         "-tlimit", "60", "./p"]
+    assert xm.command("mpich", "sim", 4, ["./p"], 60)[:5] == \
+        ["/opt/bc/bin/yod", "--simulate-nodes", "-VN2", "-np", "4"]
+    # one rank: no nodes to simulate, run as yod
+    assert xm.command("mpich", "sim", 1, ["./p"], 60) == xm.command("mpich", "yod", 1, ["./p"], 60)
+
+
+def _r(outcome):
+    return {"outcome": outcome, "why": "", "cmd": "c", "env": [], "out": "o", "tail": "t"}
+
+
+def test_compare():
+    run = {"a": _r("fail"), "b": _r("fail"), "c": _r("pass"), "d": _r("timeout")}
+    base = {"a": _r("pass"), "b": _r("fail"), "c": _r("fail"), "d": _r("pass")}
+    ctl = {"a": _r("pass"), "d": _r("timeout")}
+    c = xm.compare("mpich", "yod", run, base, ctl)
+    assert [e["test"] for e in c["regressions"]] == ["a", "d"]
+    assert c["regressions"][0]["blame"] == "MPI layer"
+    assert c["regressions"][1]["blame"].startswith("libbobcat without")
+    assert c["baseline_failures_subtracted"] == ["b"] and c["pass_only_under_yod"] == ["c"]
+    assert "control" not in xm.compare("mpich", "yod", run, base, None)["regressions"][0]
