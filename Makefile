@@ -34,8 +34,17 @@ test: build
 # reports the tests that fail only under yod. Not part of `make test`: it downloads mpi4py and runs
 # ~1,900 tests per configuration (10-40 min on a 2-core node). EXTERNAL_ARGS e.g. --control.
 EXTERNAL_ARGS ?=
+# External suites nobody on the team wrote (docs/testing.md): mpi4py's unittests and MPICH's test/mpi.
+# Both run even when the first finds regressions; the exit status is the worse of the two.
+EXTERNAL_SUITES ?= mpi4py mpich
 test-external: build
-	$(PY) -m bobcat.external $(EXTERNAL_ARGS)
+	@rc=0; for s in $(EXTERNAL_SUITES); do \
+	  case $$s in \
+	    mpi4py) $(PY) -m bobcat.external $(EXTERNAL_ARGS);; \
+	    mpich) $(PY) -m bobcat.external_mpich $(EXTERNAL_MPICH_ARGS);; \
+	    *) echo "test-external: unknown suite $$s (mpi4py, mpich)"; false;; \
+	  esac; r=$$?; [ $$r -gt $$rc ] && rc=$$r; \
+	done; exit $$rc
 
 evaluate: build
 	$(VENV)/bin/bobcat evaluate $(EVALUATE_ARGS)
