@@ -485,10 +485,10 @@ def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], l
         env["BOBCAT_MPI"] = "off"
     results = {}
     try:
-        for i, e in enumerate(entries):
+        for e in entries:
             lock.turn()
             tlimit = e["timeLimit"] or default_timeout
-            # MPITEST_* as runtests sets them; MPIEXEC_TIMEOUT bounds MPICH's hydra itself.
+            # MPIEXEC_TIMEOUT, as runtests sets it, bounds MPICH's hydra itself.
             tenv = dict(env, MPIEXEC_TIMEOUT=str(tlimit))
             for kv in e["env"]:
                 if "=" in kv:
@@ -581,17 +581,26 @@ def _counts(res: dict) -> str:
     return ", ".join(f"{k} {n[k]}" for k in (PASS, FAIL, TIMEOUT, *NOT_RUN) if k in n)
 
 
-def report_markdown(runs: list[dict], comps: list[dict]) -> str:
+def report_markdown(runs: list[dict], comps: list[dict], heap: str = "1G") -> str:
     lines = [f"# External conformance: MPICH {MPICH_VERSION} test/mpi, bare vs yod", "",
              "| run | tests by outcome | seconds |", "|---|---|---|"]
     for r in runs:
         lines.append(f"| {r['name']} | {_counts(r['results'])} | {r['seconds']} |")
     for r in runs:
         if r["config"] == "bare":
-            nr = {t: x for t, x in r["results"].items() if x["outcome"] in NOT_RUN}
-            if nr:
-                lines += ["", f"Not run for {r['mpi']}: " + "; ".join(
-                    f"`{t}` ({x['outcome']}: {x['why']})" for t, x in sorted(nr.items()))]
+            by_why: dict[str, list[str]] = {}
+            for t, x in sorted(r["results"].items()):
+                if x["outcome"] in NOT_RUN:
+                    by_why.setdefault(f"{x['outcome']}: {x['why']}", []).append(f"`{t}`")
+            if by_why:
+                lines += ["", f"Not run for {r['mpi']}:", ""]
+                lines += [f"* {why}: " + ", ".join(ts) for why, ts in sorted(by_why.items())]
+    for r in runs:
+        big = sorted(t for t, x in r["results"].items() if x.get("heap") not in (None, heap))
+        if big and r["config"] != "bare":
+            lines += ["", f"{r['name']}: exhausted `--heap {heap}`, run again with a bigger heap: "
+                      + ", ".join(f"`{t}` ({r['results'][t]['heap']}: "
+                                  f"{r['results'][t]['outcome']})" for t in big)]
     for c in comps:
         regs = c["regressions"]
         off = " (BOBCAT_MPI=off)" if c.get("off") else ""
@@ -713,16 +722,25 @@ def main(argv=None) -> int:
             for c in cfgs:
                 for off in ([False, True] if args.control else [False]):
                     name = c + ("-off" if off else "")
-                    _say(f"{m} {name}: {d}: running {len(de)} test(s) under yod")
+                    # One rank has no nodes to simulate: sim runs it as yod, the same command,
+                    # so a yod result of this invocation stands for it.
+                    yod_res = per_cfg.get("yod" + ("-off" if off else ""), {}) \
+                        if c == "sim" else {}
+                    same = {e["id"]: yod_res[e["id"]] for e in de
+                            if e["np"] == 1 and e["id"] in yod_res}
+                    todo = [e for e in de if e["id"] not in same]
+                    _say(f"{m} {name}: {d}: running {len(todo)} test(s) under yod"
+                         + (f" ({len(same)} one-rank results from yod)" if same else ""))
                     t0 = time.monotonic()
-                    res = run_entries(args.work, bdir, m, c, de, lock, off=off,
-                                      default_timeout=args.timeout, tag=args.tag,
-                                      heap=args.heap, big_heap=args.big_heap)
+                    res = dict(same, **run_entries(args.work, bdir, m, c, todo, lock, off=off,
+                                                   default_timeout=args.timeout, tag=args.tag,
+                                                   heap=args.heap, big_heap=args.big_heap))
                     per_cfg.setdefault(name, {}).update(res)
                     secs[name] = secs.get(name, 0) + time.monotonic() - t0
-                part = compare(m, c, per_cfg[c], base,
-                               per_cfg.get(c + "-off") if args.control else None)
-                _say(f"{m} {c}: {d}: {len(part['regressions'])} regression(s)")
+                    if not off:
+                        part = compare(m, c, res, base, None)
+                        _say(f"{m} {c}: {d}: {len(part['regressions'])} regression(s): "
+                             + ", ".join(e["test"] for e in part["regressions"]))
         for name, res in per_cfg.items():
             cfg = name.replace("-off", "")
             full = dict(res, **not_run) if cfg == "bare" else res
@@ -735,7 +753,7 @@ def main(argv=None) -> int:
             if args.control and c + "-off" in per_cfg:
                 comps.append(dict(compare(m, c, per_cfg[c + "-off"], per_cfg["bare"], None),
                                   off=True))
-    md = report_markdown(runs, comps)
+    md = report_markdown(runs, comps, args.heap)
     sfx = f"-{args.tag}" if args.tag else ""
     rep = os.path.join(args.work, f"mpich-report{sfx}.md")
     with open(rep, "w") as f:
