@@ -1,11 +1,11 @@
 /* pmpi_init: the MPI boundary of libbobcat: MPI_Init* checks that the MPI world is the one yod
  * planned (a mismatch means the launcher placed ranks differently than the plan and SMARTMAP's
- * idea of "my node" would be wrong) and starts the layer (pmpi_comm.c); MPI_Finalize prints the
+ * idea of "my node" would be wrong) and starts the layer (base/pmpi_comm.c, coll/, p2p/); MPI_Finalize prints the
  * statistics and stops it. Every MPI call not defined in src/pmpi goes straight to the real MPI.
  * src/pmpi is the only place that includes mpi.h. */
-#include "pmpi_comm.h"
-#include "pmpi_coll.h"
-#include "pmpi_p2p.h"
+#include "base/pmpi_comm.h"
+#include "coll/pmpi_coll.h"
+#include "p2p/p2p.h"
 
 #include <stdio.h>
 
@@ -31,7 +31,7 @@ static void layer_start(void)
     pmpi_comm_layer_init();
     if (pmpi_layer.on)
         pc_knobs_init();
-    p2p_init(); /* point-to-point (pmpi_p2p.c): collective over WORLD, on every rank */
+    p2p_init(); /* point-to-point (p2p/p2p_init.c): collective over WORLD, on every rank */
 }
 
 BOBCAT_EXPORT int MPI_Init(int *argc, char ***argv)

@@ -1,5 +1,5 @@
 /* pmpi_comm: the base of libbobcat's MPI layer, shared by the collectives (pmpi_coll*.c) and the
- * single-copy point-to-point (pmpi_p2p*.c). Everything here is internal to libbobcat-<mpi>.so.
+ * single-copy point-to-point (p2p/). Everything here is internal to libbobcat-<mpi>.so.
  *
  * Three things:
  *  1. pmpi_layer: layer-wide state fixed at MPI_Init (is the layer on, and if not why; thread
@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #include <bobcat/smartmap.h>
-#include "../util/util.h"
-#include "../coll/coll.h"
-#include "../msg/msg.h"
+#include "../../util/util.h"
+#include "../../coll/coll.h"
+#include "../../msg/msg.h"
 
 /* A blocking call into the real MPI. The progress rule (docs/mpi.md, "Progress"): while this rank
  * sits in it with receives posted, node mates' synchronous and rendezvous sends to them still
@@ -129,7 +129,7 @@ static inline void *pmpi_peer_ptr(const pmpi_comm_t *pc, int r, const void *p)
  * and the layer stops; MPI still works), in registration order. Up to 8. */
 void pmpi_at_finalize(void (*fn)(void));
 
-/* RMA windows alive in this process (pmpi_shm.c counts them). While there are any, the real MPI
+/* RMA windows alive in this process (rma/pmpi_shm.c counts them). While there are any, the real MPI
  * may owe a peer progress that only its engine makes (MPICH: a passive-target lock, the completion
  * of an access epoch), so bobcat's waits and MPI_Barrier drive it: pmpi_mpi_progress is one
  * progress pass of the real MPI (MPI_Test on a receive nothing matches). */
@@ -169,12 +169,18 @@ typedef enum {
 } pmpi_why_t;
 
 #define PMPI_STAT_ALGS 4
+#define PMPI_STAT_EXTRA 20
 typedef struct pmpi_stat {
     const char *name;                  /* "Allreduce", "Send", ... */
     const char *alg_names[PMPI_STAT_ALGS]; /* algorithm names, NULL-terminated if fewer */
     uint64_t calls[PMPI_PATH_N], bytes[PMPI_PATH_N];
     uint64_t alg[PMPI_STAT_ALGS];      /* SMARTMAP calls by algorithm */
     uint64_t why[PMPI_WHY_N];          /* real-MPI calls by reason */
+    /* Named counters of a part's own (the point-to-point engine's: eager.sent, fbox.direct ...),
+     * NULL-terminated if fewer; `refresh`, if set, fills them just before a report. */
+    const char *extra_names[PMPI_STAT_EXTRA];
+    uint64_t extra[PMPI_STAT_EXTRA];
+    void (*refresh)(struct pmpi_stat *s);
     struct pmpi_stat *next;
 } pmpi_stat_t;
 

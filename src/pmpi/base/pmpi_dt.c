@@ -1,6 +1,8 @@
 /* pmpi_dt: datatype facts, holds and packing for the whole MPI layer (see pmpi_dt.h). */
 #include "pmpi_dt.h"
 
+#include "../../util/util.h"
+
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -190,6 +192,9 @@ PMPI_DT_HIDDEN int pmpi_dt_free(MPI_Datatype *t)
     cache_next = 0;
     return PMPI_Type_free(t);
 }
+
+/* The program's own frees go through here too: the cache must forget the handle. */
+BOBCAT_EXPORT int MPI_Type_free(MPI_Datatype *t) { return pmpi_dt_free(t); }
 
 PMPI_DT_HIDDEN void pmpi_dt_release(MPI_Datatype held, MPI_Datatype user)
 {

@@ -33,14 +33,18 @@ void pmpi_stats_register(pmpi_stat_t *s)
 }
 
 /* The counters of one pmpi_stat_t as a flat run of uint64 (for the node sum). */
-#define STAT_WORDS (2 * PMPI_PATH_N + PMPI_STAT_ALGS + PMPI_WHY_N)
+#define STAT_EXTRA_AT (2 * PMPI_PATH_N + PMPI_STAT_ALGS + PMPI_WHY_N)
+#define STAT_WORDS (STAT_EXTRA_AT + PMPI_STAT_EXTRA)
 
-static void flatten(const pmpi_stat_t *s, uint64_t *w)
+static void flatten(pmpi_stat_t *s, uint64_t *w)
 {
+    if (s->refresh)
+        s->refresh(s);
     memcpy(w, s->calls, sizeof s->calls);
     memcpy(w + PMPI_PATH_N, s->bytes, sizeof s->bytes);
     memcpy(w + 2 * PMPI_PATH_N, s->alg, sizeof s->alg);
     memcpy(w + 2 * PMPI_PATH_N + PMPI_STAT_ALGS, s->why, sizeof s->why);
+    memcpy(w + STAT_EXTRA_AT, s->extra, sizeof s->extra);
 }
 
 static void print_block(const char *who, const uint64_t *all, int ranks)
@@ -62,21 +66,30 @@ static void print_block(const char *who, const uint64_t *all, int ranks)
     for (const pmpi_stat_t *s = stats_head; s; s = s->next, i++) {
         const uint64_t *w = all + (size_t)i * STAT_WORDS, *calls = w, *bytes = w + PMPI_PATH_N,
                        *alg = w + 2 * PMPI_PATH_N, *why = w + 2 * PMPI_PATH_N + PMPI_STAT_ALGS;
-        uint64_t total = calls[0] + calls[1] + calls[2];
-        if (!total)
+        const uint64_t *extra = w + STAT_EXTRA_AT;
+        uint64_t total = calls[0] + calls[1] + calls[2], extras = 0;
+        for (int x = 0; x < PMPI_STAT_EXTRA && s->extra_names[x]; x++)
+            extras |= extra[x];
+        if (!total && !extras)
             continue;
-        len += (size_t)snprintf(out + len, cap - len, "bobcat: stats %s: %s calls=%llu", who, s->name,
-                                (unsigned long long)total);
-        for (int p = 0; p < PMPI_PATH_N; p++)
-            len += (size_t)snprintf(out + len, cap - len, " %s=%llu", path_names[p], (unsigned long long)calls[p]);
-        for (int p = 0; p < PMPI_PATH_N; p++)
-            len += (size_t)snprintf(out + len, cap - len, " bytes.%s=%llu", path_names[p], (unsigned long long)bytes[p]);
+        len += (size_t)snprintf(out + len, cap - len, "bobcat: stats %s: %s", who, s->name);
+        if (total) {
+            len += (size_t)snprintf(out + len, cap - len, " calls=%llu", (unsigned long long)total);
+            for (int p = 0; p < PMPI_PATH_N; p++)
+                len += (size_t)snprintf(out + len, cap - len, " %s=%llu", path_names[p], (unsigned long long)calls[p]);
+            for (int p = 0; p < PMPI_PATH_N; p++)
+                len += (size_t)snprintf(out + len, cap - len, " bytes.%s=%llu", path_names[p],
+                                        (unsigned long long)bytes[p]);
+        }
         for (int a = 0; a < PMPI_STAT_ALGS && s->alg_names[a]; a++)
             if (alg[a])
                 len += (size_t)snprintf(out + len, cap - len, " alg.%s=%llu", s->alg_names[a], (unsigned long long)alg[a]);
         for (int y = 1; y < PMPI_WHY_N; y++)
             if (why[y])
                 len += (size_t)snprintf(out + len, cap - len, " why.%s=%llu", pmpi_why_names[y], (unsigned long long)why[y]);
+        for (int x = 0; x < PMPI_STAT_EXTRA && s->extra_names[x]; x++)
+            if (extra[x])
+                len += (size_t)snprintf(out + len, cap - len, " %s=%llu", s->extra_names[x], (unsigned long long)extra[x]);
         len += (size_t)snprintf(out + len, cap - len, "\n");
         if (len + 512 > cap)
             break;
@@ -101,7 +114,7 @@ void pmpi_stats_report(void)
     if (!mine || !sum)
         goto out;
     int i = 0;
-    for (const pmpi_stat_t *s = stats_head; s; s = s->next, i++)
+    for (pmpi_stat_t *s = stats_head; s; s = s->next, i++)
         flatten(s, mine + (size_t)i * STAT_WORDS);
     char who[64];
     if (!strcmp(L->opt->STATS, "node")) {
@@ -133,13 +146,18 @@ out:
 }
 
 /* One of this rank's counters by name, for programs that check which path ran (bobcat's tests):
- * key "calls", "inplace", "staged", "mpi", "alg.<name>" or "why.<reason>"; -1 if no such counter
- * or key. Counted only while BOBCAT_STATS is on (0 otherwise). */
+ * key "calls", "inplace", "staged", "mpi", "alg.<name>", "why.<reason>" or a part's own counter
+ * ("fbox.direct"); -1 if no such counter or key. Counted only while BOBCAT_STATS is on (0 otherwise). */
 BOBCAT_EXPORT long long bobcat_mpi_stat(const char *call, const char *key)
 {
-    for (const pmpi_stat_t *s = stats_head; s; s = s->next) {
+    for (pmpi_stat_t *s = stats_head; s; s = s->next) {
         if (strcmp(s->name, call))
             continue;
+        if (s->refresh)
+            s->refresh(s);
+        for (int x = 0; x < PMPI_STAT_EXTRA && s->extra_names[x]; x++)
+            if (!strcmp(key, s->extra_names[x]))
+                return (long long)s->extra[x];
         if (!strcmp(key, "calls"))
             return (long long)(s->calls[0] + s->calls[1] + s->calls[2]);
         for (int p = 0; p < PMPI_PATH_N; p++)

@@ -4,7 +4,7 @@
 #ifndef BOBCAT_PMPI_COLL_H
 #define BOBCAT_PMPI_COLL_H
 
-#include "pmpi_comm.h"
+#include "../base/pmpi_comm.h"
 
 #include <string.h>
 

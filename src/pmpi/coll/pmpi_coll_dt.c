@@ -3,7 +3,7 @@
  * for) runs through PMPI_Reduce_local, which calls the user's function with the user's datatype —
  * the one MPI call that applies an op, so bobcat never needs the function pointer. */
 #include "pmpi_coll.h"
-#include "pmpi_dt.h"
+#include "../base/pmpi_dt.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,8 +5,8 @@
  * offset (contiguous, as MPI's default asks); every rank addresses it through the first rank's
  * window; and a real window (PMPI_Win_create over each rank's part) makes RMA calls work on it.
  * MPI_Win_shared_query answers from our table; MPI_Win_free releases the region. */
-#include "pmpi_comm.h"
-#include "pmpi_p2p.h"
+#include "../base/pmpi_comm.h"
+#include "../p2p/p2p.h"
 
 #include <stdlib.h>
 #include <string.h>

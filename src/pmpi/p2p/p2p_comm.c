@@ -1,0 +1,137 @@
+/* p2p_comm: which communicators bobcat's point-to-point serves, and their matching context; the
+ * layer's settings fixed at MPI_Init (p2p_set).
+ *
+ * A communicator is registered when it is made, collectively: every member computes which members
+ * share its node, and one PMPI_Allreduce agrees on the context (the largest "next context" of any
+ * member, so no member already uses it) and on eligibility (every member has the engine running).
+ * A communicator nobody registered (an intercommunicator, one made by MPI_Comm_idup or by a
+ * constructor this file does not intercept, or any under MPI_THREAD_MULTIPLE) goes to the real MPI
+ * whole, for every member alike. */
+#include "p2p.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <bobcat/smartmap.h>
+
+#define NBUCKETS 256
+
+static p2p_comm_t *buckets[NBUCKETS];
+P2P_HIDDEN p2p_comm_t *p2p_comm_last; /* one-entry cache: most programs talk on one communicator */
+static int next_ctx = 2;      /* 0: WORLD, 1: SELF */
+P2P_HIDDEN p2p_settings_t p2p_set;
+
+static inline unsigned hash(MPI_Comm c)
+{
+    uintptr_t k = (uintptr_t)c;
+    return (unsigned)((k >> 4) ^ (k >> 12) ^ k) % NBUCKETS;
+}
+
+P2P_HIDDEN p2p_comm_t *p2p_comm_find(MPI_Comm comm)
+{
+    for (p2p_comm_t *c = buckets[hash(comm)]; c; c = c->next)
+        if (c->comm == comm)
+            return p2p_comm_last = c;
+    return NULL;
+}
+
+/* Take comm's entry out of the table (NULL if it has none). */
+P2P_HIDDEN p2p_comm_t *p2p_comm_unhash(MPI_Comm comm)
+{
+    p2p_comm_t **pp = &buckets[hash(comm)];
+    for (; *pp; pp = &(*pp)->next)
+        if ((*pp)->comm == comm) {
+            p2p_comm_t *c = *pp;
+            *pp = c->next;
+            c->next = NULL;
+            if (p2p_comm_last == c)
+                p2p_comm_last = NULL;
+            return c;
+        }
+    return NULL;
+}
+
+P2P_HIDDEN void p2p_comm_entry_free(p2p_comm_t *c)
+{
+    free(c->local);
+    free(c);
+}
+
+/* The last request using a communicator the user freed let go of it. */
+P2P_HIDDEN void p2p_comm_free_deferred(p2p_comm_t *c)
+{
+    MPI_Comm comm = c->comm;
+    p2p_comm_entry_free(p2p_comm_unhash(comm));
+    PMPI_Comm_free(&comm);
+}
+
+/* Collective over `comm` (all members call it): register it or agree not to. fixed_ctx >= 0 for
+ * WORLD (whose context every member knows). */
+P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
+{
+    if (comm == MPI_COMM_NULL || p2p_set.nobody)
+        return; /* nobody: the layer is off everywhere, no need to agree (and no collective) */
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        return; /* intercommunicators: the real MPI, whole (every member sees inter == 1) */
+    int size, rank;
+    PMPI_Comm_size(comm, &size);
+    PMPI_Comm_rank(comm, &rank);
+    int *local = malloc(sizeof(int) * (size_t)size);
+    int *world = malloc(sizeof(int) * (size_t)size);
+    int *idx = malloc(sizeof(int) * (size_t)size);
+    int ok = p2p_set.engine && local && world && idx;
+    int mixed = 0;
+    if (ok) {
+        MPI_Group g, wg;
+        PMPI_Comm_group(comm, &g);
+        PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+        for (int i = 0; i < size; i++)
+            idx[i] = i;
+        PMPI_Group_translate_ranks(g, size, idx, wg, world);
+        PMPI_Group_free(&g);
+        PMPI_Group_free(&wg);
+        for (int i = 0; i < size; i++) {
+            local[i] = world[i] == MPI_UNDEFINED ? -1 : smap_pe_is_local(world[i]);
+            if (local[i] < 0)
+                mixed = 1;
+        }
+    }
+    free(world);
+    free(idx);
+    /* [0] = the context, [1] = 1 if some member cannot take part. */
+    int mine[2] = {fixed_ctx >= 0 ? fixed_ctx : next_ctx, !ok}, agreed[2] = {0, 1};
+    if (PMPI_AWAY(PMPI_Allreduce(mine, agreed, 2, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS)
+        agreed[1] = 1;
+    if (agreed[1]) {
+        free(local);
+        return;
+    }
+    if (fixed_ctx < 0)
+        next_ctx = agreed[0] + 1;
+    p2p_comm_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        /* The others registered it: we cannot drop out alone. Corruption-class failure. */
+        PMPI_Abort(MPI_COMM_WORLD, 70);
+        return;
+    }
+    c->comm = comm;
+    c->ctx = agreed[0];
+    c->rank = rank;
+    c->size = size;
+    c->mixed = mixed;
+    c->local = local;
+    unsigned h = hash(comm);
+    c->next = buckets[h];
+    buckets[h] = c;
+}
+
+P2P_HIDDEN void p2p_comm_reset(void)
+{
+    for (int h = 0; h < NBUCKETS; h++)
+        while (buckets[h])
+            p2p_comm_entry_free(p2p_comm_unhash(buckets[h]->comm));
+    p2p_comm_last = NULL;
+}
+

@@ -1,0 +1,256 @@
+/* p2p_req: bobcat's request objects — the pool (in the segment: receivers store into their
+ * tickets), the handles that tell them from the real MPI's, statuses, the datatypes and
+ * communicators requests hold, and the two lists progress walks (orphans, the off-node queue). */
+#include "p2p.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REQ_MAGIC 0xB0BCA7B0BCA7B0BCull /* non-canonical: never an Open MPI object's class pointer */
+#define CHUNK 4096
+#define MAXCHUNKS 256                 /* 1 Mi live requests: the 20 index bits of MPICH handles */
+#define MPICH_TAG 0x0BC00000
+
+static p2p_req_t *chunks[MAXCHUNKS];
+static int nchunks;
+static int hwm; /* 1 + the highest index ever handed out: p2p_req_pin_comm scans below it */
+static p2p_req_t *freelist;
+P2P_HIDDEN p2p_req_t *p2p_orphans; /* freed by the user while active, or internal (Bsend): reaped by progress */
+P2P_HIDDEN p2p_req_t *p2p_offq_head;
+static p2p_req_t *p2p_offq_tail;
+
+P2P_HIDDEN p2p_req_t *p2p_req_new(void)
+{
+    if (!freelist) {
+        if (nchunks == MAXCHUNKS)
+            return NULL;
+        /* Requests must sit in the segment: receivers store into their `done` words. */
+        p2p_req_t *c = bobcat_msg_alloc_shared(sizeof(p2p_req_t) * CHUNK);
+        if (!c)
+            return NULL;
+        for (int i = CHUNK - 1; i >= 0; i--) {
+            c[i].idx = nchunks * CHUNK + i;
+            c[i].fnext = freelist;
+            freelist = &c[i];
+        }
+        chunks[nchunks++] = c;
+    }
+    p2p_req_t *r = freelist;
+    freelist = r->fnext;
+    if (r->idx >= hwm)
+        hwm = r->idx + 1;
+    /* Field by field, not memset: a receive window allocates one request per message, and clearing
+     * the whole ~300-byte request (a `rep stos`) was a tenth of a message-rate receiver's time. The
+     * engine part is set by bobcat_msg_send/recv/mrecv; only the words read before that are here. */
+    r->magic = REQ_MAGIC;
+    r->m.kind = 0;
+    r->m.complete = 0;
+    r->m.posted = 0;
+    r->m.waits_done = 0;
+    r->m.cancelled = 0;
+    r->m.truncated = 0;
+    r->m.ticket = NULL;
+    r->kind = 0;
+    r->persistent = 0;
+    r->active = 1;
+    r->freed = 0;
+    r->mode = 0;
+    r->buf = NULL;
+    r->count = 0;
+    r->type = (MPI_Datatype)0;
+    r->type_owned = 0;
+    r->peer = 0;
+    r->tag = 0;
+    r->comm = (MPI_Comm)0;
+    r->c = NULL;
+    r->pack = NULL;
+    r->real = MPI_REQUEST_NULL;
+    r->inner = MPI_REQUEST_NULL;
+    r->switched = 0;
+    r->polls = 0;
+    r->done_err = 0;
+    r->st_src = r->st_tag = r->st_err = r->st_cancelled = 0;
+    r->st_bytes = 0;
+    r->st_valid = 0;
+    r->onext = r->oprev = NULL;
+    r->fnext = NULL;
+    r->permanent = 0;
+    return r;
+}
+
+P2P_HIDDEN p2p_req_t *p2p_req_done(void)
+{
+    static p2p_req_t *done;
+    if (!done) {
+        done = p2p_req_new();
+        if (!done) {
+            fprintf(stderr, "bobcat: out of memory for the first request\n");
+            abort();
+        }
+        done->kind = P2P_K_NULL;
+        done->mode = 0; /* a send: the status says MPI_ANY_SOURCE / MPI_ANY_TAG, 0 bytes */
+        done->comm = MPI_COMM_NULL;
+        done->permanent = 1;
+    }
+    return done;
+}
+
+P2P_HIDDEN int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt)
+{
+    if (r->type_owned)
+        return MPI_SUCCESS;
+    r->type = pmpi_dt_hold(dt);
+    if (r->type == MPI_DATATYPE_NULL) {
+        r->type = dt;
+        return MPI_ERR_TYPE;
+    }
+    r->type_owned = r->type != dt;
+    return MPI_SUCCESS;
+}
+
+P2P_HIDDEN int p2p_req_pin_comm(p2p_comm_t *c)
+{
+    for (int i = 0; i < hwm; i++) {
+        p2p_req_t *r = &chunks[i / CHUNK][i % CHUNK];
+        if (r->magic == REQ_MAGIC && !r->permanent && !r->c && r->comm == c->comm) {
+            r->c = c;
+            c->refs++;
+        }
+    }
+    return c->refs;
+}
+
+P2P_HIDDEN void p2p_req_release(p2p_req_t *r)
+{
+    if (r->permanent)
+        return;
+    if (r->pack) {
+        free(r->pack);
+        r->pack = NULL;
+    }
+    if (__builtin_expect(r->type_owned, 0)) {
+        pmpi_dt_free(&r->type);
+        r->type_owned = 0;
+    }
+    if (r->c) {
+        p2p_comm_unref(r->c);
+        r->c = NULL;
+    }
+    r->magic = 0;
+    r->fnext = freelist;
+    freelist = r;
+}
+
+#if defined(OPEN_MPI)
+P2P_HIDDEN p2p_req_t *p2p_req_of(MPI_Request h)
+{
+    if (h == MPI_REQUEST_NULL || h == NULL)
+        return NULL;
+    p2p_req_t *r = (p2p_req_t *)(void *)h;
+    return r->magic == REQ_MAGIC ? r : NULL;
+}
+P2P_HIDDEN MPI_Request p2p_handle_of(p2p_req_t *r) { return (MPI_Request)(void *)r; }
+P2P_HIDDEN p2p_req_t *p2p_msg_of(MPI_Message h)
+{
+    if (h == MPI_MESSAGE_NULL || h == MPI_MESSAGE_NO_PROC || h == NULL)
+        return NULL;
+    p2p_req_t *r = (p2p_req_t *)(void *)h;
+    return r->magic == REQ_MAGIC ? r : NULL;
+}
+P2P_HIDDEN MPI_Message p2p_msghandle_of(p2p_req_t *m) { return (MPI_Message)(void *)m; }
+#else
+/* The live slot a bobcat handle with this tag names (index in bits 0-19), or NULL. */
+static p2p_req_t *slot_of(unsigned h, unsigned tag)
+{
+    if ((h & 0xFFF00000u) != tag)
+        return NULL;
+    unsigned i = h & 0xFFFFFu;
+    if ((int)(i / CHUNK) >= nchunks)
+        return NULL;
+    p2p_req_t *r = &chunks[i / CHUNK][i % CHUNK];
+    return r->magic == REQ_MAGIC ? r : NULL;
+}
+P2P_HIDDEN p2p_req_t *p2p_req_of(MPI_Request h) { return slot_of((unsigned)h, MPICH_TAG); }
+P2P_HIDDEN MPI_Request p2p_handle_of(p2p_req_t *r) { return (MPI_Request)(MPICH_TAG | r->idx); }
+/* Messages: 0x0BD in bits 20-31, also HANDLE_KIND_INVALID to MPICH. */
+#define MPICH_MSG_TAG 0x0BD00000
+P2P_HIDDEN p2p_req_t *p2p_msg_of(MPI_Message h) { return slot_of((unsigned)h, MPICH_MSG_TAG); }
+P2P_HIDDEN MPI_Message p2p_msghandle_of(p2p_req_t *m) { return (MPI_Message)(MPICH_MSG_TAG | m->idx); }
+#endif
+
+/* MPI_Status internals: both MPIs keep the byte count and the cancelled flag in hidden fields
+ * that MPI_Get_count / MPI_Get_elements / MPI_Test_cancelled read. */
+P2P_HIDDEN void p2p_status_set(MPI_Status *st, int src, int tag, MPI_Count bytes, int cancelled)
+{
+    if (st == MPI_STATUS_IGNORE)
+        return;
+    st->MPI_SOURCE = src;
+    st->MPI_TAG = tag;
+#if defined(OPEN_MPI)
+    st->_ucount = (size_t)bytes;
+    st->_cancelled = cancelled;
+#elif defined(MPICH)
+    st->count_lo = (int)(bytes & 0xffffffff);
+    st->count_hi_and_cancelled = (int)(((uint64_t)bytes >> 32) << 1) | (cancelled ? 1 : 0);
+#else
+    PMPI_Status_set_elements_x(st, MPI_BYTE, bytes);
+    PMPI_Status_set_cancelled(st, cancelled);
+#endif
+}
+
+P2P_HIDDEN void p2p_status_empty(MPI_Status *st)
+{
+    if (st == MPI_STATUS_IGNORE)
+        return;
+    p2p_status_set(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, 0);
+    st->MPI_ERROR = MPI_SUCCESS;
+}
+
+P2P_HIDDEN void p2p_orphan(p2p_req_t *r)
+{
+    r->freed = 1;
+    r->fnext = p2p_orphans;
+    p2p_orphans = r;
+}
+
+
+/* ---- the off-node queue (see p2p_progress.c) ---- */
+
+P2P_HIDDEN void p2p_offq_add(p2p_req_t *r)
+{
+    r->onext = NULL;
+    r->oprev = p2p_offq_tail;
+    if (p2p_offq_tail)
+        p2p_offq_tail->onext = r;
+    else
+        p2p_offq_head = r;
+    p2p_offq_tail = r;
+}
+
+static int in_offq(p2p_req_t *r) { return r->oprev || r->onext || p2p_offq_head == r; }
+
+P2P_HIDDEN void p2p_offq_remove(p2p_req_t *r)
+{
+    if (!in_offq(r))
+        return;
+    if (r->oprev)
+        r->oprev->onext = r->onext;
+    else
+        p2p_offq_head = r->onext;
+    if (r->onext)
+        r->onext->oprev = r->oprev;
+    else
+        p2p_offq_tail = r->oprev;
+    r->onext = r->oprev = NULL;
+}
+
+P2P_HIDDEN int p2p_offq_has_comm(MPI_Comm comm)
+{
+    for (p2p_req_t *q = p2p_offq_head; q; q = q->onext)
+        if (q->comm == comm)
+            return 1;
+    return 0;
+}
+
