@@ -313,7 +313,9 @@ def classify(rc: int | None, output: str, timed_out: bool, result_test: str | No
 def tail(output: str, n: int = 30) -> str:
     """The last n lines, after the first lines that say what went wrong (an assertion, a
     libbobcat message, the test's own error lines): a crash's backtrace would push them out."""
-    lines = output.rstrip().splitlines()
+    # BOBCAT_STATS's per-call counts would fill the tail; its layer= line stays.
+    lines = [ln for ln in output.rstrip().splitlines()
+             if not ln.startswith("bobcat: stats ") or "layer=" in ln]
     if len(lines) <= n:
         return "\n".join(lines)
     first = [ln for ln in lines[:-n] if not _BORING.search(ln)][:8]
@@ -321,6 +323,7 @@ def tail(output: str, n: int = 30) -> str:
 
 
 HEAP_EXHAUSTED = "heap segment exhausted"
+_LAYER = re.compile(r"^bobcat: stats rank \d+ node \d+: layer=(\S+)", re.M)
 _BORING = re.compile(r"^\[[\w.-]+:\d+\] \[ ?\d+\]|unknown setting|heap on 4 KiB pages|^-+$|"
                      r"^\s*$")
 
@@ -483,6 +486,10 @@ def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], l
     env.pop("BOBCAT_MPI", None)
     if off:
         env["BOBCAT_MPI"] = "off"
+    if cfg != "bare":
+        # Each rank then says at MPI_Finalize whether the MPI layer was on: a test that passes
+        # with it off or unused (a thread level it leaves to the real MPI) did not test it.
+        env["BOBCAT_STATS"] = "1"
     results = {}
     try:
         for e in entries:
@@ -516,7 +523,9 @@ def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], l
                 _say(f"{name}: {e['id']}: {HEAP_EXHAUSTED} at --heap {h}; again at {big_heap}")
             if outcome != PASS and HEAP_EXHAUSTED in output:
                 why = f"{why}; {HEAP_EXHAUSTED} (yod --heap {h})"
+            layer = ",".join(sorted(set(_LAYER.findall(output)))) if cfg != "bare" else ""
             results[e["id"]] = {"outcome": outcome, "why": why, "rc": rc, "heap": h,
+                                "layer": layer,
                                 "seconds": round(secs, 1), "cmd": " ".join(cmd),
                                 "env": e["env"], "out": out_path, "tail": tail(output)}
             if outcome != PASS:
@@ -601,6 +610,15 @@ def report_markdown(runs: list[dict], comps: list[dict], heap: str = "1G") -> st
             lines += ["", f"{r['name']}: exhausted `--heap {heap}`, run again with a bigger heap: "
                       + ", ".join(f"`{t}` ({r['results'][t]['heap']}: "
                                   f"{r['results'][t]['outcome']})" for t in big)]
+    for r in runs:
+        if r["config"] != "bare" and not r["off"]:
+            nolayer = sorted(t for t, x in r["results"].items()
+                             if x["outcome"] == PASS and x.get("layer", "on") != "on")
+            if nolayer:
+                lines += ["", f"{r['name']}: passed, but libbobcat's MPI layer was not on in every "
+                          "rank (BOBCAT_STATS layer=), so these did not test it: "
+                          + ", ".join(f"`{t}` ({r['results'][t]['layer'] or 'no stats'})"
+                                      for t in nolayer)]
     for c in comps:
         regs = c["regressions"]
         off = " (BOBCAT_MPI=off)" if c.get("off") else ""

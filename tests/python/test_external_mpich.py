@@ -118,3 +118,17 @@ def test_compare():
     assert c["regressions"][1]["blame"].startswith("libbobcat without")
     assert c["baseline_failures_subtracted"] == ["b"] and c["pass_only_under_yod"] == ["c"]
     assert "control" not in xm.compare("mpich", "yod", run, base, None)["regressions"][0]
+
+
+def test_tail_keeps_the_cause_and_the_layer_line():
+    out = "\n".join(["bobcat: rank 0: heap segment exhausted: ...", "x: Assertion `a' failed."]
+                    + [f"[vm:1] [ {i}] /lib/libc.so.6(+0x1)" for i in range(40)]
+                    + ["bobcat: stats rank 0 node 0: layer=on thread=single",
+                       "bobcat: stats rank 0 node 0: p2p send calls=1 inplace=1",
+                       "yod: rank 0 (x) was killed by signal 6 (SIGABRT)"])
+    t = xm.tail(out, 5).splitlines()
+    assert t[:3] == ["bobcat: rank 0: heap segment exhausted: ...", "x: Assertion `a' failed.",
+                     "[...]"]
+    assert t[-2:] == ["bobcat: stats rank 0 node 0: layer=on thread=single",
+                      "yod: rank 0 (x) was killed by signal 6 (SIGABRT)"]
+    assert xm._LAYER.findall(out) == ["on"]
