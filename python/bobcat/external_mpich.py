@@ -427,6 +427,15 @@ def _fits(heap: str, np_: int) -> bool:
     return np_ * _bytes(heap) <= avail // 2
 
 
+def stage_stamp() -> str:
+    """When the libbobcat under test was built (the newest lib/libbobcat*.so): the stage may be
+    rebuilt while a long run goes on, and a regression list should say which build it is about."""
+    libs = glob.glob(os.path.join(paths.home_dir(), "lib", "libbobcat*.so"))
+    if not libs:
+        return "?"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(max(os.path.getmtime(x) for x in libs)))
+
+
 def _session(sid: int) -> list[int]:
     """The processes of one session. mpirun puts each rank in a process group of its own, so
     killing the launcher's group would leave the ranks of a job it gave up on behind."""
@@ -525,7 +534,7 @@ def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], l
                 why = f"{why}; {HEAP_EXHAUSTED} (yod --heap {h})"
             layer = ",".join(sorted(set(_LAYER.findall(output)))) if cfg != "bare" else ""
             results[e["id"]] = {"outcome": outcome, "why": why, "rc": rc, "heap": h,
-                                "layer": layer,
+                                "layer": layer, "stage": stage_stamp() if cfg != "bare" else "",
                                 "seconds": round(secs, 1), "cmd": " ".join(cmd),
                                 "env": e["env"], "out": out_path, "tail": tail(output)}
             if outcome != PASS:
@@ -592,9 +601,11 @@ def _counts(res: dict) -> str:
 
 def report_markdown(runs: list[dict], comps: list[dict], heap: str = "1G") -> str:
     lines = [f"# External conformance: MPICH {MPICH_VERSION} test/mpi, bare vs yod", "",
-             "| run | tests by outcome | seconds |", "|---|---|---|"]
+             "| run | tests by outcome | seconds | libbobcat built (UTC) |", "|---|---|---|---|"]
     for r in runs:
-        lines.append(f"| {r['name']} | {_counts(r['results'])} | {r['seconds']} |")
+        built = sorted({x.get("stage") for x in r["results"].values() if x.get("stage")})
+        lines.append(f"| {r['name']} | {_counts(r['results'])} | {r['seconds']} | "
+                     f"{', '.join(built)} |")
     for r in runs:
         if r["config"] == "bare":
             by_why: dict[str, list[str]] = {}
