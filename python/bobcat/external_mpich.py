@@ -177,7 +177,8 @@ def fetch(work: str) -> str:
             _apt_source(dl)
             found = glob.glob(os.path.join(dl, f"mpich_{MPICH_VERSION}.orig.tar.*"))
             if not found:
-                raise Unavailable(f"apt-get source left no mpich_{MPICH_VERSION}.orig.tar.* in {dl}")
+                raise Unavailable(f"apt-get source left no mpich_{MPICH_VERSION}.orig.tar.* "
+                                  f"in {dl}")
         tarball = found[0]
     dest = os.path.join(work, f"mpich-{MPICH_VERSION}-testsuite")
     stamp = os.path.join(dest, ".bobcat-extracted")
@@ -208,7 +209,7 @@ def fetch(work: str) -> str:
 # ---- testlists ----------------------------------------------------------------------------------
 
 def parse_testlist(text: str, directory: str = "", listname: str = "testlist") -> list[dict]:
-    """The entries of one configured testlist, as runtests reads them: `program [np [key=value...]]`,
+    """The entries of one configured testlist, as runtests reads them: `prog [np [key=value...]]`,
     `#` comments, `!dir:target` build hooks ignored; tokens without `=` are ignored as runtests
     does. Each entry gets an `id` unique in the directory: `dir/program np [args] [env]`."""
     out, seen = [], {}
@@ -459,10 +460,13 @@ def _kill_session(sid: int, sig: int) -> None:
 
 
 def _run_one(cmd: list[str], cwd: str, env: dict, timeout: int, out_path: str
-             ) -> tuple[int | None, bool, str, float]:
+             ) -> tuple[int | None, bool, str, str, float]:
+    """Run one job; (exit status, timed out, stdout, stderr, seconds). The two streams go to
+    separate files (<out_path> and its .err): ranks and launchers write them concurrently, and one
+    rank's stderr line landed inside another's " No Errors" line when they shared a file."""
     t0 = time.monotonic()
-    with open(out_path, "w") as f:
-        p = subprocess.Popen(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=env,
+    with open(out_path, "w") as f, open(out_path[:-4] + ".err", "w") as ferr:
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=f, stderr=ferr, env=env,
                              stdin=subprocess.DEVNULL, start_new_session=True)
         timed_out, rc = False, None
         try:
@@ -476,8 +480,8 @@ def _run_one(cmd: list[str], cwd: str, env: dict, timeout: int, out_path: str
             # Whatever is left in the launcher's session goes, also when the harness is stopped.
             _kill_session(p.pid, signal.SIGKILL)
             p.wait()
-    output = open(out_path, errors="replace").read()
-    return rc, timed_out, output, time.monotonic() - t0
+    return (rc, timed_out, open(out_path, errors="replace").read(),
+            open(out_path[:-4] + ".err", errors="replace").read(), time.monotonic() - t0)
 
 
 def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], lock: Lock,
@@ -517,8 +521,9 @@ def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], l
             prog = [os.path.join(bdir, e["dir"], e["name"]), *e["args"]]
             for h in [heap] + ([big_heap] if big_heap and cfg != "bare" else []):
                 cmd = command(mpi, cfg, e["np"], prog, tlimit, h)
-                rc, timed_out, output, secs = _run_one(cmd, os.path.join(bdir, e["dir"]), tenv,
-                                                       tlimit + 30, out_path)
+                rc, timed_out, out, err, secs = _run_one(cmd, os.path.join(bdir, e["dir"]),
+                                                         tenv, tlimit + 30, out_path)
+                output = out.rstrip("\n") + "\n" + err if out.strip() else err
                 if cfg != "bare" and rc == 124:
                     timed_out = True  # yod's -tlimit ended the job
                 outcome, why = classify(rc, output, timed_out, e["resultTest"])
