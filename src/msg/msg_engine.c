@@ -19,6 +19,8 @@ BOBCAT_MSG_API void (*bobcat_msg_idle_hook)(void);
 
 static struct {
     int active;
+    int away;              /* the owner is away (bobcat_msg_away_begin), in its own view: read on every
+                              entry, so it sits in the first line with the fields every call reads */
     size_t eager;          /* payload bytes per node */
     size_t node_size;
     unsigned grow;         /* nodes per pool chunk */
@@ -33,7 +35,6 @@ static struct {
     msg_unexp_t *unexp_head, *unexp_tail;
     msg_unexp_t *unexp_free;
     unsigned unexp_nfree;  /* entries on unexp_free (the helper takes only from a reserve) */
-    int away;              /* the owner is away (bobcat_msg_away_begin); its own view */
     /* fast boxes (msg.h): what this rank sends to each local peer, and receives from each */
     size_t split_min;      /* rendezvous from this size split the copy with the sender; 0: never */
     unsigned cells;        /* cells per box (power of two), 0: none */
