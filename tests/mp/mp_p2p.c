@@ -383,6 +383,14 @@ static void t_proc_null(void)
     CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL, "PROC_NULL requests not freed");
     MPI_Sendrecv(&x, 1, MPI_INT, MPI_PROC_NULL, 1, &x, 1, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD, &st);
     CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "Sendrecv(PROC_NULL)");
+    /* MPI_Request_get_status of MPI_REQUEST_NULL: flag true, an empty status, MPI_ERROR included
+     * (MPICH's test suite, rqstatus, caught garbage left there) */
+    int flag = 0;
+    st.MPI_SOURCE = st.MPI_TAG = st.MPI_ERROR = 12345;
+    MPI_Request_get_status(MPI_REQUEST_NULL, &flag, &st);
+    CHECK(flag && st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG && st.MPI_ERROR == MPI_SUCCESS,
+          "Request_get_status(MPI_REQUEST_NULL): flag %d source %d tag %d error %d", flag, st.MPI_SOURCE, st.MPI_TAG,
+          st.MPI_ERROR);
 }
 
 /* Waitany / Waitsome / Testany / Testsome over bobcat's requests and the real MPI's (a
