@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <bobcat/status.h>
 
-#define BOBCAT_MSG_API __attribute__((visibility("default")))
+#include "../util/util.h" /* BOBCAT_LAYER_API: the MPI layer, a separate library, calls these */
 
 #define MSG_ANY (-1)      /* wildcard source / tag */
 #define MSG_LINE 64
@@ -230,66 +230,66 @@ typedef struct {
 
 /* Set up this rank's inbox (in the segment). eager: payload bytes per node; nodes: the pool's
  * initial size. Returns the inbox address (this rank's own address) for the peers. */
-BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p);
+BOBCAT_LAYER_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p);
 /* Cells per fast box (rounded down to a power of two; 0: no fast boxes) and bytes of its data
  * ring (rounded down to lines; 0: only messages that fit a cell). Before any send. */
-BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells, size_t ring);
+BOBCAT_LAYER_API void bobcat_msg_set_fastbox(unsigned cells, size_t ring);
 /* Rendezvous of at least this many bytes split the copy between receiver and sender (0: never). */
-BOBCAT_MSG_API void bobcat_msg_set_split(size_t min_bytes);
+BOBCAT_LAYER_API void bobcat_msg_set_split(size_t min_bytes);
 /* Tell the engine where local rank `local` has its inbox (that rank's own address). */
-BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox); /* 0 if its window is missing */
-BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void);
-BOBCAT_MSG_API int bobcat_msg_active(void);
+BOBCAT_LAYER_API int bobcat_msg_set_peer(int local, void *inbox); /* 0 if its window is missing */
+BOBCAT_LAYER_API size_t bobcat_msg_eager_limit(void);
+BOBCAT_LAYER_API int bobcat_msg_active(void);
 
 /* Start a send of `len` bytes at buf to local rank `dest_local` (matching key ctx/src/tag).
  * sync: complete only once matched. req is private (a stack request will do). */
-BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
+BOBCAT_LAYER_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
                                     const void *buf, size_t len, int sync);
 /* A standard-mode send of len <= the eager limit, without a request: complete on return. Returns 0
  * (so that a caller's own success code can come from a tail call). */
-BOBCAT_MSG_API int bobcat_msg_send_eager(int32_t ctx, int32_t src, int32_t tag, int dest_local, const void *buf,
+BOBCAT_LAYER_API int bobcat_msg_send_eager(int32_t ctx, int32_t src, int32_t tag, int dest_local, const void *buf,
                                          size_t len);
 /* Post a receive; it completes at once if an unexpected message matches (check req->complete), else
  * it waits on the posted list for a progress pass. */
-BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap);
+BOBCAT_LAYER_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap);
 /* A blocking receive from local rank from_local (specific source; tag may be MSG_ANY) takes the
  * pair's next message straight from its fast-box cell, without a request, when nothing can come
  * before it in MPI's order (no posted receive, no unexpected arrival, nothing in the inbox) and it
  * matches and fits. Polls the cell at most `polls` times. 1: received (*tag_p, *len_p); 0: nothing
  * was taken (use bobcat_msg_recv). */
-BOBCAT_MSG_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, int from_local, void *buf, size_t cap,
+BOBCAT_LAYER_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, int from_local, void *buf, size_t cap,
                                        unsigned polls, int32_t *tag_p, uint64_t *len_p);
 /* Cancel a posted receive: 1 if cancelled, 0 if it had already matched. */
-BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req);
+BOBCAT_LAYER_API int bobcat_msg_cancel(msg_req_t *req);
 /* 1 once a send request is complete. */
-BOBCAT_MSG_API int bobcat_msg_test(msg_req_t *req);
+BOBCAT_LAYER_API int bobcat_msg_test(msg_req_t *req);
 /* A rendezvous send the receiver has not matched yet: copy the data aside and complete it now
  * (not for synchronous sends). Returns 1 if the request is complete. */
-BOBCAT_MSG_API int bobcat_msg_detach(msg_req_t *req);
+BOBCAT_LAYER_API int bobcat_msg_detach(msg_req_t *req);
 
 /* Drain the inbox. Returns how many messages arrived. */
-BOBCAT_MSG_API int bobcat_msg_progress(void);
+BOBCAT_LAYER_API int bobcat_msg_progress(void);
 /* Take arrivals only until req (a posted receive) completes: the later ones stay in the boxes and
  * the inbox for the receives about to be posted, instead of being copied aside as unexpected (a
  * blocking receive in a stream of them). */
-BOBCAT_MSG_API int bobcat_msg_progress_for(const msg_req_t *req);
+BOBCAT_LAYER_API int bobcat_msg_progress_for(const msg_req_t *req);
 
 /* Look for an unexpected message (after progress). Returns it or NULL; with `take` it is removed
  * from the unexpected list and belongs to the caller until bobcat_msg_mrecv. */
-BOBCAT_MSG_API msg_unexp_t *bobcat_msg_probe(int32_t ctx, int32_t src, int32_t tag, int take);
+BOBCAT_LAYER_API msg_unexp_t *bobcat_msg_probe(int32_t ctx, int32_t src, int32_t tag, int take);
 /* Receive a message taken by probe into req (completes at once). */
-BOBCAT_MSG_API void bobcat_msg_mrecv(msg_req_t *req, msg_unexp_t *m, void *buf, size_t cap);
+BOBCAT_LAYER_API void bobcat_msg_mrecv(msg_req_t *req, msg_unexp_t *m, void *buf, size_t cap);
 
 /* Called by waits of the layers above (coll/) each time they yield the core: the MPI layer sets
  * it to serve on-node point-to-point, so a rank waiting in an on-node collective does not stall a
  * message another rank waits for. NULL: nothing to do. */
-BOBCAT_MSG_API extern void (*bobcat_msg_idle_hook)(void);
+BOBCAT_LAYER_API extern void (*bobcat_msg_idle_hook)(void);
 
 /* Requests: zeroed, in the segment, recycled. */
-BOBCAT_MSG_API void *bobcat_msg_alloc_shared(size_t size);
+BOBCAT_LAYER_API void *bobcat_msg_alloc_shared(size_t size);
 
 /* Posted receives exist: this rank's progress matters to its peers (rendezvous, sync sends). */
-BOBCAT_MSG_API int bobcat_msg_busy(void);
+BOBCAT_LAYER_API int bobcat_msg_busy(void);
 
 /* The progress rule across calls into the real MPI. Around a blocking call that does not come
  * back to bobcat, the owner calls away_begin (returns 1 if it went away: receives are posted) and
@@ -297,15 +297,15 @@ BOBCAT_MSG_API int bobcat_msg_busy(void);
  * senders (bobcat_msg_nudge), matches arrivals to the posted receives and copies them; it never
  * sends, allocates or calls MPI. Any engine call of the owner's during the call (a callback of
  * the real MPI's into bobcat) first takes the engine back. Not for MPI_THREAD_MULTIPLE. */
-BOBCAT_MSG_API int bobcat_msg_away_begin(void);
-BOBCAT_MSG_API void bobcat_msg_away_end(int went);
+BOBCAT_LAYER_API int bobcat_msg_away_begin(void);
+BOBCAT_LAYER_API void bobcat_msg_away_end(int went);
 /* A send still waiting for its receiver: if that rank is away, wake its helper. */
-BOBCAT_MSG_API void bobcat_msg_nudge(const msg_req_t *req);
+BOBCAT_LAYER_API void bobcat_msg_nudge(const msg_req_t *req);
 /* Stop the helper thread (MPI_Finalize). */
-BOBCAT_MSG_API void bobcat_msg_away_stop(void);
+BOBCAT_LAYER_API void bobcat_msg_away_stop(void);
 /* Read the knobs (BOBCAT_P2P, P2P_EAGER, P2P_NODES, P2P_FASTBOX) and, if the layer is on, set up the inbox.
  * BOBCAT_ERR_INVAL when it is off or cannot run here (no segment). */
-BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p);
-BOBCAT_MSG_API const msg_stats_t *bobcat_msg_stats(void);
+BOBCAT_LAYER_API bobcat_status_t bobcat_msg_setup(void **inbox_p);
+BOBCAT_LAYER_API const msg_stats_t *bobcat_msg_stats(void);
 
 #endif

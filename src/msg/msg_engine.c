@@ -15,7 +15,7 @@
 #include <bobcat/smartmap.h>
 #include "../util/util.h"
 
-BOBCAT_MSG_API void (*bobcat_msg_idle_hook)(void);
+BOBCAT_LAYER_API void (*bobcat_msg_idle_hook)(void);
 
 static struct {
     int active;
@@ -146,7 +146,7 @@ static inline void inbox_push(msg_inbox_t *ib, msg_node_t *n_own)
     atomic_store_explicit(&((msg_node_t *)(uintptr_t)prev)->next, u, memory_order_release);
 }
 
-BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p)
+BOBCAT_LAYER_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, void **inbox_p)
 {
     if (E.active) {
         *inbox_p = E.inbox;
@@ -188,7 +188,7 @@ BOBCAT_MSG_API bobcat_status_t bobcat_msg_init(size_t eager, unsigned nodes, voi
     return BOBCAT_OK;
 }
 
-BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox)
+BOBCAT_LAYER_API int bobcat_msg_set_peer(int local, void *inbox)
 {
     if (local < 0 || local >= SMAP_MAX_LOCAL_RANKS || !inbox)
         return 0;
@@ -196,7 +196,7 @@ BOBCAT_MSG_API int bobcat_msg_set_peer(int local, void *inbox)
     return E.peer[local] != NULL && E.peer[local]->magic == MSG_INBOX_MAGIC;
 }
 
-BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells, size_t ring)
+BOBCAT_LAYER_API void bobcat_msg_set_fastbox(unsigned cells, size_t ring)
 {
     unsigned c = 1;
     while (c * 2 <= cells && c < (1u << 16))
@@ -207,19 +207,19 @@ BOBCAT_MSG_API void bobcat_msg_set_fastbox(unsigned cells, size_t ring)
     E.box_max = E.ring && E.eager > E.cell_data ? (E.eager < E.ring ? E.eager : E.ring) : E.cell_data;
 }
 
-BOBCAT_MSG_API void bobcat_msg_set_split(size_t min_bytes) { E.split_min = min_bytes; }
+BOBCAT_LAYER_API void bobcat_msg_set_split(size_t min_bytes) { E.split_min = min_bytes; }
 
-BOBCAT_MSG_API size_t bobcat_msg_eager_limit(void) { return E.eager; }
-BOBCAT_MSG_API int bobcat_msg_active(void) { return E.active; }
-BOBCAT_MSG_API int bobcat_msg_busy(void) { return E.away || E.posted_head != NULL; }
-BOBCAT_MSG_API const msg_stats_t *bobcat_msg_stats(void)
+BOBCAT_LAYER_API size_t bobcat_msg_eager_limit(void) { return E.eager; }
+BOBCAT_LAYER_API int bobcat_msg_active(void) { return E.active; }
+BOBCAT_LAYER_API int bobcat_msg_busy(void) { return E.away || E.posted_head != NULL; }
+BOBCAT_LAYER_API const msg_stats_t *bobcat_msg_stats(void)
 {
     /* Derived here, not counted per message: a small send's stores are its cost (msg.h, fast box). */
     E.stats.eager_sent = E.eager_nodes + E.stats.fbox_sent - E.stats.fbox_rndv;
     return &E.stats;
 }
 
-BOBCAT_MSG_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
+BOBCAT_LAYER_API bobcat_status_t bobcat_msg_setup(void **inbox_p)
 {
     util_options_t o;
     if (util_options_load(&o) != BOBCAT_OK || !o.P2P)
@@ -444,7 +444,7 @@ static int fbox_rndv(msg_req_t *req, int dest, int32_t ctx, int32_t src, int32_t
     return 1;
 }
 
-BOBCAT_MSG_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
+BOBCAT_LAYER_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, int dest_local,
                                     const void *buf, size_t len, int sync)
 {
     __typeof__(E.tx[0]) *t = &E.tx[dest_local];
@@ -527,7 +527,7 @@ static __attribute__((noinline)) int send_eager_slow(int32_t ctx, int32_t src, i
 
 /* The one-cell case inline, with no call (so no register saves: see fbox_publish); the rest (data
  * ring, inbox) through bobcat_msg_send. */
-BOBCAT_MSG_API int bobcat_msg_send_eager(int32_t ctx, int32_t src, int32_t tag, int dest_local, const void *buf,
+BOBCAT_LAYER_API int bobcat_msg_send_eager(int32_t ctx, int32_t src, int32_t tag, int dest_local, const void *buf,
                                          size_t len)
 {
     __typeof__(E.tx[0]) *t = &E.tx[dest_local];
@@ -553,7 +553,7 @@ static void take_offer(msg_req_t *req)
     E.stats.bytes_pushed += t->len - t->lo;
 }
 
-BOBCAT_MSG_API int bobcat_msg_test(msg_req_t *req)
+BOBCAT_LAYER_API int bobcat_msg_test(msg_req_t *req)
 {
     if (!req->complete && req->waits_done && atomic_load_explicit(&req->ticket->push, memory_order_acquire) == 1)
         take_offer(req);
@@ -565,7 +565,7 @@ BOBCAT_MSG_API int bobcat_msg_test(msg_req_t *req)
     return req->complete;
 }
 
-BOBCAT_MSG_API int bobcat_msg_detach(msg_req_t *req)
+BOBCAT_LAYER_API int bobcat_msg_detach(msg_req_t *req)
 {
     if (bobcat_msg_test(req) || req->sync || !req->ticket)
         return req->complete;
@@ -1059,7 +1059,7 @@ static inline void home(void)
         come_home();
 }
 
-BOBCAT_MSG_API int bobcat_msg_away_begin(void)
+BOBCAT_LAYER_API int bobcat_msg_away_begin(void)
 {
     if (!E.active || E.away || !E.posted_head)
         return 0;
@@ -1078,13 +1078,13 @@ BOBCAT_MSG_API int bobcat_msg_away_begin(void)
     return 1;
 }
 
-BOBCAT_MSG_API void bobcat_msg_away_end(int went)
+BOBCAT_LAYER_API void bobcat_msg_away_end(int went)
 {
     if (went)
         home(); /* nothing to do if a callback came home already */
 }
 
-BOBCAT_MSG_API void bobcat_msg_nudge(const msg_req_t *req)
+BOBCAT_LAYER_API void bobcat_msg_nudge(const msg_req_t *req)
 {
     if (!E.active || req->complete || !req->waits_done)
         return;
@@ -1095,7 +1095,7 @@ BOBCAT_MSG_API void bobcat_msg_nudge(const msg_req_t *req)
     futex_op(&ib->kick, FUTEX_WAKE, 1);
 }
 
-BOBCAT_MSG_API void bobcat_msg_away_stop(void)
+BOBCAT_LAYER_API void bobcat_msg_away_stop(void)
 {
     home();
     if (!A.started)
@@ -1107,7 +1107,7 @@ BOBCAT_MSG_API void bobcat_msg_away_stop(void)
     A.started = 0;
 }
 
-BOBCAT_MSG_API int bobcat_msg_progress(void)
+BOBCAT_LAYER_API int bobcat_msg_progress(void)
 {
     if (!E.active)
         return 0;
@@ -1115,7 +1115,7 @@ BOBCAT_MSG_API int bobcat_msg_progress(void)
     return progress_until(NULL);
 }
 
-BOBCAT_MSG_API int bobcat_msg_progress_for(const msg_req_t *req)
+BOBCAT_LAYER_API int bobcat_msg_progress_for(const msg_req_t *req)
 {
     if (!E.active)
         return 0;
@@ -1124,7 +1124,7 @@ BOBCAT_MSG_API int bobcat_msg_progress_for(const msg_req_t *req)
 }
 
 /* A blocking receive's short cut (msg.h): the pair's next message, straight from its cell. */
-BOBCAT_MSG_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, int from_local, void *buf, size_t cap,
+BOBCAT_LAYER_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, int from_local, void *buf, size_t cap,
                                        unsigned polls, int32_t *tag_p, uint64_t *len_p)
 {
     __typeof__(E.rx[0]) *x = &E.rx[from_local];
@@ -1171,7 +1171,7 @@ BOBCAT_MSG_API int bobcat_msg_recv_box(int32_t ctx, int32_t src, int32_t tag, in
     return 1;
 }
 
-BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap)
+BOBCAT_LAYER_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, int32_t tag, void *buf, size_t cap)
 {
     home();
     req->kind = MSG_REQ_RECV;
@@ -1208,7 +1208,7 @@ BOBCAT_MSG_API void bobcat_msg_recv(msg_req_t *req, int32_t ctx, int32_t src, in
     E.posted_tail = req;
 }
 
-BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req)
+BOBCAT_LAYER_API int bobcat_msg_cancel(msg_req_t *req)
 {
     home();
     if (req->kind != MSG_REQ_RECV || !req->posted)
@@ -1220,7 +1220,7 @@ BOBCAT_MSG_API int bobcat_msg_cancel(msg_req_t *req)
     return 1;
 }
 
-BOBCAT_MSG_API msg_unexp_t *bobcat_msg_probe(int32_t ctx, int32_t src, int32_t tag, int take)
+BOBCAT_LAYER_API msg_unexp_t *bobcat_msg_probe(int32_t ctx, int32_t src, int32_t tag, int take)
 {
     home();
     bobcat_msg_progress();
@@ -1233,7 +1233,7 @@ BOBCAT_MSG_API msg_unexp_t *bobcat_msg_probe(int32_t ctx, int32_t src, int32_t t
     return NULL;
 }
 
-BOBCAT_MSG_API void bobcat_msg_mrecv(msg_req_t *req, msg_unexp_t *m, void *buf, size_t cap)
+BOBCAT_LAYER_API void bobcat_msg_mrecv(msg_req_t *req, msg_unexp_t *m, void *buf, size_t cap)
 {
     home();
     req->kind = MSG_REQ_RECV;
@@ -1246,7 +1246,7 @@ BOBCAT_MSG_API void bobcat_msg_mrecv(msg_req_t *req, msg_unexp_t *m, void *buf, 
     unexp_put(m);
 }
 
-BOBCAT_MSG_API void *bobcat_msg_alloc_shared(size_t size)
+BOBCAT_LAYER_API void *bobcat_msg_alloc_shared(size_t size)
 {
     void *p = calloc(1, size);
     if (p && !smap_is_shared(p)) {

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <bobcat/status.h>
 
-#define BOBCAT_HIDDEN __attribute__((visibility("hidden")))
 #define BOBCAT_EXPORT __attribute__((visibility("default")))
 /* Internal calls between libbobcat.so and the per-MPI libbobcat-<mpi>.so (util_options, coll_*,
  * msg_*): exported from the shared object because the MPI layer is a separate one, but not public

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-PMPI_DT_HIDDEN pmpi_dt_info_t pmpi_dt_cache[PMPI_DT_CACHE];
-PMPI_DT_HIDDEN int pmpi_dt_cache_n;
+pmpi_dt_info_t pmpi_dt_cache[PMPI_DT_CACHE];
+int pmpi_dt_cache_n;
 static unsigned cache_next;
 
 /* ---- layout: is one element one ascending run of bytes? ---- */
@@ -153,7 +153,7 @@ static int is_run(MPI_Datatype t, int depth)
     return c.ok;
 }
 
-PMPI_DT_HIDDEN const pmpi_dt_info_t *pmpi_dt_query(MPI_Datatype t)
+const pmpi_dt_info_t *pmpi_dt_query(MPI_Datatype t)
 {
     MPI_Count size = 0, lb = 0, ext = 0, tlb = 0, text = 0;
     int ni = 0, na = 0, nd = 0, comb = MPI_COMBINER_NAMED;
@@ -176,7 +176,7 @@ PMPI_DT_HIDDEN const pmpi_dt_info_t *pmpi_dt_query(MPI_Datatype t)
 
 /* ---- lifetime ---- */
 
-PMPI_DT_HIDDEN MPI_Datatype pmpi_dt_hold(MPI_Datatype t)
+MPI_Datatype pmpi_dt_hold(MPI_Datatype t)
 {
     if (pmpi_dt_get(t)->predefined)
         return t;
@@ -186,7 +186,7 @@ PMPI_DT_HIDDEN MPI_Datatype pmpi_dt_hold(MPI_Datatype t)
     return d;
 }
 
-PMPI_DT_HIDDEN int pmpi_dt_free(MPI_Datatype *t)
+int pmpi_dt_free(MPI_Datatype *t)
 {
     pmpi_dt_cache_n = 0; /* the handle may name another type next time */
     cache_next = 0;
@@ -196,7 +196,7 @@ PMPI_DT_HIDDEN int pmpi_dt_free(MPI_Datatype *t)
 /* The program's own frees go through here too: the cache must forget the handle. */
 BOBCAT_EXPORT int MPI_Type_free(MPI_Datatype *t) { return pmpi_dt_free(t); }
 
-PMPI_DT_HIDDEN void pmpi_dt_release(MPI_Datatype held, MPI_Datatype user)
+void pmpi_dt_release(MPI_Datatype held, MPI_Datatype user)
 {
     if (held != user && held != MPI_DATATYPE_NULL)
         pmpi_dt_free(&held);
@@ -266,7 +266,7 @@ static int move_whole(void *buf, MPI_Count count, MPI_Datatype t, MPI_Count size
     return rc == MPI_SUCCESS ? 0 : -1;
 }
 
-PMPI_DT_HIDDEN MPI_Count pmpi_dt_pack(const void *buf, MPI_Count count, MPI_Datatype t, void *out)
+MPI_Count pmpi_dt_pack(const void *buf, MPI_Count count, MPI_Datatype t, void *out)
 {
     const pmpi_dt_info_t *d = pmpi_dt_get(t);
     MPI_Count size = d->size, ext = d->extent;
@@ -275,7 +275,7 @@ PMPI_DT_HIDDEN MPI_Count pmpi_dt_pack(const void *buf, MPI_Count count, MPI_Data
     return move_whole((void *)buf, count, t, size, ext, out, 0) == 0 ? count * size : -1;
 }
 
-PMPI_DT_HIDDEN int pmpi_dt_unpack(const void *in, MPI_Count bytes, void *buf, MPI_Count count, MPI_Datatype t)
+int pmpi_dt_unpack(const void *in, MPI_Count bytes, void *buf, MPI_Count count, MPI_Datatype t)
 {
     const pmpi_dt_info_t *d = pmpi_dt_get(t);
     MPI_Count size = d->size, ext = d->extent;

@@ -19,7 +19,6 @@
 #include <mpi.h>
 #include <stddef.h>
 
-#define PMPI_DT_HIDDEN __attribute__((visibility("hidden")))
 
 typedef struct {
     MPI_Datatype t;
@@ -31,11 +30,11 @@ typedef struct {
 } pmpi_dt_info_t;
 
 #define PMPI_DT_CACHE 16
-PMPI_DT_HIDDEN extern pmpi_dt_info_t pmpi_dt_cache[PMPI_DT_CACHE];
-PMPI_DT_HIDDEN extern int pmpi_dt_cache_n;
+extern pmpi_dt_info_t pmpi_dt_cache[PMPI_DT_CACHE];
+extern int pmpi_dt_cache_n;
 
 /* Look the type up and cache it (the cache is cleared whenever a type is freed). */
-PMPI_DT_HIDDEN const pmpi_dt_info_t *pmpi_dt_query(MPI_Datatype t);
+const pmpi_dt_info_t *pmpi_dt_query(MPI_Datatype t);
 
 /* The cached entry or NULL, with no call (the small-message paths). */
 static inline const pmpi_dt_info_t *pmpi_dt_cached(MPI_Datatype t)
@@ -55,16 +54,16 @@ static inline const pmpi_dt_info_t *pmpi_dt_get(MPI_Datatype t)
 
 /* A handle a request may keep past the call: the type itself if predefined, else a duplicate the
  * request owns (MPI_DATATYPE_NULL if the MPI refused). pmpi_dt_release frees what hold made. */
-PMPI_DT_HIDDEN MPI_Datatype pmpi_dt_hold(MPI_Datatype t);
-PMPI_DT_HIDDEN void pmpi_dt_release(MPI_Datatype held, MPI_Datatype user);
+MPI_Datatype pmpi_dt_hold(MPI_Datatype t);
+void pmpi_dt_release(MPI_Datatype held, MPI_Datatype user);
 /* Free a type and forget what the cache knew about it (its handle may be reused). */
-PMPI_DT_HIDDEN int pmpi_dt_free(MPI_Datatype *t);
+int pmpi_dt_free(MPI_Datatype *t);
 
 /* Pack count elements at buf (MPI_BOTTOM allowed) into out (room for count * size bytes).
  * Returns the bytes packed, or -1 (the MPI refused: the caller falls back to the real MPI). */
-PMPI_DT_HIDDEN MPI_Count pmpi_dt_pack(const void *buf, MPI_Count count, MPI_Datatype t, void *out);
+MPI_Count pmpi_dt_pack(const void *buf, MPI_Count count, MPI_Datatype t, void *out);
 /* Lay `bytes` packed bytes out as elements at buf (count of them at most); the last element may be
  * partial: its received bytes are written and the rest of it left as it was. 0 or -1. */
-PMPI_DT_HIDDEN int pmpi_dt_unpack(const void *in, MPI_Count bytes, void *buf, MPI_Count count, MPI_Datatype t);
+int pmpi_dt_unpack(const void *in, MPI_Count bytes, void *buf, MPI_Count count, MPI_Datatype t);
 
 #endif

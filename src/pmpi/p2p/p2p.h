@@ -33,7 +33,6 @@
 #include "../base/pmpi_comm.h"
 #include "../base/pmpi_dt.h"
 
-#define P2P_HIDDEN __attribute__((visibility("hidden")))
 
 typedef struct p2p_req p2p_req_t;
 
@@ -97,24 +96,24 @@ struct p2p_req {
 
 /* Constructors not in p2p_comm_api.c (MPI_Comm_split_type, rma/pmpi_shm.c) call p2p_comm_register
  * on their result: collective over the new communicator. */
-P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx);
-P2P_HIDDEN p2p_comm_t *p2p_comm_find(MPI_Comm comm); /* the hash table (sets p2p_comm_last) */
-P2P_HIDDEN p2p_comm_t *p2p_comm_unhash(MPI_Comm comm); /* take its entry out of the table */
-P2P_HIDDEN void p2p_comm_entry_free(p2p_comm_t *c);
-P2P_HIDDEN void p2p_comm_free_deferred(p2p_comm_t *c); /* the last reference of a freed one went */
+void p2p_comm_register(MPI_Comm comm, int fixed_ctx);
+p2p_comm_t *p2p_comm_find(MPI_Comm comm); /* the hash table (sets p2p_comm_last) */
+p2p_comm_t *p2p_comm_unhash(MPI_Comm comm); /* take its entry out of the table */
+void p2p_comm_entry_free(p2p_comm_t *c);
+void p2p_comm_free_deferred(p2p_comm_t *c); /* the last reference of a freed one went */
 static inline void p2p_comm_unref(p2p_comm_t *c)
 {
     if (--c->refs == 0 && c->freed)
         p2p_comm_free_deferred(c);
 }
-P2P_HIDDEN extern p2p_comm_t *p2p_comm_last;
+extern p2p_comm_t *p2p_comm_last;
 /* The registered communicator's entry, or NULL. */
 static inline p2p_comm_t *p2p_comm_lookup(MPI_Comm comm)
 {
     p2p_comm_t *c = p2p_comm_last;
     return c && c->comm == comm ? c : p2p_comm_find(comm);
 }
-P2P_HIDDEN void p2p_comm_reset(void);
+void p2p_comm_reset(void);
 
 /* Fixed at MPI_Init (p2p_init). */
 typedef struct {
@@ -125,40 +124,40 @@ typedef struct {
     size_t eager_limit;  /* the engine's */
     MPI_Request done;    /* the shared completed send's handle (p2p_req_done) */
 } p2p_settings_t;
-P2P_HIDDEN extern p2p_settings_t p2p_set;
+extern p2p_settings_t p2p_set;
 
 /* ---- p2p_req.c: requests ---- */
 
-P2P_HIDDEN p2p_req_t *p2p_req_new(void);
-P2P_HIDDEN void p2p_req_release(p2p_req_t *r);
+p2p_req_t *p2p_req_new(void);
+void p2p_req_release(p2p_req_t *r);
 /* The request keeps the datatype past its call (MPI lets the user free it meanwhile): it holds a
  * reference (pmpi_dt_hold), let go at release. 0, or MPI_ERR_TYPE. */
-P2P_HIDDEN int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt);
+int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt);
 /* MPI_Comm_free of a registered communicator: every live request of bobcat's on it (pending,
  * persistent, a matched-probe message, an orphan) takes a reference to c, so the real free waits
  * for the last (requests use their communicator after their call: error handler, off-node switch,
  * starts). Taken here rather than per request: the small-message paths pay nothing. Returns the
  * references c holds. */
-P2P_HIDDEN int p2p_req_pin_comm(p2p_comm_t *c);
+int p2p_req_pin_comm(p2p_comm_t *c);
 /* The one completed send request every small nonblocking send shares (kind P2P_K_NULL). */
-P2P_HIDDEN p2p_req_t *p2p_req_done(void);
-P2P_HIDDEN p2p_req_t *p2p_req_of(MPI_Request h); /* NULL for real requests and MPI_REQUEST_NULL */
-P2P_HIDDEN MPI_Request p2p_handle_of(p2p_req_t *r);
+p2p_req_t *p2p_req_done(void);
+p2p_req_t *p2p_req_of(MPI_Request h); /* NULL for real requests and MPI_REQUEST_NULL */
+MPI_Request p2p_handle_of(p2p_req_t *r);
 /* Matched-probe messages of bobcat's (a p2p_req_t whose buf is the msg_unexp_t) */
-P2P_HIDDEN p2p_req_t *p2p_msg_of(MPI_Message h);
-P2P_HIDDEN MPI_Message p2p_msghandle_of(p2p_req_t *m);
-P2P_HIDDEN void p2p_status_set(MPI_Status *st, int src, int tag, MPI_Count bytes, int cancelled);
-P2P_HIDDEN void p2p_status_empty(MPI_Status *st);
+p2p_req_t *p2p_msg_of(MPI_Message h);
+MPI_Message p2p_msghandle_of(p2p_req_t *m);
+void p2p_status_set(MPI_Status *st, int src, int tag, MPI_Count bytes, int cancelled);
+void p2p_status_empty(MPI_Status *st);
 /* Orphans: requests freed by the user while active, or internal (a Bsend's): progress reaps them. */
-P2P_HIDDEN void p2p_orphan(p2p_req_t *r);
-P2P_HIDDEN extern p2p_req_t *p2p_orphans;
+void p2p_orphan(p2p_req_t *r);
+extern p2p_req_t *p2p_orphans;
 static inline int p2p_orphans_pending(void) { return p2p_orphans != NULL; }
 /* The off-node queue: receives on communicators that span nodes which wait behind, or are, a
  * wildcard (see p2p_progress.c), in post order. */
-P2P_HIDDEN extern p2p_req_t *p2p_offq_head;
-P2P_HIDDEN void p2p_offq_add(p2p_req_t *r);
-P2P_HIDDEN void p2p_offq_remove(p2p_req_t *r);
-P2P_HIDDEN int p2p_offq_has_comm(MPI_Comm comm);
+extern p2p_req_t *p2p_offq_head;
+void p2p_offq_add(p2p_req_t *r);
+void p2p_offq_remove(p2p_req_t *r);
+int p2p_offq_has_comm(MPI_Comm comm);
 
 /* ---- p2p_route.c: where a call goes ---- */
 
@@ -190,15 +189,15 @@ static inline __attribute__((always_inline)) p2p_to_t p2p_route(const p2p_comm_t
  * PMPI_* call (the MPI-4 _c form above INT_MAX elements). how: P2P_BLOCKING (st: a receive's
  * status), P2P_NONBLOCKING or P2P_PERSISTENT (req). */
 enum { P2P_BLOCKING, P2P_NONBLOCKING, P2P_PERSISTENT };
-P2P_HIDDEN int p2p_real(int how, int mode, const void *buf, MPI_Count count, MPI_Datatype dt, int peer, int tag,
+int p2p_real(int how, int mode, const void *buf, MPI_Count count, MPI_Datatype dt, int peer, int tag,
                         MPI_Comm comm, MPI_Request *req, MPI_Status *st);
 /* Why a call on this communicator went to the real MPI (for BOBCAT_STATS). */
-P2P_HIDDEN pmpi_why_t p2p_why_not(MPI_Comm comm);
+pmpi_why_t p2p_why_not(MPI_Comm comm);
 /* A request complete from the start (MPI_PROC_NULL; a buffered send's stand-in). */
-P2P_HIDDEN int p2p_new_null(int mode, MPI_Comm comm, MPI_Request *req);
+int p2p_new_null(int mode, MPI_Comm comm, MPI_Request *req);
 /* BOBCAT_STATS rows: sends by path (eager / single-copy through bobcat, or the real MPI and why),
  * receives by where they were posted, and the engine's own counters. */
-P2P_HIDDEN extern pmpi_stat_t p2p_st_send, p2p_st_recv, p2p_st_engine;
+extern pmpi_stat_t p2p_st_send, p2p_st_recv, p2p_st_engine;
 enum { P2P_X_NONCONTIG = 18, P2P_X_OFFQ_SWITCH = 19 }; /* p2p_st_engine.extra slots counted here */
 
 /* ---- p2p_complete.c ---- */
@@ -207,10 +206,10 @@ enum { P2P_X_NONCONTIG = 18, P2P_X_OFFQ_SWITCH = 19 }; /* p2p_st_engine.extra sl
  * Does not release the request. Callers run p2p_progress() first: a receive the engine has not
  * matched is reported incomplete without another engine pass (a polling loop's one look costs one
  * pass: HPCC RandomAccess tests once per update). */
-P2P_HIDDEN int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p);
+int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p);
 /* One look at an engine send: complete now (1), or after progress, or detached (its receiver has
  * not matched after P2P_DETACH_POLLS looks, counted in *polls); else 0. */
-P2P_HIDDEN int p2p_send_settled(msg_req_t *m, unsigned *polls);
+int p2p_send_settled(msg_req_t *m, unsigned *polls);
 
 /* ---- p2p_progress.c ---- */
 
@@ -219,23 +218,23 @@ static inline int p2p_need_progress(void)
 {
     return bobcat_msg_busy() || p2p_offq_head != NULL || p2p_orphans != NULL;
 }
-P2P_HIDDEN void p2p_progress(void);
-P2P_HIDDEN void p2p_poke_mpi(void);
+void p2p_progress(void);
+void p2p_poke_mpi(void);
 /* a wait loop's pause: spins a little, then yields the core */
-P2P_HIDDEN void p2p_relax(unsigned *spins);
+void p2p_relax(unsigned *spins);
 /* While a rank waits inside an on-node collective (the engine's idle hook). */
-P2P_HIDDEN void p2p_idle_hook(void);
+void p2p_idle_hook(void);
 
 /* ---- the starting files ---- */
 
 /* p2p_send.c, p2p_recv.c: any nonblocking send / receive (p2p_start.c's persistent starts and
  * Sendrecv). */
-P2P_HIDDEN int p2p_isend_any(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+int p2p_isend_any(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
                              int mode, MPI_Request *req);
-P2P_HIDDEN int p2p_irecv_any(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
+int p2p_irecv_any(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
                              MPI_Request *req);
 /* p2p_init.c */
-P2P_HIDDEN int p2p_init(void);      /* after PMPI_Init: engine + WORLD/SELF (collective over WORLD) */
-P2P_HIDDEN void p2p_finalize(void); /* before PMPI_Finalize */
+int p2p_init(void);      /* after PMPI_Init: engine + WORLD/SELF (collective over WORLD) */
+void p2p_finalize(void); /* before PMPI_Finalize */
 
 #endif

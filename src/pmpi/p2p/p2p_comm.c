@@ -17,9 +17,9 @@
 #define NBUCKETS 256
 
 static p2p_comm_t *buckets[NBUCKETS];
-P2P_HIDDEN p2p_comm_t *p2p_comm_last; /* one-entry cache: most programs talk on one communicator */
+p2p_comm_t *p2p_comm_last; /* one-entry cache: most programs talk on one communicator */
 static int next_ctx = 2;      /* 0: WORLD, 1: SELF */
-P2P_HIDDEN p2p_settings_t p2p_set;
+p2p_settings_t p2p_set;
 
 static inline unsigned hash(MPI_Comm c)
 {
@@ -27,7 +27,7 @@ static inline unsigned hash(MPI_Comm c)
     return (unsigned)((k >> 4) ^ (k >> 12) ^ k) % NBUCKETS;
 }
 
-P2P_HIDDEN p2p_comm_t *p2p_comm_find(MPI_Comm comm)
+p2p_comm_t *p2p_comm_find(MPI_Comm comm)
 {
     for (p2p_comm_t *c = buckets[hash(comm)]; c; c = c->next)
         if (c->comm == comm)
@@ -36,7 +36,7 @@ P2P_HIDDEN p2p_comm_t *p2p_comm_find(MPI_Comm comm)
 }
 
 /* Take comm's entry out of the table (NULL if it has none). */
-P2P_HIDDEN p2p_comm_t *p2p_comm_unhash(MPI_Comm comm)
+p2p_comm_t *p2p_comm_unhash(MPI_Comm comm)
 {
     p2p_comm_t **pp = &buckets[hash(comm)];
     for (; *pp; pp = &(*pp)->next)
@@ -51,14 +51,14 @@ P2P_HIDDEN p2p_comm_t *p2p_comm_unhash(MPI_Comm comm)
     return NULL;
 }
 
-P2P_HIDDEN void p2p_comm_entry_free(p2p_comm_t *c)
+void p2p_comm_entry_free(p2p_comm_t *c)
 {
     free(c->local);
     free(c);
 }
 
 /* The last request using a communicator the user freed let go of it. */
-P2P_HIDDEN void p2p_comm_free_deferred(p2p_comm_t *c)
+void p2p_comm_free_deferred(p2p_comm_t *c)
 {
     MPI_Comm comm = c->comm;
     p2p_comm_entry_free(p2p_comm_unhash(comm));
@@ -67,7 +67,7 @@ P2P_HIDDEN void p2p_comm_free_deferred(p2p_comm_t *c)
 
 /* Collective over `comm` (all members call it): register it or agree not to. fixed_ctx >= 0 for
  * WORLD (whose context every member knows). */
-P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
+void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
 {
     if (comm == MPI_COMM_NULL || p2p_set.nobody)
         return; /* nobody: the layer is off everywhere, no need to agree (and no collective) */
@@ -127,7 +127,7 @@ P2P_HIDDEN void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
     buckets[h] = c;
 }
 
-P2P_HIDDEN void p2p_comm_reset(void)
+void p2p_comm_reset(void)
 {
     for (int h = 0; h < NBUCKETS; h++)
         while (buckets[h])

@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-P2P_HIDDEN int p2p_send_settled(msg_req_t *m, unsigned *polls)
+int p2p_send_settled(msg_req_t *m, unsigned *polls)
 {
     if (bobcat_msg_test(m))
         return 1;
@@ -43,7 +43,7 @@ static int finish_persist_inner(p2p_req_t *r, MPI_Status *st, int *err_p)
     return flag;
 }
 
-P2P_HIDDEN int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p)
+int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p)
 {
     *err_p = MPI_SUCCESS;
     if (r->st_valid) {

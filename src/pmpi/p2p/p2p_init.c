@@ -12,7 +12,7 @@
 /* Marker the evaluation reads (nm) to record that lwk's on-node point-to-point is bobcat's. */
 BOBCAT_EXPORT const char bobcat_msg_layer[] = "single-copy on-node point-to-point over SMARTMAP";
 
-P2P_HIDDEN int p2p_init(void)
+int p2p_init(void)
 {
     int provided = MPI_THREAD_SINGLE, wsize = 1;
     p2p_set.init_seen = 1;
@@ -59,7 +59,7 @@ P2P_HIDDEN int p2p_init(void)
     return ok;
 }
 
-P2P_HIDDEN void p2p_finalize(void)
+void p2p_finalize(void)
 {
     unsigned spins = 0;
     while (p2p_orphans_pending()) {

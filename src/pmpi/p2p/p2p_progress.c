@@ -80,7 +80,7 @@ static void orphans_reap(void)
     }
 }
 
-P2P_HIDDEN void p2p_progress(void)
+void p2p_progress(void)
 {
     bobcat_msg_progress();
     if (p2p_offq_head)
@@ -93,7 +93,7 @@ P2P_HIDDEN void p2p_progress(void)
  * node too while RMA windows exist (an MPICH passive-target lock is granted, and an access epoch
  * completes, only inside the target's progress engine). Every 16th poll: one pass costs more than
  * an on-node message. */
-P2P_HIDDEN void p2p_poke_mpi(void)
+void p2p_poke_mpi(void)
 {
     static unsigned n;
     if ((p2p_set.multinode || pmpi_rma_windows) && (++n & 15) == 0)
@@ -103,7 +103,7 @@ P2P_HIDDEN void p2p_poke_mpi(void)
 /* While a rank waits inside an on-node collective: match on-node arrivals (a rendezvous or
  * synchronous sender may wait for a receive posted before the collective). The real MPI's
  * progress there is coll's own hook (cn->progress, every few yields: it is expensive). */
-P2P_HIDDEN void p2p_idle_hook(void)
+void p2p_idle_hook(void)
 {
     static int inside;
     if (inside || !p2p_need_progress())
@@ -115,7 +115,7 @@ P2P_HIDDEN void p2p_idle_hook(void)
 
 /* Polls before yielding: the layer's rule (BOBCAT_COLL_SPIN, 1 when ranks outnumber cores), so a
  * waiting rank neither burns the core its peer needs nor gives up its own for nothing. */
-P2P_HIDDEN void p2p_relax(unsigned *spins)
+void p2p_relax(unsigned *spins)
 {
     unsigned limit = pmpi_layer.spin > 0 ? (unsigned)pmpi_layer.spin : 16;
     if (++*spins >= limit) {

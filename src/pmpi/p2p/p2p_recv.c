@@ -151,7 +151,7 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
     return MPI_SUCCESS;
 }
 
-P2P_HIDDEN int p2p_irecv_any(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
+int p2p_irecv_any(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
                              MPI_Request *req)
 {
     return p2p_irecv(buf, count, dt, src, tag, comm, req);

@@ -17,11 +17,11 @@ static p2p_req_t *chunks[MAXCHUNKS];
 static int nchunks;
 static int hwm; /* 1 + the highest index ever handed out: p2p_req_pin_comm scans below it */
 static p2p_req_t *freelist;
-P2P_HIDDEN p2p_req_t *p2p_orphans; /* freed by the user while active, or internal (Bsend): reaped by progress */
-P2P_HIDDEN p2p_req_t *p2p_offq_head;
+p2p_req_t *p2p_orphans; /* freed by the user while active, or internal (Bsend): reaped by progress */
+p2p_req_t *p2p_offq_head;
 static p2p_req_t *p2p_offq_tail;
 
-P2P_HIDDEN p2p_req_t *p2p_req_new(void)
+p2p_req_t *p2p_req_new(void)
 {
     if (!freelist) {
         if (nchunks == MAXCHUNKS)
@@ -80,7 +80,7 @@ P2P_HIDDEN p2p_req_t *p2p_req_new(void)
     return r;
 }
 
-P2P_HIDDEN p2p_req_t *p2p_req_done(void)
+p2p_req_t *p2p_req_done(void)
 {
     static p2p_req_t *done;
     if (!done) {
@@ -97,7 +97,7 @@ P2P_HIDDEN p2p_req_t *p2p_req_done(void)
     return done;
 }
 
-P2P_HIDDEN int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt)
+int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt)
 {
     if (r->type_owned)
         return MPI_SUCCESS;
@@ -110,7 +110,7 @@ P2P_HIDDEN int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt)
     return MPI_SUCCESS;
 }
 
-P2P_HIDDEN int p2p_req_pin_comm(p2p_comm_t *c)
+int p2p_req_pin_comm(p2p_comm_t *c)
 {
     for (int i = 0; i < hwm; i++) {
         p2p_req_t *r = &chunks[i / CHUNK][i % CHUNK];
@@ -122,7 +122,7 @@ P2P_HIDDEN int p2p_req_pin_comm(p2p_comm_t *c)
     return c->refs;
 }
 
-P2P_HIDDEN void p2p_req_release(p2p_req_t *r)
+void p2p_req_release(p2p_req_t *r)
 {
     if (r->permanent)
         return;
@@ -144,22 +144,22 @@ P2P_HIDDEN void p2p_req_release(p2p_req_t *r)
 }
 
 #if defined(OPEN_MPI)
-P2P_HIDDEN p2p_req_t *p2p_req_of(MPI_Request h)
+p2p_req_t *p2p_req_of(MPI_Request h)
 {
     if (h == MPI_REQUEST_NULL || h == NULL)
         return NULL;
     p2p_req_t *r = (p2p_req_t *)(void *)h;
     return r->magic == REQ_MAGIC ? r : NULL;
 }
-P2P_HIDDEN MPI_Request p2p_handle_of(p2p_req_t *r) { return (MPI_Request)(void *)r; }
-P2P_HIDDEN p2p_req_t *p2p_msg_of(MPI_Message h)
+MPI_Request p2p_handle_of(p2p_req_t *r) { return (MPI_Request)(void *)r; }
+p2p_req_t *p2p_msg_of(MPI_Message h)
 {
     if (h == MPI_MESSAGE_NULL || h == MPI_MESSAGE_NO_PROC || h == NULL)
         return NULL;
     p2p_req_t *r = (p2p_req_t *)(void *)h;
     return r->magic == REQ_MAGIC ? r : NULL;
 }
-P2P_HIDDEN MPI_Message p2p_msghandle_of(p2p_req_t *m) { return (MPI_Message)(void *)m; }
+MPI_Message p2p_msghandle_of(p2p_req_t *m) { return (MPI_Message)(void *)m; }
 #else
 /* The live slot a bobcat handle with this tag names (index in bits 0-19), or NULL. */
 static p2p_req_t *slot_of(unsigned h, unsigned tag)
@@ -172,17 +172,17 @@ static p2p_req_t *slot_of(unsigned h, unsigned tag)
     p2p_req_t *r = &chunks[i / CHUNK][i % CHUNK];
     return r->magic == REQ_MAGIC ? r : NULL;
 }
-P2P_HIDDEN p2p_req_t *p2p_req_of(MPI_Request h) { return slot_of((unsigned)h, MPICH_TAG); }
-P2P_HIDDEN MPI_Request p2p_handle_of(p2p_req_t *r) { return (MPI_Request)(MPICH_TAG | r->idx); }
+p2p_req_t *p2p_req_of(MPI_Request h) { return slot_of((unsigned)h, MPICH_TAG); }
+MPI_Request p2p_handle_of(p2p_req_t *r) { return (MPI_Request)(MPICH_TAG | r->idx); }
 /* Messages: 0x0BD in bits 20-31, also HANDLE_KIND_INVALID to MPICH. */
 #define MPICH_MSG_TAG 0x0BD00000
-P2P_HIDDEN p2p_req_t *p2p_msg_of(MPI_Message h) { return slot_of((unsigned)h, MPICH_MSG_TAG); }
-P2P_HIDDEN MPI_Message p2p_msghandle_of(p2p_req_t *m) { return (MPI_Message)(MPICH_MSG_TAG | m->idx); }
+p2p_req_t *p2p_msg_of(MPI_Message h) { return slot_of((unsigned)h, MPICH_MSG_TAG); }
+MPI_Message p2p_msghandle_of(p2p_req_t *m) { return (MPI_Message)(MPICH_MSG_TAG | m->idx); }
 #endif
 
 /* MPI_Status internals: both MPIs keep the byte count and the cancelled flag in hidden fields
  * that MPI_Get_count / MPI_Get_elements / MPI_Test_cancelled read. */
-P2P_HIDDEN void p2p_status_set(MPI_Status *st, int src, int tag, MPI_Count bytes, int cancelled)
+void p2p_status_set(MPI_Status *st, int src, int tag, MPI_Count bytes, int cancelled)
 {
     if (st == MPI_STATUS_IGNORE)
         return;
@@ -200,7 +200,7 @@ P2P_HIDDEN void p2p_status_set(MPI_Status *st, int src, int tag, MPI_Count bytes
 #endif
 }
 
-P2P_HIDDEN void p2p_status_empty(MPI_Status *st)
+void p2p_status_empty(MPI_Status *st)
 {
     if (st == MPI_STATUS_IGNORE)
         return;
@@ -208,7 +208,7 @@ P2P_HIDDEN void p2p_status_empty(MPI_Status *st)
     st->MPI_ERROR = MPI_SUCCESS;
 }
 
-P2P_HIDDEN void p2p_orphan(p2p_req_t *r)
+void p2p_orphan(p2p_req_t *r)
 {
     r->freed = 1;
     r->fnext = p2p_orphans;
@@ -218,7 +218,7 @@ P2P_HIDDEN void p2p_orphan(p2p_req_t *r)
 
 /* ---- the off-node queue (see p2p_progress.c) ---- */
 
-P2P_HIDDEN void p2p_offq_add(p2p_req_t *r)
+void p2p_offq_add(p2p_req_t *r)
 {
     r->onext = NULL;
     r->oprev = p2p_offq_tail;
@@ -231,7 +231,7 @@ P2P_HIDDEN void p2p_offq_add(p2p_req_t *r)
 
 static int in_offq(p2p_req_t *r) { return r->oprev || r->onext || p2p_offq_head == r; }
 
-P2P_HIDDEN void p2p_offq_remove(p2p_req_t *r)
+void p2p_offq_remove(p2p_req_t *r)
 {
     if (!in_offq(r))
         return;
@@ -246,7 +246,7 @@ P2P_HIDDEN void p2p_offq_remove(p2p_req_t *r)
     r->onext = r->oprev = NULL;
 }
 
-P2P_HIDDEN int p2p_offq_has_comm(MPI_Comm comm)
+int p2p_offq_has_comm(MPI_Comm comm)
 {
     for (p2p_req_t *q = p2p_offq_head; q; q = q->onext)
         if (q->comm == comm)

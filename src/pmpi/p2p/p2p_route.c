@@ -18,9 +18,9 @@ static void engine_refresh(pmpi_stat_t *s)
         s->extra[i] = v[i];
 }
 
-P2P_HIDDEN pmpi_stat_t p2p_st_send = {.name = "p2p send", .alg_names = {"eager", "single-copy"}};
-P2P_HIDDEN pmpi_stat_t p2p_st_recv = {.name = "p2p recv", .alg_names = {"posted", "wildcard-mixed", "deferred"}};
-P2P_HIDDEN pmpi_stat_t p2p_st_engine = {
+pmpi_stat_t p2p_st_send = {.name = "p2p send", .alg_names = {"eager", "single-copy"}};
+pmpi_stat_t p2p_st_recv = {.name = "p2p recv", .alg_names = {"posted", "wildcard-mixed", "deferred"}};
+pmpi_stat_t p2p_st_engine = {
     .name = "p2p engine",
     .extra_names = {"eager.sent", "eager.recv", "rndv.sent", "rndv.recv", "bytes.single-copy", "staged.sent",
                     "detached", "pool.nodes", "unexpected", "fbox.sent", "fbox.recv", "fbox.rndv", "fbox.direct",
@@ -29,7 +29,7 @@ P2P_HIDDEN pmpi_stat_t p2p_st_engine = {
     .refresh = engine_refresh,
 };
 
-P2P_HIDDEN pmpi_why_t p2p_why_not(MPI_Comm comm)
+pmpi_why_t p2p_why_not(MPI_Comm comm)
 {
     if (!p2p_set.engine)
         return PMPI_WHY_OFF;
@@ -39,7 +39,7 @@ P2P_HIDDEN pmpi_why_t p2p_why_not(MPI_Comm comm)
     return inter ? PMPI_WHY_INTER : PMPI_WHY_SETUP; /* else: made by a constructor we do not see */
 }
 
-P2P_HIDDEN int p2p_new_null(int mode, MPI_Comm comm, MPI_Request *req)
+int p2p_new_null(int mode, MPI_Comm comm, MPI_Request *req)
 {
     p2p_req_t *r = p2p_req_new();
     if (!r)
@@ -58,7 +58,7 @@ P2P_HIDDEN int p2p_new_null(int mode, MPI_Comm comm, MPI_Request *req)
 #define REAL(name, ...) PMPI_##name(__VA_ARGS__)
 #endif
 
-P2P_HIDDEN int p2p_real(int how, int mode, const void *buf, MPI_Count count, MPI_Datatype dt, int peer, int tag,
+int p2p_real(int how, int mode, const void *buf, MPI_Count count, MPI_Datatype dt, int peer, int tag,
                         MPI_Comm comm, MPI_Request *req, MPI_Status *st)
 {
 #if MPI_VERSION >= 4

@@ -139,7 +139,7 @@ static inline __attribute__((always_inline)) int p2p_isend(const void *buf, MPI_
     return isend_general(buf, count, dt, dest, tag, comm, mode, req);
 }
 
-P2P_HIDDEN int p2p_isend_any(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
+int p2p_isend_any(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,
                              int mode, MPI_Request *req)
 {
     return p2p_isend(buf, count, dt, dest, tag, comm, mode, req);
