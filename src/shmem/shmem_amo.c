@@ -54,6 +54,12 @@ uint64_t shi_amo(shi_amo_op_t op, int size, void *target, uint64_t value, uint64
         disp = a - (region == SHI_HEAP ? shi.heap : shi.data);
     }
     uint64_t r = shi_mpi_amo(op, size, region, disp, value, cond, pe);
+    /* A fetch of one's own word is how programs poll for other PEs' atomics (shmem_atomic_fetch,
+     * shmem_signal_fetch in a loop): a busy-wait step. Open MPI's one-sided layer completes our
+     * fetch without progressing the others' operations on our window, so without this their
+     * blocking atomics never return (issue 24). */
+    if (op == SHI_AMO_FETCH && pe == shi.me)
+        shi_poll_miss();
     if (op == SHI_AMO_SET || op == SHI_AMO_ADD || op == SHI_AMO_AND || op == SHI_AMO_OR || op == SHI_AMO_XOR)
         atomic_store_explicit(&shi.mpi_pending, 1, memory_order_relaxed);
     return r;
