@@ -375,7 +375,13 @@ void shmem_wait(long *ivar, long cmp_value);
 void shmem_barrier_all(void);
 void shmem_sync_all(void);
 void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+/* Deprecated active-set sync. In 1.5 `shmem_sync` names the team sync in C11 (and C++), as
+ * `shmem_sync(team)`; the active-set form is reached as `shmem_sync(PE_start, logPE_stride,
+ * PE_size, pSync)` through the selection below, or by its own name shmem_sync_deprecated. The
+ * exported symbol shmem_sync stays the active-set routine, so programs built before 1.5 still
+ * link to what they called. */
 void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);
+void shmem_sync_deprecated(int PE_start, int logPE_stride, int PE_size, long *pSync);
 void shmem_set_lock(long *lock);
 void shmem_clear_lock(long *lock);
 int shmem_test_lock(long *lock);
@@ -440,6 +446,9 @@ void shmem_udcflush_line(void *dest);
 
 #ifdef __cplusplus
 }
+/* C++: the 1.5 team form of shmem_sync as an overload (C++ linkage; the active-set shmem_sync
+ * keeps C linkage). */
+static inline int shmem_sync(shmem_team_t team) { return shmem_team_sync(team); }
 #endif
 
 /* --- C11 generic selection --------------------------------------------------------------------- */

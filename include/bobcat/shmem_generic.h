@@ -170,6 +170,13 @@ void shmemi_generic_type_not_supported(void);
 #define shmem_test_any_vector(x, ...) SHMEMI_GEN(SHMEMI_G_SYNC, test_any_vector, x)(x, __VA_ARGS__)
 #define shmem_test_some_vector(x, ...) SHMEMI_GEN(SHMEMI_G_SYNC, test_some_vector, x)(x, __VA_ARGS__)
 
+/* shmem_sync(team) is the 1.5 team sync; shmem_sync(PE_start, logPE_stride, PE_size, pSync) the
+ * deprecated active-set form: told apart by the number of arguments. */
+#define SHMEMI_SYNC_SEL(_1, _2, _3, _4, NAME, ...) NAME
+#define shmem_sync(...)                                                                            \
+    SHMEMI_SYNC_SEL(__VA_ARGS__, shmem_sync_deprecated, shmemi_sync_takes_a_team_or_4_arguments, shmemi_sync_takes_a_team_or_4_arguments, shmem_team_sync, 0) \
+    (__VA_ARGS__)
+
 /* Collectives on teams: (team, dest, ...). */
 #define SHMEMI_TEAMG(TABLE, OP, team, d, ...) SHMEMI_GEN(TABLE, OP, d)(team, d, __VA_ARGS__)
 #define shmem_broadcast(...) SHMEMI_TEAMG(SHMEMI_G_RMA, broadcast, __VA_ARGS__)

@@ -419,11 +419,16 @@ SHI_EXPORT void shmem_barrier(int start, int log_stride, int size, long *psync)
     shi_set_sync(&s);
 }
 
-SHI_EXPORT void shmem_sync(int start, int log_stride, int size, long *psync)
+SHI_EXPORT void shmem_sync_deprecated(int start, int log_stride, int size, long *psync)
 {
     shi_set_t s;
     shi_set_legacy(&s, start, log_stride, size, psync, "shmem_sync");
     shi_set_sync(&s);
+}
+/* The pre-1.5 symbol: what programs built against older headers call (see shmem.h). */
+SHI_EXPORT void shmem_sync(int start, int log_stride, int size, long *psync)
+{
+    shmem_sync_deprecated(start, log_stride, size, psync);
 }
 
 /* --- locks: a test-and-set word in PE 0's copy of the lock, polled with plain reads --------- */
