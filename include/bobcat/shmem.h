@@ -14,6 +14,14 @@
 #include <stdint.h>
 #if !defined(__cplusplus)
 #include <complex.h>
+#define SHMEMI_COMPLEXD double _Complex
+#define SHMEMI_COMPLEXF float _Complex
+#else
+/* C++ has no _Complex: std::complex<T> has the same layout (C++ [complex.numbers]), so the
+ * complex reductions take it there. */
+#include <complex>
+#define SHMEMI_COMPLEXD std::complex<double>
+#define SHMEMI_COMPLEXF std::complex<float>
 #endif
 
 #ifdef __cplusplus
@@ -133,13 +141,8 @@ extern shmem_ctx_t SHMEM_CTX_DEFAULT;
     X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16)    \
     X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) X(float, float) X(double, double)      \
     X(long double, longdouble)
-#if defined(__cplusplus)
-#define SHMEMI_REDUCE_ARITH_TYPES(X) SHMEMI_REDUCE_MINMAX_TYPES(X)
-#define SHMEMI_LEGACY_COMPLEX(X)
-#else
-#define SHMEMI_REDUCE_ARITH_TYPES(X) SHMEMI_REDUCE_MINMAX_TYPES(X) X(double _Complex, complexd) X(float _Complex, complexf)
-#define SHMEMI_LEGACY_COMPLEX(X) X(double _Complex, complexd) X(float _Complex, complexf)
-#endif
+#define SHMEMI_LEGACY_COMPLEX(X) X(SHMEMI_COMPLEXD, complexd) X(SHMEMI_COMPLEXF, complexf)
+#define SHMEMI_REDUCE_ARITH_TYPES(X) SHMEMI_REDUCE_MINMAX_TYPES(X) SHMEMI_LEGACY_COMPLEX(X)
 /* Legacy *_to_all types. */
 #define SHMEMI_TOALL_BIT_TYPES(X) X(short, short) X(int, int) X(long, long) X(long long, longlong)
 #define SHMEMI_TOALL_MINMAX_TYPES(X)                                                               \

@@ -8,7 +8,8 @@
  *   fetchpoll  a PE polls its own variable with shmem_atomic_fetch / shmem_signal_fetch while its
  *              partner's blocking atomics and put-with-signal target it: they must complete;
  *   zero       zero-length transfers are no-ops for any addresses (NULL included);
- *   sync       the 1.5 shmem_sync(team) and the deprecated active-set form side by side.
+ *   sync       the 1.5 shmem_sync(team) and the deprecated active-set form side by side;
+ *   generic    the C11 generic bitwise atomics on int32_t/int64_t, bitwise reductions on int8_t..int64_t.
  * The partner of PE p is p + n/2 (mod n): on the other node when the job runs as two nodes. No test
  * waits for time to pass: a missing progress shows as a hang, which the runner's -tlimit ends. */
 #include <shmem.h>
@@ -186,6 +187,81 @@ static void test_sync(void)
     shmem_barrier_all();
 }
 
+/* --- C11 generic selection of the signed bitwise types -------------------------------------------- */
+static int32_t g32;
+static int64_t g64;
+
+static void test_generic(void)
+{
+    /* Every PE sets, clears and flips its own bit of PE 0's words through the generic names (the
+     * bitwise AMO table has int32_t and int64_t); the results are fixed by the bit arithmetic. */
+    g32 = 0;
+    g64 = 0;
+    shmem_barrier_all();
+    int32_t b32 = (int32_t)1 << (me % 31);
+    int64_t b64 = (int64_t)1 << (me % 63 + 1);
+    int32_t f32 = 0;
+    int64_t f64 = 0;
+    shmem_atomic_or(&g32, b32, 0);
+    shmem_atomic_or(SHMEM_CTX_DEFAULT, &g64, b64, 0);
+    shmem_barrier_all();
+    int32_t all32 = 0;
+    int64_t all64 = 0;
+    for (int p = 0; p < npes; p++) {
+        all32 |= (int32_t)1 << (p % 31);
+        all64 |= (int64_t)1 << (p % 63 + 1);
+    }
+    CHECK(shmem_atomic_fetch(&g32, 0) == all32, "generic atomic_or on int32_t");
+    CHECK(shmem_atomic_fetch(&g64, 0) == all64, "generic ctx atomic_or on int64_t");
+    shmem_barrier_all();
+    f32 = shmem_atomic_fetch_xor(&g32, b32, 0);     /* clear my bit */
+    CHECK(f32 & b32, "fetch_xor on int32_t fetched %x without my bit %x", (unsigned)f32, (unsigned)b32);
+    shmem_atomic_fetch_and_nbi(&f64, &g64, ~b64, 0); /* clear my bit */
+    shmem_quiet();
+    CHECK(f64 & b64, "fetch_and_nbi on int64_t fetched %llx without my bit", (unsigned long long)f64);
+    shmem_atomic_xor(SHMEM_CTX_DEFAULT, &g32, 0, 0);
+    shmem_atomic_and(&g64, -1, 0);
+    f32 = shmem_atomic_fetch_or(SHMEM_CTX_DEFAULT, &g32, 0, 0);
+    shmem_atomic_fetch_xor_nbi(SHMEM_CTX_DEFAULT, &f64, &g64, 0, 0);
+    shmem_quiet();
+    shmem_barrier_all();
+    CHECK(shmem_atomic_fetch(&g32, 0) == 0 && shmem_atomic_fetch(&g64, 0) == 0,
+          "every bit cleared: %x %llx", (unsigned)g32, (unsigned long long)g64);
+
+    /* Bitwise reductions on the signed types: and / or / xor of one bit per PE. */
+    int8_t *s8 = shmem_malloc(2), *d8 = shmem_malloc(2);
+    int16_t *s16 = shmem_malloc(4), *d16 = shmem_malloc(4);
+    int32_t *s32 = shmem_malloc(8), *d32 = shmem_malloc(8);
+    int64_t *s64 = shmem_malloc(16), *d64 = shmem_malloc(16);
+    s8[0] = (int8_t)(1 << (me % 7));
+    s8[1] = -1;
+    s16[0] = (int16_t)(1 << (me % 15));
+    s16[1] = -1;
+    s32[0] = (int32_t)1 << (me % 31);
+    s32[1] = -1;
+    s64[0] = (int64_t)1 << (me % 63);
+    s64[1] = -1;
+    shmem_barrier_all();
+    shmem_or_reduce(SHMEM_TEAM_WORLD, d8, s8, 2);
+    shmem_xor_reduce(SHMEM_TEAM_WORLD, d16, s16, 2);
+    shmem_and_reduce(SHMEM_TEAM_WORLD, d32, s32, 2);
+    shmem_or_reduce(SHMEM_TEAM_WORLD, d64, s64, 2);
+    int64_t or8 = 0, x16 = 0, x16all = 0, or64 = 0;
+    for (int p = 0; p < npes; p++) {
+        or8 |= 1 << (p % 7);
+        x16 ^= 1 << (p % 15);
+        x16all ^= -1;
+        or64 |= (int64_t)1 << (p % 63);
+    }
+    CHECK(d8[0] == (int8_t)or8 && d8[1] == -1, "or_reduce int8_t: %d %d", d8[0], d8[1]);
+    CHECK(d16[0] == (int16_t)x16 && d16[1] == (int16_t)x16all, "xor_reduce int16_t: %d %d", d16[0], d16[1]);
+    CHECK(d32[0] == (npes == 1 ? s32[0] : 0) && d32[1] == -1, "and_reduce int32_t: %d %d", d32[0], d32[1]);
+    CHECK(d64[0] == or64 && d64[1] == -1, "or_reduce int64_t: %lld %lld", (long long)d64[0], (long long)d64[1]);
+    shmem_barrier_all();
+    shmem_free(s8), shmem_free(d8), shmem_free(s16), shmem_free(d16);
+    shmem_free(s32), shmem_free(d32), shmem_free(s64), shmem_free(d64);
+}
+
 int main(int argc, char **argv)
 {
     shmem_init();
@@ -212,6 +288,7 @@ int main(int argc, char **argv)
     RUN("fetchpoll", test_fetch_poll);
     RUN("zero", test_zero);
     RUN("sync", test_sync);
+    RUN("generic", test_generic);
     static int sfails;
     sfails = mp_failures;
     shmem_barrier_all();
