@@ -69,6 +69,39 @@ extern "C" {
 #define SHMEM_ALLTOALLS_SYNC_SIZE SHMEM_SYNC_SIZE
 #define SHMEM_REDUCE_MIN_WRKDATA_SIZE 1
 
+/* Who this is, for clients that adapt to the library by its macros, as OpenSHMEM clients do (Open
+ * MPI's oshmem defines OSHMEM_MAJOR_VERSION, OSHMPI OSHMPI_NUMVERSION, Cray CRAY_SHMEM_NUMVERSION):
+ * bobcat's OpenSHMEM, release 0.1, of the 1.5 standard (SHMEM_MAJOR/MINOR_VERSION). */
+#define BOBCAT_SHMEM 1
+#define BOBCAT_SHMEM_NUMVERSION 100 /* major * 10000 + minor * 100 + patch: 0.1.0 */
+
+/* shmem4py (PyPI) picks its fallbacks by vendor macro: for a library it does not recognise it
+ * defines static stand-ins for every 1.5 routine it cannot be sure of (teams, signals, AMO nbi,
+ * team collectives ...), which clash with this header's declarations ("static declaration follows
+ * non-static"). Its PySHMEM_HAVE_<feature> macros let a library say what it has; bobcat has every
+ * one of them, so a plain `OSHCC=<prefix>/bin/oshcc pip install shmem4py` builds against the real
+ * routines (docs/shmem.md). The names are shmem4py's; they mean nothing to other programs. */
+#define PySHMEM_HAVE_shmem_malloc_with_hints 1
+#define PySHMEM_HAVE_shmem_team_t 1
+#define PySHMEM_HAVE_SHMEM_CTX_INVALID 1
+#define PySHMEM_HAVE_shmem_amo_nbi 1
+#define PySHMEM_HAVE_shmem_put_signal 1
+#define PySHMEM_HAVE_shmem_signal_fetch 1
+#define PySHMEM_HAVE_shmem_signal_wait_until 1
+#define PySHMEM_HAVE_shmem_broadcast 1
+#define PySHMEM_HAVE_shmem_collect 1
+#define PySHMEM_HAVE_shmem_fcollect 1
+#define PySHMEM_HAVE_shmem_alltoall 1
+#define PySHMEM_HAVE_shmem_alltoalls 1
+#define PySHMEM_HAVE_shmem_broadcastmem 1
+#define PySHMEM_HAVE_shmem_collectmem 1
+#define PySHMEM_HAVE_shmem_fcollectmem 1
+#define PySHMEM_HAVE_shmem_alltoallmem 1
+#define PySHMEM_HAVE_shmem_alltoallsmem 1
+#define PySHMEM_HAVE_shmem_reduce 1
+#define PySHMEM_HAVE_shmem_wait_test_many 1
+#define PySHMEM_HAVE_shmem_pcontrol 1
+
 /* The pre-1.3 spellings. */
 #define _SHMEM_MAJOR_VERSION SHMEM_MAJOR_VERSION
 #define _SHMEM_MINOR_VERSION SHMEM_MINOR_VERSION
