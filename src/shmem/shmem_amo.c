@@ -38,17 +38,12 @@ static inline uint64_t hw_amo(shi_amo_op_t op, int size, void *p, uint64_t v, ui
     return 0;
 }
 
-uint64_t shi_amo(shi_amo_op_t op, int size, void *target, uint64_t value, uint64_t cond, int pe,
-                 const char *routine)
+/* Across nodes: an MPI atomic, for targets on this node too (see the banner). Kept out of line so
+ * that the hardware path of single-node jobs stays a translation and one instruction. */
+static __attribute__((noinline)) uint64_t mpi_amo(shi_amo_op_t op, int size, void *target, void *p, int region,
+                                                  size_t disp, uint64_t value, uint64_t cond, int pe)
 {
-    int region = SHI_HEAP;
-    size_t disp = 0;
-    void *p = shi_xlate(target, (size_t)size, pe, routine, &region, &disp);
-    if (SHI_UNLIKELY((uintptr_t)target & (uintptr_t)(size - 1)))
-        shi_fatal(routine, "target %p is not aligned to its %d-byte type", target, size);
-    if (SHI_LIKELY(shi.all_local))
-        return hw_amo(op, size, p, value, cond);
-    if (p) { /* on this node, but the job spans nodes: MPI's atomics (see the banner) */
+    if (p) {
         uintptr_t a = (uintptr_t)target;
         region = a - shi.heap < shi.heap_size ? SHI_HEAP : SHI_DATA;
         disp = a - (region == SHI_HEAP ? shi.heap : shi.data);
@@ -63,6 +58,19 @@ uint64_t shi_amo(shi_amo_op_t op, int size, void *target, uint64_t value, uint64
     if (op == SHI_AMO_SET || op == SHI_AMO_ADD || op == SHI_AMO_AND || op == SHI_AMO_OR || op == SHI_AMO_XOR)
         atomic_store_explicit(&shi.mpi_pending, 1, memory_order_relaxed);
     return r;
+}
+
+uint64_t shi_amo(shi_amo_op_t op, int size, void *target, uint64_t value, uint64_t cond, int pe,
+                 const char *routine)
+{
+    int region = SHI_HEAP;
+    size_t disp = 0;
+    void *p = shi_xlate(target, (size_t)size, pe, routine, &region, &disp);
+    if (SHI_UNLIKELY((uintptr_t)target & (uintptr_t)(size - 1)))
+        shi_fatal(routine, "target %p is not aligned to its %d-byte type", target, size);
+    if (SHI_LIKELY(shi.all_local))
+        return hw_amo(op, size, p, value, cond);
+    return mpi_amo(op, size, target, p, region, disp, value, cond, pe);
 }
 
 static inline uint64_t to_u(const void *v, size_t size)
