@@ -14,6 +14,14 @@
 #include <stdint.h>
 #if !defined(__cplusplus)
 #include <complex.h>
+#define SHMEMI_COMPLEXD double _Complex
+#define SHMEMI_COMPLEXF float _Complex
+#else
+/* C++ has no _Complex: std::complex<T> has the same layout (C++ [complex.numbers]), so the
+ * complex reductions take it there. */
+#include <complex>
+#define SHMEMI_COMPLEXD std::complex<double>
+#define SHMEMI_COMPLEXF std::complex<float>
 #endif
 
 #ifdef __cplusplus
@@ -60,6 +68,39 @@ extern "C" {
 #define SHMEM_ALLTOALL_SYNC_SIZE SHMEM_SYNC_SIZE
 #define SHMEM_ALLTOALLS_SYNC_SIZE SHMEM_SYNC_SIZE
 #define SHMEM_REDUCE_MIN_WRKDATA_SIZE 1
+
+/* Who this is, for clients that adapt to the library by its macros, as OpenSHMEM clients do (Open
+ * MPI's oshmem defines OSHMEM_MAJOR_VERSION, OSHMPI OSHMPI_NUMVERSION, Cray CRAY_SHMEM_NUMVERSION):
+ * bobcat's OpenSHMEM, release 0.1, of the 1.5 standard (SHMEM_MAJOR/MINOR_VERSION). */
+#define BOBCAT_SHMEM 1
+#define BOBCAT_SHMEM_NUMVERSION 100 /* major * 10000 + minor * 100 + patch: 0.1.0 */
+
+/* shmem4py (PyPI) picks its fallbacks by vendor macro: for a library it does not recognise it
+ * defines static stand-ins for every 1.5 routine it cannot be sure of (teams, signals, AMO nbi,
+ * team collectives ...), which clash with this header's declarations ("static declaration follows
+ * non-static"). Its PySHMEM_HAVE_<feature> macros let a library say what it has; bobcat has every
+ * one of them, so a plain `OSHCC=<prefix>/bin/oshcc pip install shmem4py` builds against the real
+ * routines (docs/shmem.md). The names are shmem4py's; they mean nothing to other programs. */
+#define PySHMEM_HAVE_shmem_malloc_with_hints 1
+#define PySHMEM_HAVE_shmem_team_t 1
+#define PySHMEM_HAVE_SHMEM_CTX_INVALID 1
+#define PySHMEM_HAVE_shmem_amo_nbi 1
+#define PySHMEM_HAVE_shmem_put_signal 1
+#define PySHMEM_HAVE_shmem_signal_fetch 1
+#define PySHMEM_HAVE_shmem_signal_wait_until 1
+#define PySHMEM_HAVE_shmem_broadcast 1
+#define PySHMEM_HAVE_shmem_collect 1
+#define PySHMEM_HAVE_shmem_fcollect 1
+#define PySHMEM_HAVE_shmem_alltoall 1
+#define PySHMEM_HAVE_shmem_alltoalls 1
+#define PySHMEM_HAVE_shmem_broadcastmem 1
+#define PySHMEM_HAVE_shmem_collectmem 1
+#define PySHMEM_HAVE_shmem_fcollectmem 1
+#define PySHMEM_HAVE_shmem_alltoallmem 1
+#define PySHMEM_HAVE_shmem_alltoallsmem 1
+#define PySHMEM_HAVE_shmem_reduce 1
+#define PySHMEM_HAVE_shmem_wait_test_many 1
+#define PySHMEM_HAVE_shmem_pcontrol 1
 
 /* The pre-1.3 spellings. */
 #define _SHMEM_MAJOR_VERSION SHMEM_MAJOR_VERSION
@@ -133,13 +174,8 @@ extern shmem_ctx_t SHMEM_CTX_DEFAULT;
     X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16)    \
     X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) X(float, float) X(double, double)      \
     X(long double, longdouble)
-#if defined(__cplusplus)
-#define SHMEMI_REDUCE_ARITH_TYPES(X) SHMEMI_REDUCE_MINMAX_TYPES(X)
-#define SHMEMI_LEGACY_COMPLEX(X)
-#else
-#define SHMEMI_REDUCE_ARITH_TYPES(X) SHMEMI_REDUCE_MINMAX_TYPES(X) X(double _Complex, complexd) X(float _Complex, complexf)
-#define SHMEMI_LEGACY_COMPLEX(X) X(double _Complex, complexd) X(float _Complex, complexf)
-#endif
+#define SHMEMI_LEGACY_COMPLEX(X) X(SHMEMI_COMPLEXD, complexd) X(SHMEMI_COMPLEXF, complexf)
+#define SHMEMI_REDUCE_ARITH_TYPES(X) SHMEMI_REDUCE_MINMAX_TYPES(X) SHMEMI_LEGACY_COMPLEX(X)
 /* Legacy *_to_all types. */
 #define SHMEMI_TOALL_BIT_TYPES(X) X(short, short) X(int, int) X(long, long) X(long long, longlong)
 #define SHMEMI_TOALL_MINMAX_TYPES(X)                                                               \
@@ -375,7 +411,13 @@ void shmem_wait(long *ivar, long cmp_value);
 void shmem_barrier_all(void);
 void shmem_sync_all(void);
 void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+/* Deprecated active-set sync. In 1.5 `shmem_sync` names the team sync in C11 (and C++), as
+ * `shmem_sync(team)`; the active-set form is reached as `shmem_sync(PE_start, logPE_stride,
+ * PE_size, pSync)` through the selection below, or by its own name shmem_sync_deprecated. The
+ * exported symbol shmem_sync stays the active-set routine, so programs built before 1.5 still
+ * link to what they called. */
 void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);
+void shmem_sync_deprecated(int PE_start, int logPE_stride, int PE_size, long *pSync);
 void shmem_set_lock(long *lock);
 void shmem_clear_lock(long *lock);
 int shmem_test_lock(long *lock);
@@ -440,6 +482,9 @@ void shmem_udcflush_line(void *dest);
 
 #ifdef __cplusplus
 }
+/* C++: the 1.5 team form of shmem_sync as an overload (C++ linkage; the active-set shmem_sync
+ * keeps C linkage). */
+static inline int shmem_sync(shmem_team_t team) { return shmem_team_sync(team); }
 #endif
 
 /* --- C11 generic selection --------------------------------------------------------------------- */

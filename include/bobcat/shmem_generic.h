@@ -17,14 +17,21 @@ void shmemi_generic_type_not_supported(void);
     X(int, int, OP) X(long, long, OP) X(long long, longlong, OP) X(unsigned int, uint, OP)         \
     X(unsigned long, ulong, OP) X(unsigned long long, ulonglong, OP)
 #define SHMEMI_G_AMO_EXT(X, OP) SHMEMI_G_AMO_STD(X, OP) X(float, float, OP) X(double, double, OP)
-#define SHMEMI_G_AMO_BIT(X, OP) X(unsigned int, uint, OP) X(unsigned long, ulong, OP) X(unsigned long long, ulonglong, OP)
+/* The bitwise AMO table has int32_t and int64_t beside the unsigned types (uint32_t and uint64_t
+ * are unsigned int and unsigned long here). */
+#define SHMEMI_G_AMO_BIT(X, OP)                                                                    \
+    X(unsigned int, uint, OP) X(unsigned long, ulong, OP) X(unsigned long long, ulonglong, OP)     \
+    X(int32_t, int32, OP) X(int64_t, int64, OP)
 #define SHMEMI_G_SYNC(X, OP)                                                                       \
     X(short, short, OP) X(int, int, OP) X(long, long, OP) X(long long, longlong, OP)               \
     X(unsigned short, ushort, OP) X(unsigned int, uint, OP) X(unsigned long, ulong, OP)            \
     X(unsigned long long, ulonglong, OP)
+/* The bitwise reduction table has int8_t..int64_t beside the unsigned types (uint8_t..uint64_t and
+ * size_t are among these). */
 #define SHMEMI_G_RED_BIT(X, OP)                                                                    \
     X(unsigned char, uchar, OP) X(unsigned short, ushort, OP) X(unsigned int, uint, OP)            \
-    X(unsigned long, ulong, OP) X(unsigned long long, ulonglong, OP)
+    X(unsigned long, ulong, OP) X(unsigned long long, ulonglong, OP) X(int8_t, int8, OP)           \
+    X(int16_t, int16, OP) X(int32_t, int32, OP) X(int64_t, int64, OP)
 #define SHMEMI_G_RED_MINMAX(X, OP)                                                                 \
     X(char, char, OP) X(signed char, schar, OP) X(short, short, OP) X(int, int, OP) X(long, long, OP) \
     X(long long, longlong, OP) X(unsigned char, uchar, OP) X(unsigned short, ushort, OP)          \
@@ -169,6 +176,13 @@ void shmemi_generic_type_not_supported(void);
 #define shmem_test_all_vector(x, ...) SHMEMI_GEN(SHMEMI_G_SYNC, test_all_vector, x)(x, __VA_ARGS__)
 #define shmem_test_any_vector(x, ...) SHMEMI_GEN(SHMEMI_G_SYNC, test_any_vector, x)(x, __VA_ARGS__)
 #define shmem_test_some_vector(x, ...) SHMEMI_GEN(SHMEMI_G_SYNC, test_some_vector, x)(x, __VA_ARGS__)
+
+/* shmem_sync(team) is the 1.5 team sync; shmem_sync(PE_start, logPE_stride, PE_size, pSync) the
+ * deprecated active-set form: told apart by the number of arguments. */
+#define SHMEMI_SYNC_SEL(_1, _2, _3, _4, NAME, ...) NAME
+#define shmem_sync(...)                                                                            \
+    SHMEMI_SYNC_SEL(__VA_ARGS__, shmem_sync_deprecated, shmemi_sync_takes_a_team_or_4_arguments, shmemi_sync_takes_a_team_or_4_arguments, shmem_team_sync, 0) \
+    (__VA_ARGS__)
 
 /* Collectives on teams: (team, dest, ...). */
 #define SHMEMI_TEAMG(TABLE, OP, team, d, ...) SHMEMI_GEN(TABLE, OP, d)(team, d, __VA_ARGS__)

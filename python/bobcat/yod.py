@@ -376,6 +376,14 @@ class Yod:
             _err(f"rank {noexec.rank} ({self._prog_of(noexec.rank)}) {noexec.describe()}; "
                  "the job was ended")
             return EXIT_STARTUP
+        if out.global_exit is not None:
+            # The program ended the job on purpose, with the status it chose (OpenSHMEM: "the
+            # exit status of the program"); the MPI_Abort that carried it out is not a failure.
+            rank, status = out.global_exit
+            _err(f"rank {rank} ({self._prog_of(rank)}) called shmem_global_exit({status})"
+                 + self._others(out, rank, launcher))
+            # A process exit status is 8 bits; a status that truncates to 0 must not read as success.
+            return status & 0xff if status & 0xff or status == 0 else EXIT_FAILED
         cause = out.cause()
         if out.abort is not None:
             rank = self._abort_rank(out)
@@ -438,11 +446,14 @@ class Yod:
 
     def _others(self, out, rank: int | None, launcher: str) -> str:
         """'; 2 other ranks stopped' from the shims' reports, or, when the launcher killed the
-        shims before they could report, that the launcher ended the job."""
+        shims before they could report, that the launcher ended the job.  With the ending rank
+        unknown (rank None) it may be among the unreported ones, so no count is given."""
         stopped = sum(1 for e in out.ends.values() if e.rank != rank and not e.ok)
         if stopped:
             return f"; {stopped} other rank{'s' if stopped > 1 else ''} stopped"
         n = sum(1 for r in range(self.plan.ranks) if r != rank and r not in out.ends)
+        if n and rank is None:
+            return f"; {launcher} ended the other ranks"
         if n:
             return f"; {launcher} ended {'the other rank' if n == 1 else f'the {n} other ranks'}"
         return ""

@@ -110,6 +110,7 @@ class Outcome:
         self.ends: dict[int, RankEnd] = {}
         self.first_failure: RankEnd | None = None
         self.abort: MpiAbort | None = None         # the first abort the MPI reported
+        self.global_exit: tuple[int, int] | None = None  # (rank, status) of shmem_global_exit
         self.ends_before_abort = 0                 # how many ranks had reported their end by then
         self.nodes: list[dict[str, str]] = []
         self.timed_out = False
@@ -346,6 +347,14 @@ class Job:
         elif kind == "start":
             try:
                 self.out.started.add(int(f["rank"]))
+            except (KeyError, ValueError):
+                return
+        elif kind == "global_exit":
+            # OpenSHMEM's shmem_global_exit(status), said by the library before its MPI_Abort:
+            # the job's exit status is that status (the first PE's, should several call it).
+            try:
+                if self.out.global_exit is None:
+                    self.out.global_exit = (int(f["rank"]), int(f["status"]))
             except (KeyError, ValueError):
                 return
         elif kind == "node":

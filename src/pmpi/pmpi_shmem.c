@@ -234,9 +234,12 @@ void shi_mpi_allgather_int(int mine, int *all_p)
     check(MPI_Allgather(&mine, 1, MPI_INT, all_p, 1, MPI_INT, comm), "shmem_init");
 }
 
+/* The whole job ends, so the abort is on MPI_COMM_WORLD, not on our duplicate of it: MPICH ends
+ * only the processes of a communicator that is not MPI_COMM_WORLD (with Hydra, the others waited
+ * on), and Open MPI names the aborting rank in the world only when the communicator is the world. */
 void shi_mpi_abort(int status)
 {
-    MPI_Abort(comm != MPI_COMM_NULL ? comm : MPI_COMM_WORLD, status);
+    MPI_Abort(MPI_COMM_WORLD, status);
     _exit(status);
 }
 

@@ -13,7 +13,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 shi_state_t shi = {.npes = 0, .spin_before_yield = 64};
@@ -271,12 +273,39 @@ SHI_EXPORT void shmem_finalize(void)
     shi.initialized = 0;
 }
 
+/* Under yod the job's exit status must be `status`, but yod reports any MPI_Abort as a failure
+ * (1), and the MPIs carry the abort's code differently (Open MPI's aborting rank exits with it,
+ * Hydra kills every rank and its shim first). So the library tells yod itself, with a status line
+ * in the form the rank shims use on the same stderr (docs/yod.md), and waits (at most 2 s) until
+ * the launcher has read it from the pipe: the abort may end the launcher's relay before it reads
+ * the rank's last output. */
+static void tell_yod_global_exit(int status)
+{
+    if (!getenv("BOBCAT_JOB_ID"))
+        return;
+    char line[96];
+    int n = snprintf(line, sizeof line, "@@bobcat@@ global_exit rank=%d status=%d\n", shi.me, status);
+    if (n <= 0 || write(STDERR_FILENO, line, (size_t)n) != n)
+        return;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int unread = 0;
+    while (ioctl(STDERR_FILENO, FIONREAD, &unread) == 0 && unread > 0) { /* fails unless a pipe */
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec >= 2)
+            break;
+        sched_yield();
+    }
+}
+
 SHI_EXPORT void shmem_global_exit(int status)
 {
     fflush(stdout);
     fflush(stderr);
-    if (shi.initialized)
+    if (shi.initialized) {
+        tell_yod_global_exit(status);
         shi_mpi_abort(status);
+    }
     _exit(status);
 }
 

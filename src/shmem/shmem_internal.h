@@ -108,11 +108,17 @@ static inline void *shi_xlate(const void *addr, size_t n, int pe, const char *ro
 /* Busy-wait step: pause, poke MPI's progress when other nodes may be waiting on us, and yield the
  * core after a while (PEs may outnumber cores: every wait must let the others run). */
 void shi_mpi_progress(void);
+/* A poll that found nothing: its caller polls again (a test loop, a local atomic fetch in a loop),
+ * so it is a busy-wait step too and must let MPI progress when other nodes may be updating us. */
+static inline void shi_poll_miss(void)
+{
+    if (!shi.all_local)
+        shi_mpi_progress();
+}
 static inline void shi_relax(unsigned *spins)
 {
     util_poll_pause();
-    if (!shi.all_local)
-        shi_mpi_progress();
+    shi_poll_miss();
     if (++*spins >= shi.spin_before_yield) {
         *spins = 0;
         sched_yield();

@@ -3,11 +3,17 @@
  * A PE of this node: memcpy to or from its memory through the SMARTMAP window (no MPI call, no
  * syscall). Any other PE: MPI_Put/MPI_Get on the window of the region. Blocking puts return once
  * the source may be reused (MPI_Win_flush_local); remote completion is quiet's job, which flushes
- * only when MPI operations were issued since the last one. */
+ * only when MPI operations were issued since the last one.
+ *
+ * A transfer of zero bytes (or zero elements) is a no-op whatever its addresses: nothing is read or
+ * written, so NULL or a private address is accepted, as MPI accepts any buffer with a zero count
+ * (docs/shmem.md). A put-with-signal of zero bytes still delivers its signal. */
 #include "shmem_internal.h"
 
 void shi_put(void *dest, const void *src, size_t n, int pe, const char *routine, int nbi)
 {
+    if (SHI_UNLIKELY(n == 0))
+        return;
     int region = 0;
     size_t disp = 0;
     void *p = shi_xlate(dest, n, pe, routine, &region, &disp);
@@ -23,6 +29,8 @@ void shi_put(void *dest, const void *src, size_t n, int pe, const char *routine,
 
 void shi_get(void *dest, const void *src, size_t n, int pe, const char *routine, int nbi)
 {
+    if (SHI_UNLIKELY(n == 0))
+        return;
     int region = 0;
     size_t disp = 0;
     const void *p = shi_xlate(src, n, pe, routine, &region, &disp);
@@ -85,11 +93,11 @@ void shi_put_signal(void *dest, const void *src, size_t n, uint64_t *sig, uint64
         shi_fatal(routine, "sig_op %d is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD", sig_op);
     int region = 0;
     size_t disp = 0;
-    void *p = shi_xlate(dest, n, pe, routine, &region, &disp);
+    void *p = n ? shi_xlate(dest, n, pe, routine, &region, &disp) : NULL;
     if (p) {
         util_copy(p, src, n);
         shi_store_fence(); /* the data before the signal, even after non-temporal stores */
-    } else {
+    } else if (n) {
         shi_mpi_put(region, disp, src, n, pe);
         shi_mpi_flush(pe); /* MPI does not order a put before a later accumulate: complete it first */
     }

@@ -25,6 +25,38 @@ static void check_cmp(int cmp, const char *routine)
         shi_fatal(routine, "comparison %d is not one of the SHMEM_CMP_* constants", cmp);
 }
 
+/* Fairness of the _any forms: the standard wants a series of calls on one set to return, in time,
+ * every index that stays satisfied, so a scan starts after the index the last call on that set
+ * returned (a server polling its clients with test_any then serves them round-robin instead of
+ * starving all but the lowest). The places are remembered per thread for the last few sets. */
+#define ANY_SETS 16
+static _Thread_local struct {
+    const void *set;
+    size_t next;
+} any_last[ANY_SETS];
+static _Thread_local unsigned any_victim;
+
+static size_t any_start(const void *set, size_t n)
+{
+    for (int k = 0; k < ANY_SETS; k++)
+        if (any_last[k].set == set)
+            return any_last[k].next < n ? any_last[k].next : 0;
+    return 0;
+}
+
+static void any_returned(const void *set, size_t i)
+{
+    if (i == SIZE_MAX)
+        return;
+    int k = 0;
+    while (k < ANY_SETS && any_last[k].set != set)
+        k++;
+    if (k == ANY_SETS)
+        k = (int)(any_victim++ % ANY_SETS);
+    any_last[k].set = set;
+    any_last[k].next = i + 1;
+}
+
 #define SYNC_DEF(T, N)                                                                             \
     static inline int cmp_##N(T a, int cmp, T b) { CMP_BODY(a, cmp, b) }                          \
     static inline T ld_##N(T *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }                  \
@@ -40,18 +72,19 @@ static void check_cmp(int cmp, const char *routine)
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test");                                                       \
         int r = cmp_##N(ld_##N(ivar), cmp, v);                                                     \
-        if (!r && !shi.all_local)                                                                  \
-            shi_mpi_progress();                                                                    \
+        if (!r)                                                                                    \
+            shi_poll_miss();                                                                       \
         return r;                                                                                  \
     }                                                                                              \
-    /* One pass over the set: how many of the included satisfy (indices_p gets them), the first one \
-     * (*first_p), and how many are included. `vals` NULL: compare every one with v. */            \
+    /* One pass over the set, starting at index `from` and wrapping around: how many of the     \
+     * included satisfy (idx gets them, in index order only when from is 0), the first satisfying \
+     * one met (*first_p), and how many are included. `vals` NULL: compare every one with v. */   \
     static size_t scan_##N(T *iv, size_t n, const int *st, int cmp, T v, const T *vals, size_t *idx, \
-                           size_t *first_p, size_t *incl_p)                                        \
+                           size_t from, size_t *first_p, size_t *incl_p)                           \
     {                                                                                              \
         size_t hits = 0, incl = 0;                                                                 \
         *first_p = SIZE_MAX;                                                                       \
-        for (size_t i = 0; i < n; i++) {                                                           \
+        for (size_t k = 0, i = from; k < n; k++, i = i + 1 == n ? 0 : i + 1) {                     \
             if (st && st[i])                                                                       \
                 continue;                                                                          \
             incl++;                                                                                \
@@ -71,16 +104,17 @@ static void check_cmp(int cmp, const char *routine)
         check_cmp(cmp, R);                                                                         \
         unsigned spins = 0;                                                                        \
         size_t first, incl;                                                                        \
-        while (scan_##N(iv, n, st, cmp, v, vals, NULL, &first, &incl) != incl)                    \
+        while (scan_##N(iv, n, st, cmp, v, vals, NULL, 0, &first, &incl) != incl)                    \
             shi_relax(&spins);                                                                     \
     }                                                                                              \
     static size_t wany_##N(T *iv, size_t n, const int *st, int cmp, T v, const T *vals, const char *R) \
     {                                                                                              \
         check_cmp(cmp, R);                                                                         \
         unsigned spins = 0;                                                                        \
-        size_t first, incl;                                                                        \
-        while (!scan_##N(iv, n, st, cmp, v, vals, NULL, &first, &incl) && incl)                    \
+        size_t first, incl, from = any_start(iv, n);                                               \
+        while (!scan_##N(iv, n, st, cmp, v, vals, NULL, from, &first, &incl) && incl)              \
             shi_relax(&spins);                                                                     \
+        any_returned(iv, first);                                                                   \
         return first;                                                                              \
     }                                                                                              \
     static size_t wsome_##N(T *iv, size_t n, size_t *idx, const int *st, int cmp, T v, const T *vals, \
@@ -89,7 +123,7 @@ static void check_cmp(int cmp, const char *routine)
         check_cmp(cmp, R);                                                                         \
         unsigned spins = 0;                                                                        \
         size_t first, incl, hits;                                                                  \
-        while (!(hits = scan_##N(iv, n, st, cmp, v, vals, idx, &first, &incl)) && incl)           \
+        while (!(hits = scan_##N(iv, n, st, cmp, v, vals, idx, 0, &first, &incl)) && incl)           \
             shi_relax(&spins);                                                                     \
         return hits;                                                                               \
     }                                                                                              \
@@ -110,32 +144,47 @@ static void check_cmp(int cmp, const char *routine)
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_all");                                                   \
         size_t first, incl;                                                                        \
-        return scan_##N(iv, n, st, cmp, v, NULL, NULL, &first, &incl) == incl;                     \
+        int r = scan_##N(iv, n, st, cmp, v, NULL, NULL, 0, &first, &incl) == incl;                    \
+        if (!r)                                                                                    \
+            shi_poll_miss();                                                                       \
+        return r;                                                                                  \
     }                                                                                              \
     SHI_EXPORT size_t shmem_##N##_test_any(T *iv, size_t n, const int *st, int cmp, T v)          \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_any");                                                   \
         size_t first, incl;                                                                        \
-        scan_##N(iv, n, st, cmp, v, NULL, NULL, &first, &incl);                                    \
+        scan_##N(iv, n, st, cmp, v, NULL, NULL, any_start(iv, n), &first, &incl);                  \
+        if (first == SIZE_MAX)                                                                     \
+            shi_poll_miss();                                                                       \
+        any_returned(iv, first);                                                                   \
         return first;                                                                              \
     }                                                                                              \
     SHI_EXPORT size_t shmem_##N##_test_some(T *iv, size_t n, size_t *idx, const int *st, int cmp, T v) \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_some");                                                  \
         size_t first, incl;                                                                        \
-        return scan_##N(iv, n, st, cmp, v, NULL, idx, &first, &incl);                              \
+        size_t hits = scan_##N(iv, n, st, cmp, v, NULL, idx, 0, &first, &incl);                     \
+        if (!hits)                                                                                 \
+            shi_poll_miss();                                                                       \
+        return hits;                                                                               \
     }                                                                                              \
     SHI_EXPORT int shmem_##N##_test_all_vector(T *iv, size_t n, const int *st, int cmp, T *vals)   \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_all_vector");                                            \
         size_t first, incl;                                                                        \
-        return scan_##N(iv, n, st, cmp, 0, vals, NULL, &first, &incl) == incl;                     \
+        int r = scan_##N(iv, n, st, cmp, 0, vals, NULL, 0, &first, &incl) == incl;                    \
+        if (!r)                                                                                    \
+            shi_poll_miss();                                                                       \
+        return r;                                                                                  \
     }                                                                                              \
     SHI_EXPORT size_t shmem_##N##_test_any_vector(T *iv, size_t n, const int *st, int cmp, T *vals) \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_any_vector");                                            \
         size_t first, incl;                                                                        \
-        scan_##N(iv, n, st, cmp, 0, vals, NULL, &first, &incl);                                    \
+        scan_##N(iv, n, st, cmp, 0, vals, NULL, any_start(iv, n), &first, &incl);                  \
+        if (first == SIZE_MAX)                                                                     \
+            shi_poll_miss();                                                                       \
+        any_returned(iv, first);                                                                   \
         return first;                                                                              \
     }                                                                                              \
     SHI_EXPORT size_t shmem_##N##_test_some_vector(T *iv, size_t n, size_t *idx, const int *st, int cmp, \
@@ -143,7 +192,10 @@ static void check_cmp(int cmp, const char *routine)
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_some_vector");                                           \
         size_t first, incl;                                                                        \
-        return scan_##N(iv, n, st, cmp, 0, vals, idx, &first, &incl);                              \
+        size_t hits = scan_##N(iv, n, st, cmp, 0, vals, idx, 0, &first, &incl);                     \
+        if (!hits)                                                                                 \
+            shi_poll_miss();                                                                       \
+        return hits;                                                                               \
     }
 SHMEMI_SYNC_TYPES(SYNC_DEF)
 
@@ -367,11 +419,16 @@ SHI_EXPORT void shmem_barrier(int start, int log_stride, int size, long *psync)
     shi_set_sync(&s);
 }
 
-SHI_EXPORT void shmem_sync(int start, int log_stride, int size, long *psync)
+SHI_EXPORT void shmem_sync_deprecated(int start, int log_stride, int size, long *psync)
 {
     shi_set_t s;
     shi_set_legacy(&s, start, log_stride, size, psync, "shmem_sync");
     shi_set_sync(&s);
+}
+/* The pre-1.5 symbol: what programs built against older headers call (see shmem.h). */
+SHI_EXPORT void shmem_sync(int start, int log_stride, int size, long *psync)
+{
+    shmem_sync_deprecated(start, log_stride, size, psync);
 }
 
 /* --- locks: a test-and-set word in PE 0's copy of the lock, polled with plain reads --------- */
@@ -390,11 +447,10 @@ SHI_EXPORT int shmem_test_lock(long *lock)
 {
     if (shi_amo(SHI_AMO_CSWAP, sizeof(long), lock, (uint64_t)shi.me + 1, 0, 0, "shmem_test_lock") == 0)
         return 0;
-    /* Busy: callers spin on test_lock, so this is a busy-wait step too. Poke MPI progress (the
-     * holder's off-node gets from us are served only when we call MPI: shmem4py's testTestLock hung
-     * at 4 PEs on 2 simulated nodes) and let an oversubscribed holder run. */
-    if (!shi.all_local)
-        shi_mpi_progress();
+    /* Busy: callers spin on test_lock, so this is a busy-wait step too (the holder's off-node gets
+     * from us are served only when we call MPI: shmem4py's testTestLock hung at 4 PEs on 2
+     * simulated nodes); and let an oversubscribed holder run. */
+    shi_poll_miss();
     sched_yield();
     return 1;
 }

@@ -3,7 +3,8 @@
 tables, independently of include/bobcat/shmem.h) must be exported by the library, and every constant
 and handle the standard names must be defined by shmem.h. External conformance (shmem4py) found the
 sized put-with-signal routines spelled differently and shmem_pcontrol missing: this catches a name the
-test programs never call.
+test programs never call. Each shmem_ routine must also be exported as pshmem_ (profiling interface),
+and shmem.h and pshmem.h must compile together.
 
 usage: shmem_names.py LIBRARY.so OSHCC
 """
@@ -94,10 +95,15 @@ def main():
                          check=True).stdout
     exported = {ln.split()[-1] for ln in out.splitlines() if ln.strip()}
     missing = [n for n in standard_names() if n not in exported]
+    # The profiling interface: every shmem_ routine also as pshmem_ (the legacy names without the
+    # shmem_ prefix have none), plus the 1.5 name of the deprecated active-set sync.
+    missing += [f"p{n}" for n in standard_names() + ["shmem_sync_deprecated"]
+                if n.startswith("shmem_") and f"p{n}" not in exported]
+    missing += [n for n in ["shmem_sync_deprecated"] if n not in exported]
     with tempfile.TemporaryDirectory() as d:
         c = os.path.join(d, "consts.c")
         with open(c, "w") as f:
-            f.write("#include <shmem.h>\n")
+            f.write("#include <shmem.h>\n#include <pshmem.h>\n")
             for k in CONSTANTS:
                 f.write(f"#ifndef {k}\n#error missing macro {k}\n#endif\n")
             f.write("int main(void) { shmem_team_t t[2] = {SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED};\n"
