@@ -13,8 +13,8 @@ typedef long double _Complex cld_t;
 
 /* The loops are built for AVX2 as well as the x86-64 baseline (SSE2), picked once at load time by
  * the CPU (an ifunc), and this file is compiled at -O3 (src/CMakeLists.txt): at -O2, GCC 12
- * vectorises only loops that need no remainder, so every loop here ran one element at a time
- * (MPI_FLOAT MPI_SUM of 512 KiB: 37 µs, against 6 µs to copy it between the cores; bench/coll). */
+ * vectorises only loops that need no remainder, so every loop here ran one element at a time, far
+ * slower than copying the data between the cores (coll-floor, docs/benchmarks.md and docs/mpi.md). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define VEC __attribute__((target_clones("avx2", "default")))
 #else

@@ -113,7 +113,8 @@ static void *map_fixed(int fd, void *addr, size_t size)
 
 /* The kernel clears a hugetlb page in 4 KiB steps ending at the subpage that faulted (to leave it
  * hot in cache); populating from the start of each 2 MiB page makes it clear them in descending
- * order, which ran at 10 GB/s here against 24 GB/s ascending. Faulting each page at its last
+ * order, which ran at less than half the ascending rate (the foundation benchmark's populate row,
+ * README). Faulting each page at its last
  * subpage first gives the ascending order. madvise rather than a store, so that a pool that runs
  * dry returns an error instead of SIGBUS; the full pass that follows reports it. */
 static void populate_hugetlb_ascending(char *p, size_t size)

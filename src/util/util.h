@@ -65,8 +65,7 @@ static inline void util_copy(void *dst, const void *src, size_t n)
 
 /* One step of a poll loop on a line another core will write. Without it, a core that polls in a
  * tight loop keeps asking for the line while the writer is acquiring it, and the message lands
- * later on this VM: 65 ns against 51 per transfer between cores (`bobcat-probe --compare-polling`,
- * docs/mpi.md "Polling"). */
+ * later (measured by `bobcat-probe --compare-polling`; figures in docs/mpi.md, "Polling"). */
 static inline void util_poll_pause(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

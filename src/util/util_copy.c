@@ -1,9 +1,8 @@
 /* util_copy: the runtime's bulk copies (the single copy of a rendezvous, collectives' moves).
  *
- * Why not memcpy: from a few KiB up, glibc 2.36 copies with `rep movsb`, which on this AMD EPYC
- * runs 15-30 times slower when the destination lies 8-24 bytes past the source modulo 4 KiB (4 KiB
- * at +8: 1.9 us against 0.06; 64 KiB: 21 us against 1.5), and reaches only 13-16 GB/s in cache
- * when both are page-aligned, where a plain AVX2 loop gives 33-40. An MPI library does not choose
+ * Why not memcpy: from a few KiB up, glibc 2.36 copies with `rep movsb`, which on AMD EPYC runs
+ * an order of magnitude slower when the destination lies a few bytes past the source modulo 4 KiB,
+ * and is slower in cache than a plain AVX2 loop even when both are page-aligned. An MPI library does not choose
  * its users' buffers, so the copy must not depend on their alignment: an AVX2 loop (unaligned
  * loads, stores aligned on the destination) from UTIL_COPY_MIN bytes (below it util_copy, inline in
  * util.h, is memcpy), memcpy on CPUs without AVX2 and for large copies whose buffers are aligned
