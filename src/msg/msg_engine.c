@@ -244,8 +244,7 @@ static msg_ticket_t *ticket_get(void)
     } else {
         t = calloc(1, sizeof *t);
         if (!t || !smap_is_shared(t)) {
-            util_error("msg: cannot allocate a send ticket in the segment: raise BOBCAT_HEAP");
-            abort();
+            util_out_of_memory("a send ticket", sizeof *t);
         }
     }
     atomic_store_explicit(&t->done, 0, memory_order_relaxed);
@@ -402,8 +401,7 @@ static msg_ticket_t *rndv_prepare(msg_req_t *req, const void *buf, size_t len, i
     if (!smap_is_shared(buf)) {
         void *b = malloc(len);
         if (!b || !smap_is_shared(b)) {
-            util_error("msg: cannot stage a %zu-byte send in the segment: raise BOBCAT_HEAP", len);
-            abort();
+            util_out_of_memory("staging a send from outside the segment", len);
         }
         util_copy(b, buf, len);
         tk->bounce = (uint64_t)(uintptr_t)b;
@@ -721,8 +719,7 @@ static msg_unexp_t *unexp_get(void)
     }
     u = malloc(sizeof *u + E.eager);
     if (!u) {
-        util_error("msg: out of memory holding an unexpected message");
-        abort();
+        util_out_of_memory("an unexpected on-node message", sizeof *u + E.eager);
     }
     u->data = (char *)(u + 1);
     return u;

@@ -21,6 +21,12 @@ BOBCAT_LAYER_API void util_log(util_log_level_t level, const char *fmt, ...) __a
 void util_log_set_rank(int rank);
 void util_log_set_verbose(int verbose);
 #define util_error(...) util_log(UTIL_LOG_ERROR, __VA_ARGS__)
+
+/* The runtime's one way to fail for want of memory where there is no way back (peers wait for this
+ * rank in shared memory): log what `what` needed, name the knob, abort. */
+BOBCAT_LAYER_API __attribute__((noreturn)) void util_out_of_memory(const char *what, size_t bytes);
+/* malloc, or util_out_of_memory. */
+BOBCAT_LAYER_API void *util_alloc_or_die(size_t bytes, const char *what);
 #define util_warn(...) util_log(UTIL_LOG_WARN, __VA_ARGS__)
 #define util_info(...) util_log(UTIL_LOG_INFO, __VA_ARGS__)
 #define util_debug(...) util_log(UTIL_LOG_DEBUG, __VA_ARGS__)

@@ -2,6 +2,8 @@
  * the heap segment exists. */
 #include "util.h"
 
+#include <stdlib.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,4 +58,19 @@ BOBCAT_EXPORT const char *bobcat_status_string(bobcat_status_t status)
 #undef BOBCAT_STATUS_CASE
     }
     return "unknown status";
+}
+
+BOBCAT_LAYER_API void util_out_of_memory(const char *what, size_t bytes)
+{
+    util_error("out of memory for %s (%zu bytes): the heap is full; raise the heap per rank (yod --heap, "
+               "--heap-node, or BOBCAT_HEAP)", what, bytes);
+    abort();
+}
+
+BOBCAT_LAYER_API void *util_alloc_or_die(size_t bytes, const char *what)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p)
+        util_out_of_memory(what, bytes);
+    return p;
 }

@@ -15,16 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        /* Peers wait for this rank in shared memory or in the leaders' phase: no way back. */
-        util_error("out of heap for a %zu-byte collective buffer: raise the heap (yod --heap)", bytes);
-        abort();
-    }
-    return p;
-}
+/* Peers wait for this rank in shared memory or in the leaders' phase: no way back. */
+#define hier_alloc(bytes) util_alloc_or_die((bytes), "a collective's leaders' phase")
 
 static int node_index_of(const pmpi_comm_t *pc, int r)
 {
@@ -58,7 +50,7 @@ static void leaders_layout(const pmpi_comm_t *pc, const size_t *nodebytes, int *
  * to_node copies comm -> node, else node -> comm. */
 static void permute(const pmpi_comm_t *pc, const size_t *bytes, char *comm_order, char *node_order, int to_node)
 {
-    size_t *coff = xmalloc((size_t)pc->size * sizeof(size_t)), off = 0;
+    size_t *coff = hier_alloc((size_t)pc->size * sizeof(size_t)), off = 0;
     for (int r = 0; r < pc->size; r++)
         coff[r] = off, off += bytes[r];
     off = 0;
@@ -87,7 +79,7 @@ static void to_comm_order(const pmpi_comm_t *pc, const size_t *bytes, const char
 static size_t *members_bytes(pmpi_comm_t *pc, size_t mybytes, int uniform)
 {
     int leader = pc->leader == pc->rank;
-    size_t *mb = leader ? xmalloc((size_t)pc->node_size * sizeof(size_t)) : NULL;
+    size_t *mb = leader ? hier_alloc((size_t)pc->node_size * sizeof(size_t)) : NULL;
     if (uniform) {
         for (int i = 0; leader && i < pc->node_size; i++)
             mb[i] = mybytes;
@@ -109,7 +101,7 @@ static size_t prefix(const size_t *b, int n, size_t *displ)
 /* Node totals (leaders_comm order) from every rank's byte count (comm order). */
 static size_t *node_totals(const pmpi_comm_t *pc, const size_t *bytes)
 {
-    size_t *nb = xmalloc((size_t)pc->nnodes * sizeof(size_t));
+    size_t *nb = hier_alloc((size_t)pc->nnodes * sizeof(size_t));
     memset(nb, 0, (size_t)pc->nnodes * sizeof(size_t));
     for (int r = 0; r < pc->size; r++)
         nb[pc->leader_rank[r]] += bytes[r];
@@ -122,14 +114,14 @@ static size_t *root_node_totals(pmpi_comm_t *pc, int root, const size_t *bytes, 
 {
     int me = pc->rank, leader = pc->leader == me, N = pc->nnodes;
     if (uniform) {
-        size_t *nb = xmalloc((size_t)N * sizeof(size_t));
+        size_t *nb = hier_alloc((size_t)N * sizeof(size_t));
         for (int k = 0; k < N; k++)
             nb[k] = (size_t)pc->node_count[k] * uniform_bytes;
         return nb;
     }
     if (pc->node[me] != pc->node[root])
         return NULL;
-    size_t *nb = me == root ? node_totals(pc, bytes) : xmalloc((size_t)N * sizeof(size_t));
+    size_t *nb = me == root ? node_totals(pc, bytes) : hier_alloc((size_t)N * sizeof(size_t));
     if (root != pc->leader)
         coll_bcast(&pc->cn, node_index_of(pc, root), nb, (size_t)N * sizeof(size_t));
     if (me != root && !leader) {
@@ -142,7 +134,7 @@ static size_t *root_node_totals(pmpi_comm_t *pc, int root, const size_t *bytes, 
 /* The byte counts of a uniform call at the root (who needs them for the permutation). */
 static size_t *uniform_bytes(const pmpi_comm_t *pc, size_t b)
 {
-    size_t *u = xmalloc((size_t)pc->size * sizeof(size_t));
+    size_t *u = hier_alloc((size_t)pc->size * sizeof(size_t));
     for (int r = 0; r < pc->size; r++)
         u[r] = b;
     return u;
@@ -160,9 +152,9 @@ void hier_gatherv(pmpi_comm_t *pc, int root, const void *piece, size_t mybytes, 
     size_t *mb = members_bytes(pc, mybytes, uniform), *md = NULL, mytot = 0;
     char *nbuf = NULL;
     if (leader) {
-        md = xmalloc((size_t)ns * sizeof(size_t));
+        md = hier_alloc((size_t)ns * sizeof(size_t));
         mytot = prefix(mb, ns, md);
-        nbuf = xmalloc(mytot);
+        nbuf = hier_alloc(mytot);
     }
     coll_gatherv(&pc->cn, 0, piece, mybytes, nbuf, mb, md);
     /* 2. The leaders gather the node blocks at the root's leader. */
@@ -171,12 +163,12 @@ void hier_gatherv(pmpi_comm_t *pc, int root, const void *piece, size_t mybytes, 
     if (leader) {
         int *cnt = NULL, *dsp = NULL;
         if (pc->leader_rank[me] == lroot) {
-            cnt = xmalloc(2 * (size_t)N * sizeof(int));
+            cnt = hier_alloc(2 * (size_t)N * sizeof(int));
             dsp = cnt + N;
             leaders_layout(pc, nb, cnt, dsp);
             for (int k = 0; k < N; k++)
                 total += nb[k];
-            all = xmalloc(total);
+            all = hier_alloc(total);
         }
         PMPI_AWAY(PMPI_Gatherv(nbuf, icount(mytot), MPI_BYTE, all, cnt, dsp, MPI_BYTE, lroot, pc->leaders_comm));
         free(cnt);
@@ -184,14 +176,14 @@ void hier_gatherv(pmpi_comm_t *pc, int root, const void *piece, size_t mybytes, 
     /* 3. The root's leader hands the node-ordered whole to the root, which puts it in comm order. */
     if (on_root_node) {
         if (root != pc->leader) {
-            size_t *hb = xmalloc((size_t)ns * sizeof(size_t)), *hd = xmalloc((size_t)ns * sizeof(size_t));
+            size_t *hb = hier_alloc((size_t)ns * sizeof(size_t)), *hd = hier_alloc((size_t)ns * sizeof(size_t));
             memset(hb, 0, (size_t)ns * sizeof(size_t));
             memset(hd, 0, (size_t)ns * sizeof(size_t));
             if (me == root)
                 for (int r = 0; r < pc->size; r++)
                     total += bytes[r];
             hb[node_index_of(pc, root)] = total; /* known on the leader (node totals) and the root */
-            char *got = me == root ? xmalloc(total) : NULL;
+            char *got = me == root ? hier_alloc(total) : NULL;
             coll_scatterv(&pc->cn, 0, all, hb, hd, got, me == root ? total : 0);
             if (me == root) {
                 free(all);
@@ -227,15 +219,15 @@ void hier_scatterv(pmpi_comm_t *pc, int root, const void *in, const size_t *byte
             total += nb[k];
     }
     if (me == root) {
-        all = xmalloc(total);
+        all = hier_alloc(total);
         to_node_order(pc, bytes, in, all);
     }
     if (on_root_node && root != pc->leader) {
-        size_t *hb = xmalloc((size_t)ns * sizeof(size_t)), *hd = xmalloc((size_t)ns * sizeof(size_t));
+        size_t *hb = hier_alloc((size_t)ns * sizeof(size_t)), *hd = hier_alloc((size_t)ns * sizeof(size_t));
         memset(hb, 0, (size_t)ns * sizeof(size_t));
         memset(hd, 0, (size_t)ns * sizeof(size_t));
         hb[node_index_of(pc, root)] = total;
-        char *got = leader ? xmalloc(total) : NULL;
+        char *got = leader ? hier_alloc(total) : NULL;
         coll_gatherv(&pc->cn, 0, all, me == root ? total : 0, got, hb, hd);
         if (leader)
             all = got;
@@ -250,12 +242,12 @@ void hier_scatterv(pmpi_comm_t *pc, int root, const void *in, const size_t *byte
     size_t *mb = members_bytes(pc, mybytes, uniform), *md = NULL, mytot = 0;
     char *nbuf = NULL;
     if (leader) {
-        md = xmalloc((size_t)ns * sizeof(size_t));
+        md = hier_alloc((size_t)ns * sizeof(size_t));
         mytot = prefix(mb, ns, md);
-        nbuf = xmalloc(mytot);
+        nbuf = hier_alloc(mytot);
         int *cnt = NULL, *dsp = NULL;
         if (pc->leader_rank[me] == lroot) {
-            cnt = xmalloc(2 * (size_t)N * sizeof(int));
+            cnt = hier_alloc(2 * (size_t)N * sizeof(int));
             dsp = cnt + N;
             leaders_layout(pc, nb, cnt, dsp);
         }
@@ -274,18 +266,18 @@ void hier_scatterv(pmpi_comm_t *pc, int root, const void *in, const size_t *byte
 void hier_allgatherv(pmpi_comm_t *pc, const void *piece, const size_t *bytes, void *out)
 {
     int me = pc->rank, leader = pc->leader == me, ns = pc->node_size, N = pc->nnodes;
-    size_t *mb = xmalloc(2 * (size_t)ns * sizeof(size_t)), *md = mb + ns;
+    size_t *mb = hier_alloc(2 * (size_t)ns * sizeof(size_t)), *md = mb + ns;
     for (int i = 0; i < ns; i++)
         mb[i] = bytes[pc->node_ranks[i]];
     prefix(mb, ns, md);
     size_t *nb = node_totals(pc, bytes), total = 0;
     for (int k = 0; k < N; k++)
         total += nb[k];
-    char *all = xmalloc(total);
+    char *all = hier_alloc(total);
     if (leader) {
         /* The node's pieces land in the leader's whole at the node's place; the leaders then fill
          * in the other nodes' blocks around it. */
-        int *cnt = xmalloc(2 * (size_t)N * sizeof(int)), *dsp = cnt + N;
+        int *cnt = hier_alloc(2 * (size_t)N * sizeof(int)), *dsp = cnt + N;
         leaders_layout(pc, nb, cnt, dsp);
         coll_gatherv(&pc->cn, 0, piece, bytes[me], all + dsp[pc->leader_rank[me]], mb, md);
         PMPI_AWAY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, cnt, dsp, MPI_BYTE, pc->leaders_comm));
@@ -306,14 +298,14 @@ void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out)
     int me = pc->rank, leader = pc->leader == me, ns = pc->node_size, N = pc->nnodes, n = pc->size;
     int myk = pc->leader_rank[me];
     /* 1. Every rank of the node learns every node mate's send buffer (pointers, in place). */
-    uint64_t *ptr = xmalloc((size_t)ns * sizeof(uint64_t));
-    size_t *pb = xmalloc(2 * (size_t)ns * sizeof(size_t)), *pd = pb + ns;
+    uint64_t *ptr = hier_alloc((size_t)ns * sizeof(uint64_t));
+    size_t *pb = hier_alloc(2 * (size_t)ns * sizeof(size_t)), *pd = pb + ns;
     memset(pb, 0, 2 * (size_t)ns * sizeof(size_t));
     for (int i = 0; i < ns; i++)
         pb[i] = sizeof(uint64_t), pd[i] = (size_t)i * sizeof(uint64_t);
     ptr[pc->node_rank] = (uint64_t)(uintptr_t)in;
     coll_allgatherv(&pc->cn, NULL, ptr, pb, pd);
-    const char **src = xmalloc((size_t)ns * sizeof(char *)); /* node rank i's send buffer, in my view */
+    const char **src = hier_alloc((size_t)ns * sizeof(char *)); /* node rank i's send buffer, in my view */
     for (int i = 0; i < ns; i++) {
         int r = pc->node_ranks[i];
         src[i] = r == me ? in : pmpi_peer_ptr(pc, r, (const void *)(uintptr_t)ptr[i]);
@@ -323,7 +315,7 @@ void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out)
         memcpy((char *)out + (size_t)pc->node_ranks[i] * b, src[i] + (size_t)me * b, b);
     /* 3. The leader packs the off-node blocks per node pair straight from the node mates' buffers,
      * [destination j of node k][source i of mine], and the leaders exchange them. */
-    int *rdsp = xmalloc((size_t)N * sizeof(int));
+    int *rdsp = hier_alloc((size_t)N * sizeof(int));
     for (int k = 0, off = 0; k < N; k++) {
         rdsp[k] = off;
         off = k == myk ? off : icount((size_t)off + (size_t)ns * (size_t)pc->node_count[k] * b);
@@ -331,10 +323,10 @@ void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out)
     uint64_t rptr = 0;
     char *rbuf = NULL;
     if (leader) {
-        int *scnt = xmalloc(3 * (size_t)N * sizeof(int)), *sdsp = scnt + N, *rcnt = sdsp + N;
+        int *scnt = hier_alloc(3 * (size_t)N * sizeof(int)), *sdsp = scnt + N, *rcnt = sdsp + N;
         size_t far = (size_t)(n - ns) * (size_t)ns * b, off = 0;
-        char *sbuf = xmalloc(far);
-        rbuf = xmalloc(far);
+        char *sbuf = hier_alloc(far);
+        rbuf = hier_alloc(far);
         for (int k = 0; k < N; k++) {
             sdsp[k] = icount(off);
             rcnt[k] = k == myk ? 0 : icount((size_t)ns * (size_t)pc->node_count[k] * b);

@@ -31,11 +31,7 @@ __attribute__((constructor)) static void register_stats(void)
         pmpi_stats_register(all[i]);
 }
 
-static void oom(size_t bytes)
-{
-    util_error("out of heap for a %zu-byte collective buffer: raise the heap (yod --heap)", bytes);
-    abort();
-}
+static void oom(size_t bytes) { util_out_of_memory("a collective buffer", bytes); }
 
 enum { A_INPLACE, A_HIER };
 
@@ -65,13 +61,7 @@ static int hier_fits(const pmpi_comm_t *pc, long long piece, int rows)
     return pc->nnodes == 1 || (double)piece * pc->size * rows <= (double)INT_MAX;
 }
 
-static void *xalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p)
-        oom(bytes);
-    return p;
-}
+static void *xalloc(size_t bytes) { return util_alloc_or_die(bytes, "a collective buffer"); }
 
 /* Gather across nodes: pieces packed (in the segment unless I lead my node), hier_gatherv, the
  * root unpacks the comm-ordered whole (or receives it straight in rbuf when rtype is dense). */

@@ -86,8 +86,7 @@ p2p_req_t *p2p_req_done(void)
     if (!done) {
         done = p2p_req_new();
         if (!done) {
-            fprintf(stderr, "bobcat: out of memory for the first request\n");
-            abort();
+            util_out_of_memory("the first point-to-point request", sizeof(p2p_req_t) * CHUNK);
         }
         done->kind = P2P_K_NULL;
         done->mode = 0; /* a send: the status says MPI_ANY_SOURCE / MPI_ANY_TAG, 0 bytes */
