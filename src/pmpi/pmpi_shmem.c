@@ -1,16 +1,22 @@
-/* pmpi_shmem: the MPI glue of libbobcat-shmem-<mpi>.so — start-up (my_pe/n_pes are the ranks of
+/* pmpi_shmem: the transport of libbobcat-shmem-<mpi>.so (src/shmem/shmem_transport.h) — start-up (my_pe/n_pes are the ranks of
  * MPI_COMM_WORLD) and the path to PEs of other nodes: MPI-3 RMA, passive target, one window over
  * the symmetric heap and one over the executable's static data, both locked for the job's life
  * (MPI_Win_lock_all) and completed with flushes. It lives here because only src/pmpi includes
  * mpi.h; it is compiled once per MPI ABI together with src/shmem (CMake: bobcat-shmem-<mpi>).
  * Not part of libbobcat-<mpi>.so: yod preloads that into every MPI program, and shmem_* symbols
- * there would capture the calls of programs built against another OpenSHMEM (Open MPI's oshmem). */
+ * there would capture the calls of programs built against another OpenSHMEM (Open MPI's oshmem).
+ * It knows nothing of SHMEM's state: every call returns a status and a failure's text is kept for
+ * shmem_tr_error(), for SHMEM's fatal path to name the routine. */
 #include <limits.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <mpi.h>
 #include <unistd.h>
 
-#include "../shmem/shmem_internal.h"
+#include <bobcat/shmem.h> /* SHMEM_THREAD_* */
+#include "../shmem/shmem_transport.h"
 
 static MPI_Comm comm = MPI_COMM_NULL;
 static MPI_Win win[2] = {MPI_WIN_NULL, MPI_WIN_NULL};
@@ -18,17 +24,38 @@ static int we_started_mpi;
 
 #define CHUNK ((size_t)1 << 30) /* MPI counts are int: move large transfers in pieces */
 
-static void check(int rc, const char *what)
+static unsigned spin_before_yield = 64;
+static __thread char why[MPI_MAX_ERROR_STRING + 128]; /* the last failure of this thread */
+
+const char *shmem_tr_error(void) { return why; }
+void shmem_tr_tune(unsigned spins) { spin_before_yield = spins ? spins : 1; }
+
+static __attribute__((format(printf, 1, 2))) int fail(const char *fmt, ...)
 {
-    if (rc != MPI_SUCCESS) {
-        char msg[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        MPI_Error_string(rc, msg, &len);
-        shi_fatal(what, "MPI error: %s", msg);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return SHT_ERR;
 }
 
-int shi_mpi_init(int requested, int *provided_p, int *me_p, int *npes_p)
+/* An MPI call's code as a status (the MPI's own text kept for shmem_tr_error). */
+static int check(int rc, const char *what)
+{
+    if (rc == MPI_SUCCESS)
+        return SHT_OK;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return fail("%s: MPI error: %s", what, msg);
+}
+#define TRY(call, what)                                                                                \
+    do {                                                                                               \
+        if (check((call), (what)) != SHT_OK)                                                           \
+            return SHT_ERR;                                                                            \
+    } while (0)
+
+int shmem_tr_init(int requested, int *provided_p, int *me_p, int *npes_p)
 {
     static const int to_mpi[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
     if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE)
@@ -43,7 +70,7 @@ int shi_mpi_init(int requested, int *provided_p, int *me_p, int *npes_p)
         setenv("OMPI_MCA_osc", "^rdma", 0);
 #endif
         if (MPI_Init_thread(NULL, NULL, to_mpi[requested], &prov) != MPI_SUCCESS)
-            shi_fatal("shmem_init", "MPI_Init_thread failed: start the program with oshrun (or yod)");
+            return fail("MPI_Init_thread failed: start the program with oshrun (or yod)");
         we_started_mpi = 1;
     } else {
         MPI_Query_thread(&prov);
@@ -53,23 +80,27 @@ int shi_mpi_init(int requested, int *provided_p, int *me_p, int *npes_p)
         if (to_mpi[i] == prov)
             p = i;
     *provided_p = p;
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "shmem_init");
+    TRY(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
     MPI_Comm_rank(comm, me_p);
     MPI_Comm_size(comm, npes_p);
-    return 0;
+    return SHT_OK;
 }
 
-void shi_mpi_windows(void *heap, size_t heap_size, void *data, size_t data_size)
+int shmem_tr_windows(void *heap, size_t heap_size, void *data, size_t data_size)
 {
     MPI_Info info;
     MPI_Info_create(&info);
     MPI_Info_set(info, "same_size", "true");
     MPI_Info_set(info, "same_disp_unit", "true");
-    check(MPI_Win_create(heap, (MPI_Aint)heap_size, 1, info, comm, &win[SHI_HEAP]), "shmem_init (heap window)");
-    check(MPI_Win_create(data, (MPI_Aint)data_size, 1, info, comm, &win[SHI_DATA]), "shmem_init (static data window)");
+    int rc = check(MPI_Win_create(heap, (MPI_Aint)heap_size, 1, info, comm, &win[SHI_HEAP]), "heap window");
+    if (rc == SHT_OK)
+        rc = check(MPI_Win_create(data, (MPI_Aint)data_size, 1, info, comm, &win[SHI_DATA]), "static data window");
     MPI_Info_free(&info);
-    check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win[SHI_HEAP]), "shmem_init");
-    check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win[SHI_DATA]), "shmem_init");
+    if (rc != SHT_OK)
+        return rc;
+    TRY(MPI_Win_lock_all(MPI_MODE_NOCHECK, win[SHI_HEAP]), "MPI_Win_lock_all");
+    TRY(MPI_Win_lock_all(MPI_MODE_NOCHECK, win[SHI_DATA]), "MPI_Win_lock_all");
+    return SHT_OK;
 }
 
 /* MPI RMA operations issued by this PE (SHMEM_DEBUG prints them at shmem_finalize): how many
@@ -77,21 +108,22 @@ void shi_mpi_windows(void *heap, size_t heap_size, void *data, size_t data_size)
 static unsigned long n_ops[3];
 #define COUNT(k) __atomic_fetch_add(&n_ops[k], 1, __ATOMIC_RELAXED)
 
-void shi_mpi_counts(unsigned long *puts, unsigned long *gets, unsigned long *amos)
+void shmem_tr_counts(unsigned long *puts, unsigned long *gets, unsigned long *amos)
 {
     *puts = __atomic_load_n(&n_ops[0], __ATOMIC_RELAXED);
     *gets = __atomic_load_n(&n_ops[1], __ATOMIC_RELAXED);
     *amos = __atomic_load_n(&n_ops[2], __ATOMIC_RELAXED);
 }
 
-void shi_mpi_put(int region, size_t disp, const void *src, size_t n, int pe)
+int shmem_tr_put(int region, size_t disp, const void *src, size_t n, int pe)
 {
     for (size_t done = 0; done < n; done += CHUNK) {
         size_t k = n - done < CHUNK ? n - done : CHUNK;
         COUNT(0);
-        check(MPI_Put((const char *)src + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE,
-                      win[region]), "shmem put");
+        TRY(MPI_Put((const char *)src + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE,
+                    win[region]), "MPI_Put");
     }
+    return SHT_OK;
 }
 
 /* Wait for a request, yielding the core between polls. */
@@ -103,21 +135,22 @@ static void wait_request(MPI_Request *req)
         MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (done)
             return;
-        if (++spins >= shi.spin_before_yield) {
+        if (++spins >= spin_before_yield) {
             spins = 0;
             sched_yield();
         }
     }
 }
 
-void shi_mpi_get(int region, size_t disp, void *dst, size_t n, int pe)
+int shmem_tr_get(int region, size_t disp, void *dst, size_t n, int pe)
 {
     for (size_t done = 0; done < n; done += CHUNK) {
         size_t k = n - done < CHUNK ? n - done : CHUNK;
         COUNT(1);
-        check(MPI_Get((char *)dst + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE,
-                      win[region]), "shmem get");
+        TRY(MPI_Get((char *)dst + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE,
+                    win[region]), "MPI_Get");
     }
+    return SHT_OK;
 }
 
 /* Strided transfers as one MPI call: nelems elements of `size` bytes, `stride` elements apart. */
@@ -131,63 +164,70 @@ static MPI_Datatype strided(size_t nelems, ptrdiff_t stride, size_t size)
     return t;
 }
 
-void shi_mpi_iput(int region, size_t disp, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t size,
+int shmem_tr_iput(int region, size_t disp, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t size,
                   int pe)
 {
     if (nelems > INT_MAX)
-        shi_fatal("shmem iput", "%zu elements: at most %d per call off-node", nelems, INT_MAX);
+        return fail("%zu elements: at most %d per call off-node", nelems, INT_MAX);
     MPI_Datatype o = strided(nelems, sst, size), t = strided(nelems, dst, size);
     COUNT(0);
-    check(MPI_Put(src, 1, o, pe, (MPI_Aint)disp, 1, t, win[region]), "shmem iput");
+    int rc = check(MPI_Put(src, 1, o, pe, (MPI_Aint)disp, 1, t, win[region]), "MPI_Put");
     MPI_Type_free(&o);
     MPI_Type_free(&t);
+    return rc;
 }
 
-void shi_mpi_iget(int region, size_t disp, void *dst, ptrdiff_t dst_stride, ptrdiff_t sst, size_t nelems, size_t size,
+int shmem_tr_iget(int region, size_t disp, void *dst, ptrdiff_t dst_stride, ptrdiff_t sst, size_t nelems, size_t size,
                   int pe)
 {
     if (nelems > INT_MAX)
-        shi_fatal("shmem iget", "%zu elements: at most %d per call off-node", nelems, INT_MAX);
+        return fail("%zu elements: at most %d per call off-node", nelems, INT_MAX);
     MPI_Datatype o = strided(nelems, dst_stride, size), t = strided(nelems, sst, size);
     COUNT(1);
-    check(MPI_Get(dst, 1, o, pe, (MPI_Aint)disp, 1, t, win[region]), "shmem iget");
+    int rc = check(MPI_Get(dst, 1, o, pe, (MPI_Aint)disp, 1, t, win[region]), "MPI_Get");
     MPI_Type_free(&o);
     MPI_Type_free(&t);
+    return rc;
 }
 
-void shi_mpi_get_wait(int region, size_t disp, void *dst, size_t n, int pe)
+int shmem_tr_get_wait(int region, size_t disp, void *dst, size_t n, int pe)
 {
     for (size_t done = 0; done < n; done += CHUNK) {
         size_t k = n - done < CHUNK ? n - done : CHUNK;
         MPI_Request req;
         COUNT(1);
-        check(MPI_Rget((char *)dst + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE, win[region],
-                       &req), "shmem get");
+        TRY(MPI_Rget((char *)dst + done, (int)k, MPI_BYTE, pe, (MPI_Aint)(disp + done), (int)k, MPI_BYTE, win[region],
+                     &req), "MPI_Rget");
         wait_request(&req);
     }
+    return SHT_OK;
 }
 
-void shi_mpi_flush(int pe)
+int shmem_tr_flush(int pe)
 {
-    MPI_Win_flush(pe, win[SHI_HEAP]);
-    MPI_Win_flush(pe, win[SHI_DATA]);
+    TRY(MPI_Win_flush(pe, win[SHI_HEAP]), "MPI_Win_flush");
+    TRY(MPI_Win_flush(pe, win[SHI_DATA]), "MPI_Win_flush");
+    return SHT_OK;
 }
 
-void shi_mpi_flush_local(int pe)
+int shmem_tr_flush_local(int pe)
 {
-    MPI_Win_flush_local(pe, win[SHI_HEAP]);
-    MPI_Win_flush_local(pe, win[SHI_DATA]);
+    TRY(MPI_Win_flush_local(pe, win[SHI_HEAP]), "MPI_Win_flush_local");
+    TRY(MPI_Win_flush_local(pe, win[SHI_DATA]), "MPI_Win_flush_local");
+    return SHT_OK;
 }
 
-void shi_mpi_flush_all(void)
+int shmem_tr_flush_all(void)
 {
-    MPI_Win_flush_all(win[SHI_HEAP]);
-    MPI_Win_flush_all(win[SHI_DATA]);
+    TRY(MPI_Win_flush_all(win[SHI_HEAP]), "MPI_Win_flush_all");
+    TRY(MPI_Win_flush_all(win[SHI_DATA]), "MPI_Win_flush_all");
+    return SHT_OK;
 }
 
 /* One datatype per size for every operation, so that MPI's atomicity guarantee (same predefined
  * datatype) covers mixes of add, swap, compare-and-swap and fetch on one location. */
-uint64_t shi_mpi_amo(shi_amo_op_t op, int size, int region, size_t disp, uint64_t value, uint64_t cond, int pe)
+int shmem_tr_amo(shi_amo_op_t op, int size, int region, size_t disp, uint64_t value, uint64_t cond, int pe,
+                 uint64_t *old_p)
 {
     MPI_Datatype dt = size == 8 ? MPI_UINT64_T : MPI_UINT32_T;
     uint64_t v8 = value, c8 = cond, r8 = 0;
@@ -207,43 +247,44 @@ uint64_t shi_mpi_amo(shi_amo_op_t op, int size, int region, size_t disp, uint64_
     }
     COUNT(2);
     if ((op & ~SHI_AMO_F) == SHI_AMO_CSWAP) {
-        check(MPI_Compare_and_swap(v, c, r, dt, pe, (MPI_Aint)disp, w), "shmem atomic compare-swap");
-        MPI_Win_flush(pe, w);
+        TRY(MPI_Compare_and_swap(v, c, r, dt, pe, (MPI_Aint)disp, w), "MPI_Compare_and_swap");
+        TRY(MPI_Win_flush(pe, w), "MPI_Win_flush");
     } else {
         /* Every other atomic is a request-based fetching accumulate: its completion means the
          * remote update is done (so a waiting PE sees it without a quiet), and we wait for it
          * with yields instead of in MPI_Win_flush, which busy-polls (an MPI that applies atomics
          * in the target's progress needs the target to get the core). */
         MPI_Request req;
-        check(MPI_Rget_accumulate(v, 1, dt, r, 1, dt, pe, (MPI_Aint)disp, 1, dt, mop, w, &req), "shmem atomic");
+        TRY(MPI_Rget_accumulate(v, 1, dt, r, 1, dt, pe, (MPI_Aint)disp, 1, dt, mop, w, &req), "MPI_Rget_accumulate");
         wait_request(&req);
     }
-    return size == 8 ? r8 : r4;
+    *old_p = size == 8 ? r8 : r4;
+    return SHT_OK;
 }
 
-void shi_mpi_progress(void)
+void shmem_tr_progress(void)
 {
     int flag;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
 }
 
-void shi_mpi_barrier(void) { check(MPI_Barrier(comm), "shmem barrier"); }
+int shmem_tr_barrier(void) { return check(MPI_Barrier(comm), "MPI_Barrier"); }
 
-void shi_mpi_allgather_int(int mine, int *all_p)
+int shmem_tr_allgather_int(int mine, int *all_p)
 {
-    check(MPI_Allgather(&mine, 1, MPI_INT, all_p, 1, MPI_INT, comm), "shmem_init");
+    return check(MPI_Allgather(&mine, 1, MPI_INT, all_p, 1, MPI_INT, comm), "MPI_Allgather");
 }
 
 /* The whole job ends, so the abort is on MPI_COMM_WORLD, not on our duplicate of it: MPICH ends
  * only the processes of a communicator that is not MPI_COMM_WORLD (with Hydra, the others waited
  * on), and Open MPI names the aborting rank in the world only when the communicator is the world. */
-void shi_mpi_abort(int status)
+void shmem_tr_abort(int status)
 {
     MPI_Abort(MPI_COMM_WORLD, status);
     _exit(status);
 }
 
-void shi_mpi_finalize(void)
+int shmem_tr_finalize(void)
 {
     for (int i = 0; i < 2; i++) {
         if (win[i] != MPI_WIN_NULL) {
@@ -256,5 +297,6 @@ void shi_mpi_finalize(void)
     int fin = 0;
     MPI_Finalized(&fin);
     if (we_started_mpi && !fin)
-        MPI_Finalize();
+        return check(MPI_Finalize(), "MPI_Finalize");
+    return SHT_OK;
 }

@@ -41,14 +41,16 @@ static inline uint64_t hw_amo(shi_amo_op_t op, int size, void *p, uint64_t v, ui
 /* Across nodes: an MPI atomic, for targets on this node too (see the banner). Kept out of line so
  * that the hardware path of single-node jobs stays a translation and one instruction. */
 static __attribute__((noinline)) uint64_t mpi_amo(shi_amo_op_t op, int size, void *target, void *p, int region,
-                                                  size_t disp, uint64_t value, uint64_t cond, int pe)
+                                                  size_t disp, uint64_t value, uint64_t cond, int pe,
+                                                  const char *routine)
 {
     if (p) {
         uintptr_t a = (uintptr_t)target;
         region = a - shi.heap < shi.heap_size ? SHI_HEAP : SHI_DATA;
         disp = a - (region == SHI_HEAP ? shi.heap : shi.data);
     }
-    uint64_t r = shi_mpi_amo(op, size, region, disp, value, cond, pe);
+    uint64_t r = 0;
+    SHI_TR(shmem_tr_amo(op, size, region, disp, value, cond, pe, &r), routine);
     /* A fetch of one's own word is how programs poll for other PEs' atomics (shmem_atomic_fetch,
      * shmem_signal_fetch in a loop): a busy-wait step. Open MPI's one-sided layer completes our
      * fetch without progressing the others' operations on our window, so without this their
@@ -70,7 +72,7 @@ uint64_t shi_amo(shi_amo_op_t op, int size, void *target, uint64_t value, uint64
         shi_fatal(routine, "target %p is not aligned to its %d-byte type", target, size);
     if (SHI_LIKELY(shi.all_local))
         return hw_amo(op, size, p, value, cond);
-    return mpi_amo(op, size, target, p, region, disp, value, cond, pe);
+    return mpi_amo(op, size, target, p, region, disp, value, cond, pe, routine);
 }
 
 static inline uint64_t to_u(const void *v, size_t size)

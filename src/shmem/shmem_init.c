@@ -41,7 +41,7 @@ void shi_fatal(const char *routine, const char *fmt, ...)
     vreport(routine, fmt, ap);
     va_end(ap);
     if (shi.initialized)
-        shi_mpi_abort(1);
+        shmem_tr_abort(1);
     _exit(1);
 }
 
@@ -157,7 +157,7 @@ static int start(int requested)
         shi_fatal("shmem_init", "the library cannot be initialized again after shmem_finalize");
     shi.debug = env_flag("SHMEM_DEBUG");
     int provided = SHMEM_THREAD_SINGLE;
-    shi_mpi_init(requested, &provided, &shi.me, &shi.npes);
+    SHI_TR(shmem_tr_init(requested, &provided, &shi.me, &shi.npes), "shmem_init");
     shi.thread_level = provided;
     if (shi.me == 0 && env_flag("SHMEM_VERSION")) {
         printf("bobcat OpenSHMEM %d.%d (%s)\n", SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION, SHMEM_VENDOR_STRING);
@@ -217,7 +217,7 @@ static int start(int requested)
     int first = shi.me;
     while (first > 0 && shi.peer[first - 1].heap)
         first--;
-    shi_mpi_allgather_int(first, shi.node);
+    SHI_TR(shmem_tr_allgather_int(first, shi.node), "shmem_init");
     /* yod leaves ranks unbound exactly when they outnumber the cores. */
     const char *bind = getenv("BOBCAT_BIND");
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -225,8 +225,9 @@ static int start(int requested)
     shi.spin_before_yield = (unsigned)env_size("SHMEM_YIELD_SPINS", crowded ? 64 : 4096);
     if (!shi.spin_before_yield)
         shi.spin_before_yield = 1;
+    shmem_tr_tune(shi.spin_before_yield);
 
-    shi_mpi_windows(heap, hs, data, ds);
+    SHI_TR(shmem_tr_windows(heap, hs, data, ds), "shmem_init");
     shi.slots = heap;
     memset(shi.slots, 0, SHI_RESERVED);
     shi_heap_init((char *)heap + SHI_RESERVED, hs - SHI_RESERVED);
@@ -235,7 +236,7 @@ static int start(int requested)
     shi_debug("%d PEs, %d reachable by load/store, heap %p + %zu, static data %p + %zu, %s atomics, yield after %u "
               "spins", shi.npes, shi.nlocal, heap, hs, data, ds, shi.all_local ? "hardware" : "MPI",
               shi.spin_before_yield);
-    shi_mpi_barrier(); /* every PE's slots are zeroed before anyone signals into them */
+    SHI_TR(shmem_tr_barrier(), "shmem_init"); /* every PE's slots are zeroed before anyone signals into them */
     static int registered;
     if (!registered++)
         atexit(at_exit);
@@ -265,10 +266,10 @@ SHI_EXPORT void shmem_finalize(void)
     shmem_barrier_all();
     if (shi.debug) {
         unsigned long puts, gets, amos;
-        shi_mpi_counts(&puts, &gets, &amos);
+        shmem_tr_counts(&puts, &gets, &amos);
         shi_debug("MPI RMA operations issued: %lu puts, %lu gets, %lu atomics", puts, gets, amos);
     }
-    shi_mpi_finalize();
+    SHI_TR(shmem_tr_finalize(), "shmem_finalize");
     shi.finalized = 1;
     shi.initialized = 0;
 }
@@ -304,7 +305,7 @@ SHI_EXPORT void shmem_global_exit(int status)
     fflush(stderr);
     if (shi.initialized) {
         tell_yod_global_exit(status);
-        shi_mpi_abort(status);
+        shmem_tr_abort(status);
     }
     _exit(status);
 }

@@ -14,13 +14,13 @@
 #include <string.h>
 
 #include "../util/util.h" /* util_copy (util_copy.c is compiled into this library too) */
+#include "shmem_transport.h"
 
 #define SHI_EXPORT __attribute__((visibility("default")))
 #define SHI_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SHI_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Symmetric regions: 0 the symmetric heap, 1 the executable's static data. */
-enum { SHI_HEAP = 0, SHI_DATA = 1 };
 
 /* Per-PE base addresses of its symmetric regions in this process (0: not reachable by load/store). */
 typedef struct {
@@ -107,13 +107,12 @@ static inline void *shi_xlate(const void *addr, size_t n, int pe, const char *ro
 
 /* Busy-wait step: pause, poke MPI's progress when other nodes may be waiting on us, and yield the
  * core after a while (PEs may outnumber cores: every wait must let the others run). */
-void shi_mpi_progress(void);
 /* A poll that found nothing: its caller polls again (a test loop, a local atomic fetch in a loop),
  * so it is a busy-wait step too and must let MPI progress when other nodes may be updating us. */
 static inline void shi_poll_miss(void)
 {
     if (!shi.all_local)
-        shi_mpi_progress();
+        shmem_tr_progress();
 }
 static inline void shi_relax(unsigned *spins)
 {
@@ -143,12 +142,7 @@ void shi_put_signal(void *dest, const void *src, size_t n, uint64_t *sig, uint64
                     const char *routine);
 void shi_quiet(void);
 
-/* Atomic engine (shmem_amo.c): every AMO type is 4 or 8 bytes; values travel as uint64_t.
- * SHI_AMO_F marks the fetching form of add/and/or/xor (fetch, swap and cswap always fetch). */
-typedef enum {
-    SHI_AMO_FETCH, SHI_AMO_SET, SHI_AMO_SWAP, SHI_AMO_CSWAP, SHI_AMO_ADD, SHI_AMO_AND, SHI_AMO_OR, SHI_AMO_XOR,
-    SHI_AMO_F = 0x10
-} shi_amo_op_t;
+/* Atomic engine (shmem_amo.c): the ops and sizes of shmem_transport.h. */
 uint64_t shi_amo(shi_amo_op_t op, int size, void *target, uint64_t value, uint64_t cond, int pe,
                  const char *routine);
 
@@ -205,24 +199,11 @@ static inline int shi_ctx_pe(shmem_ctx_t ctx, int pe, const char *routine)
 /* Symmetric heap (shmem_heap.c). */
 void shi_heap_init(void *base, size_t size);
 
-/* The MPI glue (src/pmpi/pmpi_shmem.c). */
-int shi_mpi_init(int requested, int *provided_p, int *me_p, int *npes_p);
-void shi_mpi_windows(void *heap, size_t heap_size, void *data, size_t data_size);
-void shi_mpi_put(int region, size_t disp, const void *src, size_t n, int pe);
-void shi_mpi_get(int region, size_t disp, void *dst, size_t n, int pe);      /* complete at quiet */
-void shi_mpi_get_wait(int region, size_t disp, void *dst, size_t n, int pe); /* complete on return */
-void shi_mpi_iput(int region, size_t disp, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t size,
-                  int pe);
-void shi_mpi_iget(int region, size_t disp, void *dst, ptrdiff_t dst_stride, ptrdiff_t sst, size_t nelems, size_t size,
-                  int pe);
-void shi_mpi_counts(unsigned long *puts, unsigned long *gets, unsigned long *amos);
-void shi_mpi_flush(int pe);
-void shi_mpi_flush_local(int pe);
-void shi_mpi_flush_all(void);
-uint64_t shi_mpi_amo(shi_amo_op_t op, int size, int region, size_t disp, uint64_t value, uint64_t cond, int pe);
-void shi_mpi_barrier(void);
-void shi_mpi_allgather_int(int mine, int *all_p);
-void shi_mpi_abort(int status) __attribute__((noreturn));
-void shi_mpi_finalize(void);
+/* The transport to other nodes (shmem_transport.h): a failure is fatal for the routine. */
+#define SHI_TR(call, routine)                                                                          \
+    do {                                                                                               \
+        if (SHI_UNLIKELY((call) != SHT_OK))                                                            \
+            shi_fatal((routine), "%s", shmem_tr_error());                                              \
+    } while (0)
 
 #endif

@@ -21,10 +21,10 @@ void shi_put(void *dest, const void *src, size_t n, int pe, const char *routine,
         util_copy(p, src, n);
         return;
     }
-    shi_mpi_put(region, disp, src, n, pe);
+    SHI_TR(shmem_tr_put(region, disp, src, n, pe), routine);
     atomic_store_explicit(&shi.mpi_pending, 1, memory_order_relaxed);
     if (!nbi)
-        shi_mpi_flush_local(pe);
+        SHI_TR(shmem_tr_flush_local(pe), routine);
 }
 
 void shi_get(void *dest, const void *src, size_t n, int pe, const char *routine, int nbi)
@@ -39,10 +39,10 @@ void shi_get(void *dest, const void *src, size_t n, int pe, const char *routine,
         return;
     }
     if (nbi) {
-        shi_mpi_get(region, disp, dest, n, pe);
+        SHI_TR(shmem_tr_get(region, disp, dest, n, pe), routine);
         atomic_store_explicit(&shi.mpi_pending, 1, memory_order_relaxed);
     } else {
-        shi_mpi_get_wait(region, disp, dest, n, pe);
+        SHI_TR(shmem_tr_get_wait(region, disp, dest, n, pe), routine);
     }
 }
 
@@ -62,9 +62,9 @@ void shi_iput(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t 
             memcpy(p + (ptrdiff_t)i * dst * (ptrdiff_t)size, s + (ptrdiff_t)i * sst * (ptrdiff_t)size, size);
         return;
     }
-    shi_mpi_iput(region, disp, src, dst, sst, nelems, size, pe);
+    SHI_TR(shmem_tr_iput(region, disp, src, dst, sst, nelems, size, pe), routine);
     atomic_store_explicit(&shi.mpi_pending, 1, memory_order_relaxed);
-    shi_mpi_flush_local(pe);
+    SHI_TR(shmem_tr_flush_local(pe), routine);
 }
 
 void shi_iget(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t size, int pe,
@@ -82,8 +82,8 @@ void shi_iget(void *dest, const void *src, ptrdiff_t dst, ptrdiff_t sst, size_t 
             memcpy(d + (ptrdiff_t)i * dst * (ptrdiff_t)size, p + (ptrdiff_t)i * sst * (ptrdiff_t)size, size);
         return;
     }
-    shi_mpi_iget(region, disp, dest, dst, sst, nelems, size, pe);
-    shi_mpi_flush(pe);
+    SHI_TR(shmem_tr_iget(region, disp, dest, dst, sst, nelems, size, pe), routine);
+    SHI_TR(shmem_tr_flush(pe), routine);
 }
 
 void shi_put_signal(void *dest, const void *src, size_t n, uint64_t *sig, uint64_t signal, int sig_op, int pe,
@@ -98,8 +98,8 @@ void shi_put_signal(void *dest, const void *src, size_t n, uint64_t *sig, uint64
         util_copy(p, src, n);
         shi_store_fence(); /* the data before the signal, even after non-temporal stores */
     } else if (n) {
-        shi_mpi_put(region, disp, src, n, pe);
-        shi_mpi_flush(pe); /* MPI does not order a put before a later accumulate: complete it first */
+        SHI_TR(shmem_tr_put(region, disp, src, n, pe), routine);
+        SHI_TR(shmem_tr_flush(pe), routine); /* MPI does not order a put before a later accumulate: complete it first */
     }
     shi_amo(sig_op == SHMEM_SIGNAL_SET ? SHI_AMO_SET : SHI_AMO_ADD, 8, sig, signal, 0, pe, routine);
 }
@@ -108,7 +108,7 @@ void shi_quiet(void)
 {
     shi_store_fence();
     if (atomic_exchange_explicit(&shi.mpi_pending, 0, memory_order_relaxed))
-        shi_mpi_flush_all();
+        SHI_TR(shmem_tr_flush_all(), "shmem_quiet");
 }
 
 SHI_EXPORT void shmem_quiet(void) { shi_quiet(); }

@@ -255,7 +255,7 @@ static void signal_epoch(uint64_t *flag, uint64_t e, int pe)
     if (p)
         __atomic_store_n(p, e, __ATOMIC_RELEASE);
     else /* an atomic set: it completes remotely, and we wait for it with yields */
-        shi_mpi_amo(SHI_AMO_SWAP, 8, region, disp, e, 0, pe);
+        SHI_TR(shmem_tr_amo(SHI_AMO_SWAP, 8, region, disp, e, 0, pe, &(uint64_t){0}), "shmem_team_sync");
 }
 
 /* Across nodes, a team syncs in three steps: the members of a node report to its leader (a store
