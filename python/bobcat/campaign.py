@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-from . import configs, hugepool, runner
+from . import configs, hugepool, runner, yod_plan
 from .store import RunRecord, Store
 
 BUILTIN = ("default", "quick")
@@ -343,8 +343,14 @@ def execute(store: Store, c: Campaign, cs: configs.ConfigSet, resume_id: int | N
     pages = pages_plan(c, runnable)
     if on_start:
         on_start(len(runnable), len(runnable) - len(todo))
-    # The hugetlb pool for the largest yod job on 2 MiB pages (jobs run one at a time).
-    need = max((hugepool.job_pages(p.spec, cs) for p in todo), default=0)
+    # The hugetlb pool for the largest yod job on 2 MiB pages (jobs run one at a time). A job yod
+    # would refuse is the campaign's error, before anything runs.
+    try:
+        need = max((hugepool.job_pages(p.spec, cs) for p in todo), default=0)
+    except yod_plan.UsageError as e:
+        store.set_campaign_status(cid, "interrupted", summary_of(counts, skipped, len(done), pages))
+        raise CampaignError(f"yod would refuse a run of this campaign: {e}; fix the configuration's yod_args "
+                            "or the campaign's ranks") from e
     reservation = hugepool.Reservation(need)
     pages["hugetlb"] = reservation.record
     try:

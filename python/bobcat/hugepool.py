@@ -17,7 +17,7 @@ from typing import Any
 
 from . import configs
 from .runner import RunSpec
-from .yod_plan import UsageError, host_cores, parse_args
+from .yod_plan import host_cores, mem_available, parse_args, plan_heaps
 
 HUGE_PAGE = 2 << 20
 NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
@@ -42,17 +42,14 @@ def job_pages(spec: RunSpec, cs: configs.ConfigSet) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _yod_job_pages(mode: str, ranks: int, mpi: str, yod_args: tuple[str, ...]) -> int:
-    from .yod import Yod
+    """From yod's own plan (yod_plan.plan_heaps, the pure part of its start-up). A job yod would
+    refuse is an error here too (UsageError, with yod's message): the campaign must not quietly
+    reserve nothing for it."""
     argv = ["-SN", "--simulate-nodes"] if mode == "SN" else ["-VN2"]
     argv += ["-np", str(ranks), "--mpi", mpi, *yod_args]
-    if ranks > host_cores():
-        argv.append("--oversubscribe")
-    try:
-        y = Yod(parse_args([*argv, "/bin/true"]))
-        y.prepare()
-    except UsageError:
-        return 0   # yod will refuse the run itself, with its own message
-    return sum(g.np * -(-heap // HUGE_PAGE) for g, heap in zip(y.opts.groups, y.heaps))
+    opts = parse_args([*argv, "/bin/true"])
+    _, _, heaps = plan_heaps(opts, host_cores(), mem_available())
+    return sum(g.np * -(-heap // HUGE_PAGE) for g, heap in zip(opts.groups, heaps))
 
 
 def pool() -> tuple[int, int]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .yod_plan import (MAX_HEAP, MIN_HEAP, PT_BUDGET, Options, Plan, UsageError, format_size, heap_per_rank,
-                       host_cores, hostfile_hosts, hugetlb_free, make_plan, max_local_ranks, mem_available,
+from .yod_plan import (MAX_HEAP, MIN_HEAP, PT_BUDGET, Options, Plan, UsageError, format_size, plan_heaps,
+                       host_cores, hostfile_hosts, hugetlb_free, max_local_ranks, mem_available,
                        mem_total, page_table_bytes, parse_args, slot_shift)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STARTUP, EXIT_TIMEOUT = 0, 1, 2, 3, 124
@@ -130,10 +130,9 @@ class Yod:
         from .yod_launch import build, pick_kind
         o = self.opts
         self.cores = host_cores()
-        for g in o.groups:
-            if g.rpn is None:
-                g.rpn = self.cores
-        self.plan: Plan = make_plan([(g.np, g.rpn) for g in o.groups])
+        avail_mem = mem_available()
+        self.plan: Plan
+        self.plan, self.sharing, self.heaps = plan_heaps(o, self.cores, avail_mem)
         if o.simulate_nodes and o.hostfile:
             raise UsageError("--simulate-nodes runs every node on this host; drop --hostfile "
                              "(or drop --simulate-nodes to use the hosts)")
@@ -156,10 +155,7 @@ class Yod:
             scope = "on this host" if o.simulate_nodes else "per node"
         else:
             here, scope = self.plan.max_rpn(), "per node"
-        # Heap: per group (groups differ in ranks per node); the node total must fit in memory.
-        avail_mem = mem_available()
-        self.sharing = [here if o.simulate_nodes or self.plan.nodes == 1 else min(g.np, g.rpn) for g in o.groups]
-        self.heaps = [heap_per_rank(o, g.rpn, n, avail_mem) for g, n in zip(o.groups, self.sharing)]
+        # Heap: per group (groups differ in ranks per node, plan_heaps); the node total must fit.
         self.avail_mem = avail_mem
         # SMARTMAP's address layout bounds the ranks of a node (include/bobcat/smartmap.h): checked
         # here, before launch, so that no rank has to refuse to start.

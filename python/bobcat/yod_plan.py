@@ -351,6 +351,22 @@ def make_plan(groups: list[tuple[int, int]]) -> Plan:
     return Plan(out, base, sum(g[0] for g in groups))
 
 
+def plan_heaps(opts: Options, cores: int, avail: int | None) -> tuple[Plan, list[int], list[int]]:
+    """The job's plan and, per group, the ranks that share a node's memory and the heap per rank, as
+    yod makes them: the pure part of its start-up (no ELF, launcher or shim lookups), which the
+    evaluation also asks for the hugetlb pages a job needs. Ranks per node not given are `cores`;
+    a node's memory is shared by all ranks when nodes are simulated on this host or the job is one
+    node, else by one node's worth of each group. Raises UsageError for a plan yod would refuse."""
+    for g in opts.groups:
+        if g.rpn is None:
+            g.rpn = cores
+    plan = make_plan([(g.np, g.rpn) for g in opts.groups])
+    one_host = opts.simulate_nodes or plan.nodes == 1
+    sharing = [plan.ranks if one_host else min(g.np, g.rpn) for g in opts.groups]
+    heaps = [heap_per_rank(opts, g.rpn, n, avail) for g, n in zip(opts.groups, sharing)]
+    return plan, sharing, heaps
+
+
 def heap_per_rank(opts: Options, rpn: int, sharing: int | None = None, avail: int | None = None) -> int:
     """--heap as given; else --heap-node divided evenly by the ranks per node, rounded down to
     whole 4 KiB pages; else the default: DEFAULT_HEAP_SHARE of `avail` (the node's MemAvailable)

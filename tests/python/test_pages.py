@@ -114,6 +114,17 @@ def test_job_pages_follow_yods_heap_plan(tmp_path):
     assert hugepool.job_pages(spec, configs.load()) == 2 * -(-y.heaps[0] // (2 << 20)) > 0
 
 
+def test_job_pages_of_a_job_yod_refuses_is_an_error(tmp_path):
+    """The pool is sized from yod's pure plan (yod_plan.plan_heaps); a plan yod refuses is an error
+    with yod's message, not a silent 0 pages."""
+    from bobcat.yod_plan import UsageError
+    user = tmp_path / "configs.toml"
+    user.write_text('[configs.lwk]\nvia_yod = true\nyod_args = ["--heap-node", "4k"]\n')
+    spec = runner.RunSpec("stream", "lwk", "openmpi", "VN2", ranks=2)
+    with pytest.raises(UsageError, match="less than a 4 KiB page per rank"):
+        hugepool.job_pages(spec, configs.load(user))
+
+
 @pytest.fixture
 def fake_pool(tmp_path, monkeypatch):
     """/proc/meminfo and nr_hugepages as files: writing nr_hugepages 'reserves' the pages."""
