@@ -279,15 +279,5 @@ BOBCAT_EXPORT int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Me
     return probe_impl(src, tag, comm, flag, st, 0, msg);
 }
 
-#define COUNT_T int
-#define SFX(name) name
-#include "p2p_recv_api.h"
-#undef COUNT_T
-#undef SFX
-#if MPI_VERSION >= 4
-#define COUNT_T MPI_Count
-#define SFX(name) name##_c
-#include "p2p_recv_api.h"
-#undef COUNT_T
-#undef SFX
-#endif
+#define P2P_API "p2p_recv_api.h"
+#include "p2p_counts.h"

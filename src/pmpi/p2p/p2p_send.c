@@ -225,15 +225,5 @@ static inline __attribute__((always_inline)) int send_fast(const void *buf, MPI_
     return p2p_send(buf, count, dt, dest, tag, comm, mode);
 }
 
-#define COUNT_T int
-#define SFX(name) name
-#include "p2p_send_api.h"
-#undef COUNT_T
-#undef SFX
-#if MPI_VERSION >= 4
-#define COUNT_T MPI_Count
-#define SFX(name) name##_c
-#include "p2p_send_api.h"
-#undef COUNT_T
-#undef SFX
-#endif
+#define P2P_API "p2p_send_api.h"
+#include "p2p_counts.h"

@@ -7,18 +7,8 @@
 
 #include <stdlib.h>
 
-#define COUNT_T int
-#define SFX(name) name
-#include "p2p_start_api.h"
-#undef COUNT_T
-#undef SFX
-#if MPI_VERSION >= 4
-#define COUNT_T MPI_Count
-#define SFX(name) name##_c
-#include "p2p_start_api.h"
-#undef COUNT_T
-#undef SFX
-#endif
+#define P2P_API "p2p_start_api.h"
+#include "p2p_counts.h"
 
 BOBCAT_EXPORT int MPI_Start(MPI_Request *req)
 {
