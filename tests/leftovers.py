@@ -11,10 +11,11 @@ that were running before the suite started are never reported: other workloads o
 legitimately run mpirun or a Slurm daemon. The grace period lets daemons that were asked to stop
 (slurmd's KillWait, an orted finishing) do so; it ends as soon as none is left. Stdlib only.
 
-A process that carries the suite's mark in its environment (LEFTOVERS_MARK=<value>, exported by
-run_all.sh and inherited by everything the tests start) is named as the suite's; one without it
-is still reported -- a test may have cleared the environment -- but flagged as possibly another
-workload's, which matters on a machine shared with other jobs.
+Only the suite's processes count. run_all.sh runs the suite in a mount namespace of its own (a
+private /dev/shm), so a process in that namespace is the suite's whatever a test did to its
+environment, and one outside it is another workload's (named in a note, never a failure); where
+no namespace could be made, the suite's mark in the environment (LEFTOVERS_MARK=<value>, exported
+by run_all.sh and inherited by everything the tests start) tells instead.
 """
 from __future__ import annotations
 
@@ -96,15 +97,45 @@ def left_after(before: set[str], grace: float,
         time.sleep(0.2)
 
 
+def _mount_ns(pid: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
+
+
+def ours(key: str) -> bool:
+    """Whether a process is the suite's. Where the suite runs in a mount namespace of its own
+    (run_all.sh, BOBCAT_SUITE_PRIVATE_SHM), everything it started is in that namespace, whatever a
+    test did to the environment, and nothing of another workload is; elsewhere, its mark in the
+    environment tells (LEFTOVERS_MARK), or, without a mark to compare, every process counts."""
+    pid = key.split(":", 1)[0]
+    if os.environ.get("BOBCAT_SUITE_PRIVATE_SHM"):
+        mine = _mount_ns("self")
+        return mine is not None and _mount_ns(pid) == mine
+    mark = os.environ.get("LEFTOVERS_MARK")
+    if not mark:
+        return True
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return True
+    return f"LEFTOVERS_MARK={mark}".encode() in env
+
+
 def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] == "snapshot":
         Path(argv[1]).write_text("".join(f"{k}\n" for k in processes()))
         return 0
     if len(argv) >= 2 and argv[0] == "check":
         before = set(Path(argv[1]).read_text().split())
-        new = left_after(before, float(argv[2]) if len(argv) > 2 else 15.0)
+        new = left_after(before, float(argv[2]) if len(argv) > 2 else 15.0, ours)
         for v in sorted(new.values()):
             print(f"leftover daemon or launcher (started during the suite): {v}")
+        # Launchers of other workloads that ran beside the suite: named, never counted.
+        for k, v in sorted(processes().items()):
+            if k not in before and not ours(k):
+                print(f"note: not the suite's (another workload beside it): {v}")
         return 1 if new else 0
     print(__doc__, file=sys.stderr)
     return 2
