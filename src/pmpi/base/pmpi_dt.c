@@ -235,9 +235,9 @@ static MPI_Count chunk_of(MPI_Count left, MPI_Count size)
     return left < n ? left : n;
 }
 
-/* Pack (dir 0) or unpack (dir 1) whole elements [0, count) between buf and bytes. */
-static int move_whole(void *buf, MPI_Count count, MPI_Datatype t, MPI_Count size, MPI_Count ext, char *bytes,
-                      int dir)
+/* Pack (dir 0) or unpack (dir 1) whole elements [first, first + count) of buf to or from bytes. */
+static int move_whole(void *buf, MPI_Count first, MPI_Count count, MPI_Datatype t, MPI_Count size, MPI_Count ext,
+                      char *bytes, int dir)
 {
     MPI_Datatype use = t;
     char *base = buf;
@@ -254,7 +254,7 @@ static int move_whole(void *buf, MPI_Count count, MPI_Datatype t, MPI_Count size
             break;
         }
         int pos = 0;
-        char *at = base + k * ext;
+        char *at = base + (first + k) * ext;
         if (dir == 0)
             rc = PMPI_Pack(at, (int)n, use, bytes + k * size, (int)(n * size), &pos, MPI_COMM_SELF);
         else
@@ -272,7 +272,7 @@ MPI_Count pmpi_dt_pack(const void *buf, MPI_Count count, MPI_Datatype t, void *o
     MPI_Count size = d->size, ext = d->extent;
     if (count <= 0 || size == 0)
         return 0;
-    return move_whole((void *)buf, count, t, size, ext, out, 0) == 0 ? count * size : -1;
+    return move_whole((void *)buf, 0, count, t, size, ext, out, 0) == 0 ? count * size : -1;
 }
 
 int pmpi_dt_unpack(const void *in, MPI_Count bytes, void *buf, MPI_Count count, MPI_Datatype t)
@@ -286,7 +286,7 @@ int pmpi_dt_unpack(const void *in, MPI_Count bytes, void *buf, MPI_Count count, 
         whole = count;
         part = 0;
     }
-    if (move_whole(buf, whole, t, size, ext, (char *)in, 1) != 0)
+    if (move_whole(buf, 0, whole, t, size, ext, (char *)in, 1) != 0)
         return -1;
     if (!part)
         return 0;
@@ -296,23 +296,10 @@ int pmpi_dt_unpack(const void *in, MPI_Count bytes, void *buf, MPI_Count count, 
     char *tmp = malloc((size_t)size);
     if (!tmp)
         return -1;
-    char *el = buf == MPI_BOTTOM ? NULL : (char *)buf + whole * ext;
     int rc = -1;
-    if (buf == MPI_BOTTOM) {
-        /* absolute addresses: element `whole` is the type moved by whole * extent bytes */
-        MPI_Datatype one;
-        MPI_Aint disp = (MPI_Aint)(whole * ext);
-        int bl = 1;
-        if (PMPI_Type_create_hindexed(1, &bl, &disp, t, &one) == MPI_SUCCESS && PMPI_Type_commit(&one) == MPI_SUCCESS) {
-            if (move_whole(MPI_BOTTOM, 1, one, size, ext, tmp, 0) == 0) {
-                memcpy(tmp, (const char *)in + whole * size, (size_t)part);
-                rc = move_whole(MPI_BOTTOM, 1, one, size, ext, tmp, 1);
-            }
-            PMPI_Type_free(&one);
-        }
-    } else if (move_whole(el, 1, t, size, ext, tmp, 0) == 0) {
+    if (move_whole(buf, whole, 1, t, size, ext, tmp, 0) == 0) {
         memcpy(tmp, (const char *)in + whole * size, (size_t)part);
-        rc = move_whole(el, 1, t, size, ext, tmp, 1);
+        rc = move_whole(buf, whole, 1, t, size, ext, tmp, 1);
     }
     free(tmp);
     return rc;
