@@ -105,90 +105,90 @@ static inline uint64_t to_u(const void *v, size_t size)
 #define CPE(c, pe, R) shi_ctx_pe(c, pe, R)
 
 #define AMO_EXT_DEF(T, N)                                                                          \
-    SHI_EXPORT T shmem_##N##_atomic_fetch(const T *s, int pe) { return AMO(T, SHI_AMO_FETCH, s, 0, 0, pe, NM(N, fetch)); } \
-    SHI_EXPORT T shmem_ctx_##N##_atomic_fetch(shmem_ctx_t c, const T *s, int pe)                   \
+    BOBCAT_EXPORT T shmem_##N##_atomic_fetch(const T *s, int pe) { return AMO(T, SHI_AMO_FETCH, s, 0, 0, pe, NM(N, fetch)); } \
+    BOBCAT_EXPORT T shmem_ctx_##N##_atomic_fetch(shmem_ctx_t c, const T *s, int pe)                   \
     { return AMO(T, SHI_AMO_FETCH, s, 0, 0, CPE(c, pe, CNM(N, fetch)), CNM(N, fetch)); }           \
-    SHI_EXPORT void shmem_##N##_atomic_set(T *d, T v, int pe) { AMO(T, SHI_AMO_SET, d, v, 0, pe, NM(N, set)); } \
-    SHI_EXPORT void shmem_ctx_##N##_atomic_set(shmem_ctx_t c, T *d, T v, int pe)                   \
+    BOBCAT_EXPORT void shmem_##N##_atomic_set(T *d, T v, int pe) { AMO(T, SHI_AMO_SET, d, v, 0, pe, NM(N, set)); } \
+    BOBCAT_EXPORT void shmem_ctx_##N##_atomic_set(shmem_ctx_t c, T *d, T v, int pe)                   \
     { AMO(T, SHI_AMO_SET, d, v, 0, CPE(c, pe, CNM(N, set)), CNM(N, set)); }                        \
-    SHI_EXPORT T shmem_##N##_atomic_swap(T *d, T v, int pe) { return AMO(T, SHI_AMO_SWAP, d, v, 0, pe, NM(N, swap)); } \
-    SHI_EXPORT T shmem_ctx_##N##_atomic_swap(shmem_ctx_t c, T *d, T v, int pe)                     \
+    BOBCAT_EXPORT T shmem_##N##_atomic_swap(T *d, T v, int pe) { return AMO(T, SHI_AMO_SWAP, d, v, 0, pe, NM(N, swap)); } \
+    BOBCAT_EXPORT T shmem_ctx_##N##_atomic_swap(shmem_ctx_t c, T *d, T v, int pe)                     \
     { return AMO(T, SHI_AMO_SWAP, d, v, 0, CPE(c, pe, CNM(N, swap)), CNM(N, swap)); }              \
-    SHI_EXPORT void shmem_##N##_atomic_fetch_nbi(T *f, const T *s, int pe)                         \
+    BOBCAT_EXPORT void shmem_##N##_atomic_fetch_nbi(T *f, const T *s, int pe)                         \
     { *f = AMO(T, SHI_AMO_FETCH, s, 0, 0, pe, NM(N, fetch_nbi)); }                                 \
-    SHI_EXPORT void shmem_ctx_##N##_atomic_fetch_nbi(shmem_ctx_t c, T *f, const T *s, int pe)      \
+    BOBCAT_EXPORT void shmem_ctx_##N##_atomic_fetch_nbi(shmem_ctx_t c, T *f, const T *s, int pe)      \
     { *f = AMO(T, SHI_AMO_FETCH, s, 0, 0, CPE(c, pe, CNM(N, fetch_nbi)), CNM(N, fetch_nbi)); }     \
-    SHI_EXPORT void shmem_##N##_atomic_swap_nbi(T *f, T *d, T v, int pe)                           \
+    BOBCAT_EXPORT void shmem_##N##_atomic_swap_nbi(T *f, T *d, T v, int pe)                           \
     { *f = AMO(T, SHI_AMO_SWAP, d, v, 0, pe, NM(N, swap_nbi)); }                                   \
-    SHI_EXPORT void shmem_ctx_##N##_atomic_swap_nbi(shmem_ctx_t c, T *f, T *d, T v, int pe)        \
+    BOBCAT_EXPORT void shmem_ctx_##N##_atomic_swap_nbi(shmem_ctx_t c, T *f, T *d, T v, int pe)        \
     { *f = AMO(T, SHI_AMO_SWAP, d, v, 0, CPE(c, pe, CNM(N, swap_nbi)), CNM(N, swap_nbi)); }
 SHMEMI_AMO_EXT_TYPES(AMO_EXT_DEF)
 
 #define AMO_STD_DEF(T, N)                                                                          \
-    SHI_EXPORT T shmem_##N##_atomic_compare_swap(T *d, T cond, T v, int pe)                        \
+    BOBCAT_EXPORT T shmem_##N##_atomic_compare_swap(T *d, T cond, T v, int pe)                        \
     { return AMO(T, SHI_AMO_CSWAP, d, v, cond, pe, NM(N, compare_swap)); }                         \
-    SHI_EXPORT T shmem_ctx_##N##_atomic_compare_swap(shmem_ctx_t c, T *d, T cond, T v, int pe)     \
+    BOBCAT_EXPORT T shmem_ctx_##N##_atomic_compare_swap(shmem_ctx_t c, T *d, T cond, T v, int pe)     \
     { return AMO(T, SHI_AMO_CSWAP, d, v, cond, CPE(c, pe, CNM(N, compare_swap)), CNM(N, compare_swap)); } \
-    SHI_EXPORT T shmem_##N##_atomic_fetch_inc(T *d, int pe)                                        \
+    BOBCAT_EXPORT T shmem_##N##_atomic_fetch_inc(T *d, int pe)                                        \
     { return AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, 1, 0, pe, NM(N, fetch_inc)); }                     \
-    SHI_EXPORT T shmem_ctx_##N##_atomic_fetch_inc(shmem_ctx_t c, T *d, int pe)                     \
+    BOBCAT_EXPORT T shmem_ctx_##N##_atomic_fetch_inc(shmem_ctx_t c, T *d, int pe)                     \
     { return AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, 1, 0, CPE(c, pe, CNM(N, fetch_inc)), CNM(N, fetch_inc)); } \
-    SHI_EXPORT void shmem_##N##_atomic_inc(T *d, int pe) { AMO(T, SHI_AMO_ADD, d, 1, 0, pe, NM(N, inc)); } \
-    SHI_EXPORT void shmem_ctx_##N##_atomic_inc(shmem_ctx_t c, T *d, int pe)                        \
+    BOBCAT_EXPORT void shmem_##N##_atomic_inc(T *d, int pe) { AMO(T, SHI_AMO_ADD, d, 1, 0, pe, NM(N, inc)); } \
+    BOBCAT_EXPORT void shmem_ctx_##N##_atomic_inc(shmem_ctx_t c, T *d, int pe)                        \
     { AMO(T, SHI_AMO_ADD, d, 1, 0, CPE(c, pe, CNM(N, inc)), CNM(N, inc)); }                        \
-    SHI_EXPORT T shmem_##N##_atomic_fetch_add(T *d, T v, int pe)                                   \
+    BOBCAT_EXPORT T shmem_##N##_atomic_fetch_add(T *d, T v, int pe)                                   \
     { return AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, v, 0, pe, NM(N, fetch_add)); }                     \
-    SHI_EXPORT T shmem_ctx_##N##_atomic_fetch_add(shmem_ctx_t c, T *d, T v, int pe)                \
+    BOBCAT_EXPORT T shmem_ctx_##N##_atomic_fetch_add(shmem_ctx_t c, T *d, T v, int pe)                \
     { return AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, v, 0, CPE(c, pe, CNM(N, fetch_add)), CNM(N, fetch_add)); } \
-    SHI_EXPORT void shmem_##N##_atomic_add(T *d, T v, int pe) { AMO(T, SHI_AMO_ADD, d, v, 0, pe, NM(N, add)); } \
-    SHI_EXPORT void shmem_ctx_##N##_atomic_add(shmem_ctx_t c, T *d, T v, int pe)                   \
+    BOBCAT_EXPORT void shmem_##N##_atomic_add(T *d, T v, int pe) { AMO(T, SHI_AMO_ADD, d, v, 0, pe, NM(N, add)); } \
+    BOBCAT_EXPORT void shmem_ctx_##N##_atomic_add(shmem_ctx_t c, T *d, T v, int pe)                   \
     { AMO(T, SHI_AMO_ADD, d, v, 0, CPE(c, pe, CNM(N, add)), CNM(N, add)); }                        \
-    SHI_EXPORT void shmem_##N##_atomic_compare_swap_nbi(T *f, T *d, T cond, T v, int pe)           \
+    BOBCAT_EXPORT void shmem_##N##_atomic_compare_swap_nbi(T *f, T *d, T cond, T v, int pe)           \
     { *f = AMO(T, SHI_AMO_CSWAP, d, v, cond, pe, NM(N, compare_swap_nbi)); }                       \
-    SHI_EXPORT void shmem_ctx_##N##_atomic_compare_swap_nbi(shmem_ctx_t c, T *f, T *d, T cond, T v, int pe) \
+    BOBCAT_EXPORT void shmem_ctx_##N##_atomic_compare_swap_nbi(shmem_ctx_t c, T *f, T *d, T cond, T v, int pe) \
     { *f = AMO(T, SHI_AMO_CSWAP, d, v, cond, CPE(c, pe, CNM(N, compare_swap_nbi)), CNM(N, compare_swap_nbi)); } \
-    SHI_EXPORT void shmem_##N##_atomic_fetch_inc_nbi(T *f, T *d, int pe)                           \
+    BOBCAT_EXPORT void shmem_##N##_atomic_fetch_inc_nbi(T *f, T *d, int pe)                           \
     { *f = AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, 1, 0, pe, NM(N, fetch_inc_nbi)); }                   \
-    SHI_EXPORT void shmem_ctx_##N##_atomic_fetch_inc_nbi(shmem_ctx_t c, T *f, T *d, int pe)        \
+    BOBCAT_EXPORT void shmem_ctx_##N##_atomic_fetch_inc_nbi(shmem_ctx_t c, T *f, T *d, int pe)        \
     { *f = AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, 1, 0, CPE(c, pe, CNM(N, fetch_inc_nbi)), CNM(N, fetch_inc_nbi)); } \
-    SHI_EXPORT void shmem_##N##_atomic_fetch_add_nbi(T *f, T *d, T v, int pe)                      \
+    BOBCAT_EXPORT void shmem_##N##_atomic_fetch_add_nbi(T *f, T *d, T v, int pe)                      \
     { *f = AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, v, 0, pe, NM(N, fetch_add_nbi)); }                   \
-    SHI_EXPORT void shmem_ctx_##N##_atomic_fetch_add_nbi(shmem_ctx_t c, T *f, T *d, T v, int pe)   \
+    BOBCAT_EXPORT void shmem_ctx_##N##_atomic_fetch_add_nbi(shmem_ctx_t c, T *f, T *d, T v, int pe)   \
     { *f = AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, v, 0, CPE(c, pe, CNM(N, fetch_add_nbi)), CNM(N, fetch_add_nbi)); }
 SHMEMI_AMO_STD_TYPES(AMO_STD_DEF)
 
 #define AMO_BIT1(T, N, OP, OPC)                                                                    \
-    SHI_EXPORT T shmem_##N##_atomic_fetch_##OP(T *d, T v, int pe)                                  \
+    BOBCAT_EXPORT T shmem_##N##_atomic_fetch_##OP(T *d, T v, int pe)                                  \
     { return AMO(T, OPC | SHI_AMO_F, d, v, 0, pe, NM(N, fetch_##OP)); }                            \
-    SHI_EXPORT T shmem_ctx_##N##_atomic_fetch_##OP(shmem_ctx_t c, T *d, T v, int pe)               \
+    BOBCAT_EXPORT T shmem_ctx_##N##_atomic_fetch_##OP(shmem_ctx_t c, T *d, T v, int pe)               \
     { return AMO(T, OPC | SHI_AMO_F, d, v, 0, CPE(c, pe, CNM(N, fetch_##OP)), CNM(N, fetch_##OP)); } \
-    SHI_EXPORT void shmem_##N##_atomic_##OP(T *d, T v, int pe) { AMO(T, OPC, d, v, 0, pe, NM(N, OP)); } \
-    SHI_EXPORT void shmem_ctx_##N##_atomic_##OP(shmem_ctx_t c, T *d, T v, int pe)                  \
+    BOBCAT_EXPORT void shmem_##N##_atomic_##OP(T *d, T v, int pe) { AMO(T, OPC, d, v, 0, pe, NM(N, OP)); } \
+    BOBCAT_EXPORT void shmem_ctx_##N##_atomic_##OP(shmem_ctx_t c, T *d, T v, int pe)                  \
     { AMO(T, OPC, d, v, 0, CPE(c, pe, CNM(N, OP)), CNM(N, OP)); }                                  \
-    SHI_EXPORT void shmem_##N##_atomic_fetch_##OP##_nbi(T *f, T *d, T v, int pe)                   \
+    BOBCAT_EXPORT void shmem_##N##_atomic_fetch_##OP##_nbi(T *f, T *d, T v, int pe)                   \
     { *f = AMO(T, OPC | SHI_AMO_F, d, v, 0, pe, NM(N, fetch_##OP##_nbi)); }                        \
-    SHI_EXPORT void shmem_ctx_##N##_atomic_fetch_##OP##_nbi(shmem_ctx_t c, T *f, T *d, T v, int pe) \
+    BOBCAT_EXPORT void shmem_ctx_##N##_atomic_fetch_##OP##_nbi(shmem_ctx_t c, T *f, T *d, T v, int pe) \
     { *f = AMO(T, OPC | SHI_AMO_F, d, v, 0, CPE(c, pe, CNM(N, fetch_##OP##_nbi)), CNM(N, fetch_##OP##_nbi)); }
 #define AMO_BIT_DEF(T, N) AMO_BIT1(T, N, and, SHI_AMO_AND) AMO_BIT1(T, N, or, SHI_AMO_OR) AMO_BIT1(T, N, xor, SHI_AMO_XOR)
 SHMEMI_AMO_BIT_TYPES(AMO_BIT_DEF)
 
 /* The pre-1.4 names. */
 #define AMO_OLD_DEF(T, N)                                                                          \
-    SHI_EXPORT T shmem_##N##_fadd(T *d, T v, int pe) { return AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, v, 0, pe, "shmem_" #N "_fadd"); } \
-    SHI_EXPORT T shmem_##N##_finc(T *d, int pe) { return AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, 1, 0, pe, "shmem_" #N "_finc"); } \
-    SHI_EXPORT void shmem_##N##_add(T *d, T v, int pe) { AMO(T, SHI_AMO_ADD, d, v, 0, pe, "shmem_" #N "_add"); } \
-    SHI_EXPORT void shmem_##N##_inc(T *d, int pe) { AMO(T, SHI_AMO_ADD, d, 1, 0, pe, "shmem_" #N "_inc"); } \
-    SHI_EXPORT T shmem_##N##_cswap(T *d, T cond, T v, int pe) { return AMO(T, SHI_AMO_CSWAP, d, v, cond, pe, "shmem_" #N "_cswap"); } \
-    SHI_EXPORT T shmem_##N##_swap(T *d, T v, int pe) { return AMO(T, SHI_AMO_SWAP, d, v, 0, pe, "shmem_" #N "_swap"); } \
-    SHI_EXPORT T shmem_##N##_fetch(const T *s, int pe) { return AMO(T, SHI_AMO_FETCH, s, 0, 0, pe, "shmem_" #N "_fetch"); } \
-    SHI_EXPORT void shmem_##N##_set(T *d, T v, int pe) { AMO(T, SHI_AMO_SET, d, v, 0, pe, "shmem_" #N "_set"); }
+    BOBCAT_EXPORT T shmem_##N##_fadd(T *d, T v, int pe) { return AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, v, 0, pe, "shmem_" #N "_fadd"); } \
+    BOBCAT_EXPORT T shmem_##N##_finc(T *d, int pe) { return AMO(T, SHI_AMO_ADD | SHI_AMO_F, d, 1, 0, pe, "shmem_" #N "_finc"); } \
+    BOBCAT_EXPORT void shmem_##N##_add(T *d, T v, int pe) { AMO(T, SHI_AMO_ADD, d, v, 0, pe, "shmem_" #N "_add"); } \
+    BOBCAT_EXPORT void shmem_##N##_inc(T *d, int pe) { AMO(T, SHI_AMO_ADD, d, 1, 0, pe, "shmem_" #N "_inc"); } \
+    BOBCAT_EXPORT T shmem_##N##_cswap(T *d, T cond, T v, int pe) { return AMO(T, SHI_AMO_CSWAP, d, v, cond, pe, "shmem_" #N "_cswap"); } \
+    BOBCAT_EXPORT T shmem_##N##_swap(T *d, T v, int pe) { return AMO(T, SHI_AMO_SWAP, d, v, 0, pe, "shmem_" #N "_swap"); } \
+    BOBCAT_EXPORT T shmem_##N##_fetch(const T *s, int pe) { return AMO(T, SHI_AMO_FETCH, s, 0, 0, pe, "shmem_" #N "_fetch"); } \
+    BOBCAT_EXPORT void shmem_##N##_set(T *d, T v, int pe) { AMO(T, SHI_AMO_SET, d, v, 0, pe, "shmem_" #N "_set"); }
 AMO_OLD_DEF(int, int)
 AMO_OLD_DEF(long, long)
 AMO_OLD_DEF(long long, longlong)
 #define AMO_OLD_F(T, N)                                                                            \
-    SHI_EXPORT T shmem_##N##_swap(T *d, T v, int pe) { return AMO(T, SHI_AMO_SWAP, d, v, 0, pe, "shmem_" #N "_swap"); } \
-    SHI_EXPORT T shmem_##N##_fetch(const T *s, int pe) { return AMO(T, SHI_AMO_FETCH, s, 0, 0, pe, "shmem_" #N "_fetch"); } \
-    SHI_EXPORT void shmem_##N##_set(T *d, T v, int pe) { AMO(T, SHI_AMO_SET, d, v, 0, pe, "shmem_" #N "_set"); }
+    BOBCAT_EXPORT T shmem_##N##_swap(T *d, T v, int pe) { return AMO(T, SHI_AMO_SWAP, d, v, 0, pe, "shmem_" #N "_swap"); } \
+    BOBCAT_EXPORT T shmem_##N##_fetch(const T *s, int pe) { return AMO(T, SHI_AMO_FETCH, s, 0, 0, pe, "shmem_" #N "_fetch"); } \
+    BOBCAT_EXPORT void shmem_##N##_set(T *d, T v, int pe) { AMO(T, SHI_AMO_SET, d, v, 0, pe, "shmem_" #N "_set"); }
 AMO_OLD_F(float, float)
 AMO_OLD_F(double, double)
-SHI_EXPORT long shmem_swap(long *d, long v, int pe) { return AMO(long, SHI_AMO_SWAP, d, v, 0, pe, "shmem_swap"); }
+BOBCAT_EXPORT long shmem_swap(long *d, long v, int pe) { return AMO(long, SHI_AMO_SWAP, d, v, 0, pe, "shmem_swap"); }

@@ -536,42 +536,42 @@ static int team_set(shmem_team_t team, shi_set_t *s, const char *R)
 }
 
 #define COLL_DEF(T, N)                                                                             \
-    SHI_EXPORT int shmem_##N##_broadcast(shmem_team_t team, T *d, const T *s, size_t n, int root) \
+    BOBCAT_EXPORT int shmem_##N##_broadcast(shmem_team_t team, T *d, const T *s, size_t n, int root) \
     { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_broadcast")) return -1;                \
       bcast(&set, d, s, n * sizeof(T), root, 1, "shmem_" #N "_broadcast"); return 0; }             \
-    SHI_EXPORT int shmem_##N##_collect(shmem_team_t team, T *d, const T *s, size_t n)              \
+    BOBCAT_EXPORT int shmem_##N##_collect(shmem_team_t team, T *d, const T *s, size_t n)              \
     { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_collect")) return -1;                  \
       collect(&set, d, s, n * sizeof(T), "shmem_" #N "_collect"); return 0; }                      \
-    SHI_EXPORT int shmem_##N##_fcollect(shmem_team_t team, T *d, const T *s, size_t n)             \
+    BOBCAT_EXPORT int shmem_##N##_fcollect(shmem_team_t team, T *d, const T *s, size_t n)             \
     { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_fcollect")) return -1;                 \
       fcollect(&set, d, s, n * sizeof(T), "shmem_" #N "_fcollect"); return 0; }                    \
-    SHI_EXPORT int shmem_##N##_alltoall(shmem_team_t team, T *d, const T *s, size_t n)             \
+    BOBCAT_EXPORT int shmem_##N##_alltoall(shmem_team_t team, T *d, const T *s, size_t n)             \
     { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_alltoall")) return -1;                 \
       alltoall(&set, d, s, n * sizeof(T), "shmem_" #N "_alltoall"); return 0; }                    \
-    SHI_EXPORT int shmem_##N##_alltoalls(shmem_team_t team, T *d, const T *s, ptrdiff_t dst, ptrdiff_t sst, \
+    BOBCAT_EXPORT int shmem_##N##_alltoalls(shmem_team_t team, T *d, const T *s, ptrdiff_t dst, ptrdiff_t sst, \
                                          size_t n)                                                 \
     { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_alltoalls")) return -1;                \
       alltoalls(&set, d, s, dst, sst, n, sizeof(T), "shmem_" #N "_alltoalls"); return 0; }
 SHMEMI_RMA_TYPES(COLL_DEF)
 
-SHI_EXPORT int shmem_broadcastmem(shmem_team_t team, void *d, const void *s, size_t n, int root)
+BOBCAT_EXPORT int shmem_broadcastmem(shmem_team_t team, void *d, const void *s, size_t n, int root)
 { shi_set_t set; if (team_set(team, &set, "shmem_broadcastmem")) return -1;
   bcast(&set, d, s, n, root, 1, "shmem_broadcastmem"); return 0; }
-SHI_EXPORT int shmem_collectmem(shmem_team_t team, void *d, const void *s, size_t n)
+BOBCAT_EXPORT int shmem_collectmem(shmem_team_t team, void *d, const void *s, size_t n)
 { shi_set_t set; if (team_set(team, &set, "shmem_collectmem")) return -1;
   collect(&set, d, s, n, "shmem_collectmem"); return 0; }
-SHI_EXPORT int shmem_fcollectmem(shmem_team_t team, void *d, const void *s, size_t n)
+BOBCAT_EXPORT int shmem_fcollectmem(shmem_team_t team, void *d, const void *s, size_t n)
 { shi_set_t set; if (team_set(team, &set, "shmem_fcollectmem")) return -1;
   fcollect(&set, d, s, n, "shmem_fcollectmem"); return 0; }
-SHI_EXPORT int shmem_alltoallmem(shmem_team_t team, void *d, const void *s, size_t n)
+BOBCAT_EXPORT int shmem_alltoallmem(shmem_team_t team, void *d, const void *s, size_t n)
 { shi_set_t set; if (team_set(team, &set, "shmem_alltoallmem")) return -1;
   alltoall(&set, d, s, n, "shmem_alltoallmem"); return 0; }
-SHI_EXPORT int shmem_alltoallsmem(shmem_team_t team, void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n)
+BOBCAT_EXPORT int shmem_alltoallsmem(shmem_team_t team, void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n)
 { shi_set_t set; if (team_set(team, &set, "shmem_alltoallsmem")) return -1;
   alltoalls(&set, d, s, dst, sst, n, 1, "shmem_alltoallsmem"); return 0; }
 
 #define RED1(T, N, OP)                                                                             \
-    SHI_EXPORT int shmem_##N##_##OP##_reduce(shmem_team_t team, T *d, const T *s, size_t n)        \
+    BOBCAT_EXPORT int shmem_##N##_##OP##_reduce(shmem_team_t team, T *d, const T *s, size_t n)        \
     { shi_set_t set; if (team_set(team, &set, "shmem_" #N "_" #OP "_reduce")) return -1;           \
       reduce(&set, d, s, n, sizeof(T), k_##N##_##OP, "shmem_" #N "_" #OP "_reduce"); return 0; }
 #define RED_BIT(T, N) RED1(T, N, and) RED1(T, N, or) RED1(T, N, xor)
@@ -583,20 +583,20 @@ SHMEMI_REDUCE_ARITH_TYPES(RED_ARITH)
 
 /* --- legacy active-set collectives ------------------------------------------------------------- */
 #define LEGACY_BITS(B)                                                                             \
-    SHI_EXPORT void shmem_broadcast##B(void *d, const void *s, size_t n, int root, int start, int ls, int size, \
+    BOBCAT_EXPORT void shmem_broadcast##B(void *d, const void *s, size_t n, int root, int start, int ls, int size, \
                                        long *psync)                                                \
     { shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_broadcast" #B);           \
       bcast(&set, d, s, n * (B / 8), root, 0, "shmem_broadcast" #B); }                             \
-    SHI_EXPORT void shmem_collect##B(void *d, const void *s, size_t n, int start, int ls, int size, long *psync) \
+    BOBCAT_EXPORT void shmem_collect##B(void *d, const void *s, size_t n, int start, int ls, int size, long *psync) \
     { shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_collect" #B);             \
       collect(&set, d, s, n * (B / 8), "shmem_collect" #B); }                                      \
-    SHI_EXPORT void shmem_fcollect##B(void *d, const void *s, size_t n, int start, int ls, int size, long *psync) \
+    BOBCAT_EXPORT void shmem_fcollect##B(void *d, const void *s, size_t n, int start, int ls, int size, long *psync) \
     { shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_fcollect" #B);            \
       fcollect(&set, d, s, n * (B / 8), "shmem_fcollect" #B); }                                    \
-    SHI_EXPORT void shmem_alltoall##B(void *d, const void *s, size_t n, int start, int ls, int size, long *psync) \
+    BOBCAT_EXPORT void shmem_alltoall##B(void *d, const void *s, size_t n, int start, int ls, int size, long *psync) \
     { shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_alltoall" #B);            \
       alltoall(&set, d, s, n * (B / 8), "shmem_alltoall" #B); }                                    \
-    SHI_EXPORT void shmem_alltoalls##B(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int start, \
+    BOBCAT_EXPORT void shmem_alltoalls##B(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int start, \
                                        int ls, int size, long *psync)                              \
     { shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_alltoalls" #B);           \
       alltoalls(&set, d, s, dst, sst, n, B / 8, "shmem_alltoalls" #B); }
@@ -604,7 +604,7 @@ LEGACY_BITS(32)
 LEGACY_BITS(64)
 
 #define TOALL1(T, N, OP)                                                                           \
-    SHI_EXPORT void shmem_##N##_##OP##_to_all(T *d, const T *s, int n, int start, int ls, int size, T *pwrk, \
+    BOBCAT_EXPORT void shmem_##N##_##OP##_to_all(T *d, const T *s, int n, int start, int ls, int size, T *pwrk, \
                                               long *psync)                                         \
     { (void)pwrk; shi_set_t set; shi_set_legacy(&set, start, ls, size, psync, "shmem_" #N "_" #OP "_to_all"); \
       reduce(&set, d, s, n > 0 ? (size_t)n : 0, sizeof(T), k_##N##_##OP, "shmem_" #N "_" #OP "_to_all"); }

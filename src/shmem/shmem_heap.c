@@ -126,7 +126,7 @@ static void *checked(void *p, size_t size, const char *routine)
     return p;
 }
 
-SHI_EXPORT void *shmem_malloc(size_t size)
+BOBCAT_EXPORT void *shmem_malloc(size_t size)
 {
     if (!shi.initialized)
         shi_not_initialized("shmem_malloc");
@@ -135,13 +135,13 @@ SHI_EXPORT void *shmem_malloc(size_t size)
     return checked(p, size, "shmem_malloc");
 }
 
-SHI_EXPORT void *shmem_malloc_with_hints(size_t size, long hints)
+BOBCAT_EXPORT void *shmem_malloc_with_hints(size_t size, long hints)
 {
     (void)hints; /* one kind of symmetric memory: every hint is satisfied by it */
     return shmem_malloc(size);
 }
 
-SHI_EXPORT void *shmem_calloc(size_t count, size_t size)
+BOBCAT_EXPORT void *shmem_calloc(size_t count, size_t size)
 {
     if (!shi.initialized)
         shi_not_initialized("shmem_calloc");
@@ -156,7 +156,7 @@ SHI_EXPORT void *shmem_calloc(size_t count, size_t size)
     return checked(p, count * size, "shmem_calloc");
 }
 
-SHI_EXPORT void *shmem_align(size_t alignment, size_t size)
+BOBCAT_EXPORT void *shmem_align(size_t alignment, size_t size)
 {
     if (!shi.initialized)
         shi_not_initialized("shmem_align");
@@ -167,7 +167,7 @@ SHI_EXPORT void *shmem_align(size_t alignment, size_t size)
     return checked(p, size, "shmem_align");
 }
 
-SHI_EXPORT void shmem_free(void *ptr)
+BOBCAT_EXPORT void shmem_free(void *ptr)
 {
     if (!shi.initialized)
         shi_not_initialized("shmem_free");
@@ -176,7 +176,7 @@ SHI_EXPORT void shmem_free(void *ptr)
         heap_free(ptr, "shmem_free");
 }
 
-SHI_EXPORT void *shmem_realloc(void *ptr, size_t size)
+BOBCAT_EXPORT void *shmem_realloc(void *ptr, size_t size)
 {
     if (!shi.initialized)
         shi_not_initialized("shmem_realloc");
@@ -203,7 +203,7 @@ SHI_EXPORT void *shmem_realloc(void *ptr, size_t size)
     return checked(p, size, "shmem_realloc");
 }
 
-SHI_EXPORT void *shmalloc(size_t size) { return shmem_malloc(size); }
-SHI_EXPORT void shfree(void *ptr) { shmem_free(ptr); }
-SHI_EXPORT void *shmemalign(size_t alignment, size_t size) { return shmem_align(alignment, size); }
-SHI_EXPORT void *shrealloc(void *ptr, size_t size) { return shmem_realloc(ptr, size); }
+BOBCAT_EXPORT void *shmalloc(size_t size) { return shmem_malloc(size); }
+BOBCAT_EXPORT void shfree(void *ptr) { shmem_free(ptr); }
+BOBCAT_EXPORT void *shmemalign(size_t alignment, size_t size) { return shmem_align(alignment, size); }
+BOBCAT_EXPORT void *shrealloc(void *ptr, size_t size) { return shmem_realloc(ptr, size); }

@@ -243,9 +243,9 @@ static int start(int requested)
     return provided;
 }
 
-SHI_EXPORT void shmem_init(void) { start(SHMEM_THREAD_SINGLE); }
+BOBCAT_EXPORT void shmem_init(void) { start(SHMEM_THREAD_SINGLE); }
 
-SHI_EXPORT int shmem_init_thread(int requested, int *provided)
+BOBCAT_EXPORT int shmem_init_thread(int requested, int *provided)
 {
     int p = start(requested);
     if (provided)
@@ -253,13 +253,13 @@ SHI_EXPORT int shmem_init_thread(int requested, int *provided)
     return 0;
 }
 
-SHI_EXPORT void shmem_query_thread(int *provided)
+BOBCAT_EXPORT void shmem_query_thread(int *provided)
 {
     if (provided)
         *provided = shi.thread_level;
 }
 
-SHI_EXPORT void shmem_finalize(void)
+BOBCAT_EXPORT void shmem_finalize(void)
 {
     if (!shi.initialized || shi.finalized)
         return;
@@ -299,7 +299,7 @@ static void tell_yod_global_exit(int status)
     }
 }
 
-SHI_EXPORT void shmem_global_exit(int status)
+BOBCAT_EXPORT void shmem_global_exit(int status)
 {
     fflush(stdout);
     fflush(stderr);
@@ -310,17 +310,17 @@ SHI_EXPORT void shmem_global_exit(int status)
     _exit(status);
 }
 
-SHI_EXPORT void start_pes(int npes) { (void)npes; shmem_init(); }
-SHI_EXPORT int shmem_my_pe(void) { return shi.initialized ? shi.me : -1; }
-SHI_EXPORT int shmem_n_pes(void) { return shi.initialized ? shi.npes : -1; }
-SHI_EXPORT int _my_pe(void) { return shmem_my_pe(); }
-SHI_EXPORT int _num_pes(void) { return shmem_n_pes(); }
-SHI_EXPORT int my_pe(void) { return shmem_my_pe(); }
-SHI_EXPORT int num_pes(void) { return shmem_n_pes(); }
+BOBCAT_EXPORT void start_pes(int npes) { (void)npes; shmem_init(); }
+BOBCAT_EXPORT int shmem_my_pe(void) { return shi.initialized ? shi.me : -1; }
+BOBCAT_EXPORT int shmem_n_pes(void) { return shi.initialized ? shi.npes : -1; }
+BOBCAT_EXPORT int _my_pe(void) { return shmem_my_pe(); }
+BOBCAT_EXPORT int _num_pes(void) { return shmem_n_pes(); }
+BOBCAT_EXPORT int my_pe(void) { return shmem_my_pe(); }
+BOBCAT_EXPORT int num_pes(void) { return shmem_n_pes(); }
 
-SHI_EXPORT int shmem_pe_accessible(int pe) { return shi.initialized && pe >= 0 && pe < shi.npes; }
+BOBCAT_EXPORT int shmem_pe_accessible(int pe) { return shi.initialized && pe >= 0 && pe < shi.npes; }
 
-SHI_EXPORT int shmem_addr_accessible(const void *addr, int pe)
+BOBCAT_EXPORT int shmem_addr_accessible(const void *addr, int pe)
 {
     if (!shmem_pe_accessible(pe))
         return 0;
@@ -328,7 +328,7 @@ SHI_EXPORT int shmem_addr_accessible(const void *addr, int pe)
     return a - shi.heap < shi.heap_size || a - shi.data < shi.data_size;
 }
 
-SHI_EXPORT void *shmem_ptr(const void *dest, int pe)
+BOBCAT_EXPORT void *shmem_ptr(const void *dest, int pe)
 {
     if (!shmem_addr_accessible(dest, pe))
         return NULL;
@@ -337,7 +337,7 @@ SHI_EXPORT void *shmem_ptr(const void *dest, int pe)
     return shi_xlate(dest, 1, pe, "shmem_ptr", &region, &disp);
 }
 
-SHI_EXPORT void shmem_info_get_version(int *major, int *minor)
+BOBCAT_EXPORT void shmem_info_get_version(int *major, int *minor)
 {
     if (major)
         *major = SHMEM_MAJOR_VERSION;
@@ -345,7 +345,7 @@ SHI_EXPORT void shmem_info_get_version(int *major, int *minor)
         *minor = SHMEM_MINOR_VERSION;
 }
 
-SHI_EXPORT void shmem_info_get_name(char *name)
+BOBCAT_EXPORT void shmem_info_get_name(char *name)
 {
     if (name) {
         strncpy(name, SHMEM_VENDOR_STRING, SHMEM_MAX_NAME_LEN - 1);
@@ -356,22 +356,22 @@ SHI_EXPORT void shmem_info_get_name(char *name)
 /* Profiling control (OpenSHMEM 1.5 profiling interface): the standard lets an implementation without its own
  * profiling layer ignore the level; tools that interpose on shmem_* (PSHMEM-style) see the call and its
  * arguments, which is what the interface is for. */
-SHI_EXPORT void shmem_pcontrol(const int level, ...) { (void)level; }
+BOBCAT_EXPORT void shmem_pcontrol(const int level, ...) { (void)level; }
 
 /* Cache management: the machine is coherent; these exist for old codes. */
-SHI_EXPORT void shmem_clear_cache_inv(void) {}
-SHI_EXPORT void shmem_set_cache_inv(void) {}
-SHI_EXPORT void shmem_clear_cache_line_inv(void *dest) { (void)dest; }
-SHI_EXPORT void shmem_set_cache_line_inv(void *dest) { (void)dest; }
-SHI_EXPORT void shmem_udcflush(void) {}
-SHI_EXPORT void shmem_udcflush_line(void *dest) { (void)dest; }
-SHI_EXPORT void shmemi_generic_type_not_supported(void)
+BOBCAT_EXPORT void shmem_clear_cache_inv(void) {}
+BOBCAT_EXPORT void shmem_set_cache_inv(void) {}
+BOBCAT_EXPORT void shmem_clear_cache_line_inv(void *dest) { (void)dest; }
+BOBCAT_EXPORT void shmem_set_cache_line_inv(void *dest) { (void)dest; }
+BOBCAT_EXPORT void shmem_udcflush(void) {}
+BOBCAT_EXPORT void shmem_udcflush_line(void *dest) { (void)dest; }
+BOBCAT_EXPORT void shmemi_generic_type_not_supported(void)
 {
     shi_fatal("shmem generic routine", "called with an element type the standard does not list");
 }
 
 #include <time.h>
-SHI_EXPORT double shmemx_wtime(void)
+BOBCAT_EXPORT double shmemx_wtime(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

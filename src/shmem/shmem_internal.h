@@ -13,10 +13,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../util/util.h" /* util_copy (util_copy.c is compiled into this library too) */
+#include "../util/util.h" /* BOBCAT_EXPORT; util_copy (util_copy.c is compiled into this library too) */
 #include "shmem_transport.h"
 
-#define SHI_EXPORT __attribute__((visibility("default")))
 #define SHI_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SHI_UNLIKELY(x) __builtin_expect(!!(x), 0)
 

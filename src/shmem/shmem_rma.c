@@ -111,133 +111,133 @@ void shi_quiet(void)
         SHI_TR(shmem_tr_flush_all(), "shmem_quiet");
 }
 
-SHI_EXPORT void shmem_quiet(void) { shi_quiet(); }
-SHI_EXPORT void shmem_ctx_quiet(shmem_ctx_t ctx) { (void)ctx; shi_quiet(); }
+BOBCAT_EXPORT void shmem_quiet(void) { shi_quiet(); }
+BOBCAT_EXPORT void shmem_ctx_quiet(shmem_ctx_t ctx) { (void)ctx; shi_quiet(); }
 /* Fence orders puts per target; memcpy stores are ordered by the sfence, and MPI only by a flush. */
-SHI_EXPORT void shmem_fence(void) { shi_quiet(); }
-SHI_EXPORT void shmem_ctx_fence(shmem_ctx_t ctx) { (void)ctx; shi_quiet(); }
+BOBCAT_EXPORT void shmem_fence(void) { shi_quiet(); }
+BOBCAT_EXPORT void shmem_ctx_fence(shmem_ctx_t ctx) { (void)ctx; shi_quiet(); }
 
 #define NAME(N, OP) "shmem_" #N "_" #OP
 #define CNAME(N, OP) "shmem_ctx_" #N "_" #OP
 #define CPE(ctx, pe, R) shi_ctx_pe(ctx, pe, R)
 
 #define RMA_DEF(T, N)                                                                              \
-    SHI_EXPORT void shmem_##N##_put(T *d, const T *s, size_t n, int pe)                            \
+    BOBCAT_EXPORT void shmem_##N##_put(T *d, const T *s, size_t n, int pe)                            \
     { shi_put(d, s, n * sizeof(T), pe, NAME(N, put), 0); }                                         \
-    SHI_EXPORT void shmem_ctx_##N##_put(shmem_ctx_t c, T *d, const T *s, size_t n, int pe)         \
+    BOBCAT_EXPORT void shmem_ctx_##N##_put(shmem_ctx_t c, T *d, const T *s, size_t n, int pe)         \
     { shi_put(d, s, n * sizeof(T), CPE(c, pe, CNAME(N, put)), CNAME(N, put), 0); }                 \
-    SHI_EXPORT void shmem_##N##_get(T *d, const T *s, size_t n, int pe)                            \
+    BOBCAT_EXPORT void shmem_##N##_get(T *d, const T *s, size_t n, int pe)                            \
     { shi_get(d, s, n * sizeof(T), pe, NAME(N, get), 0); }                                         \
-    SHI_EXPORT void shmem_ctx_##N##_get(shmem_ctx_t c, T *d, const T *s, size_t n, int pe)         \
+    BOBCAT_EXPORT void shmem_ctx_##N##_get(shmem_ctx_t c, T *d, const T *s, size_t n, int pe)         \
     { shi_get(d, s, n * sizeof(T), CPE(c, pe, CNAME(N, get)), CNAME(N, get), 0); }                 \
-    SHI_EXPORT void shmem_##N##_put_nbi(T *d, const T *s, size_t n, int pe)                        \
+    BOBCAT_EXPORT void shmem_##N##_put_nbi(T *d, const T *s, size_t n, int pe)                        \
     { shi_put(d, s, n * sizeof(T), pe, NAME(N, put_nbi), 1); }                                     \
-    SHI_EXPORT void shmem_ctx_##N##_put_nbi(shmem_ctx_t c, T *d, const T *s, size_t n, int pe)     \
+    BOBCAT_EXPORT void shmem_ctx_##N##_put_nbi(shmem_ctx_t c, T *d, const T *s, size_t n, int pe)     \
     { shi_put(d, s, n * sizeof(T), CPE(c, pe, CNAME(N, put_nbi)), CNAME(N, put_nbi), 1); }         \
-    SHI_EXPORT void shmem_##N##_get_nbi(T *d, const T *s, size_t n, int pe)                        \
+    BOBCAT_EXPORT void shmem_##N##_get_nbi(T *d, const T *s, size_t n, int pe)                        \
     { shi_get(d, s, n * sizeof(T), pe, NAME(N, get_nbi), 1); }                                     \
-    SHI_EXPORT void shmem_ctx_##N##_get_nbi(shmem_ctx_t c, T *d, const T *s, size_t n, int pe)     \
+    BOBCAT_EXPORT void shmem_ctx_##N##_get_nbi(shmem_ctx_t c, T *d, const T *s, size_t n, int pe)     \
     { shi_get(d, s, n * sizeof(T), CPE(c, pe, CNAME(N, get_nbi)), CNAME(N, get_nbi), 1); }         \
-    SHI_EXPORT void shmem_##N##_iput(T *d, const T *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) \
+    BOBCAT_EXPORT void shmem_##N##_iput(T *d, const T *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) \
     { shi_iput(d, s, dst, sst, n, sizeof(T), pe, NAME(N, iput)); }                                 \
-    SHI_EXPORT void shmem_ctx_##N##_iput(shmem_ctx_t c, T *d, const T *s, ptrdiff_t dst, ptrdiff_t sst, \
+    BOBCAT_EXPORT void shmem_ctx_##N##_iput(shmem_ctx_t c, T *d, const T *s, ptrdiff_t dst, ptrdiff_t sst, \
                                          size_t n, int pe)                                         \
     { shi_iput(d, s, dst, sst, n, sizeof(T), CPE(c, pe, CNAME(N, iput)), CNAME(N, iput)); }        \
-    SHI_EXPORT void shmem_##N##_iget(T *d, const T *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) \
+    BOBCAT_EXPORT void shmem_##N##_iget(T *d, const T *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) \
     { shi_iget(d, s, dst, sst, n, sizeof(T), pe, NAME(N, iget)); }                                 \
-    SHI_EXPORT void shmem_ctx_##N##_iget(shmem_ctx_t c, T *d, const T *s, ptrdiff_t dst, ptrdiff_t sst, \
+    BOBCAT_EXPORT void shmem_ctx_##N##_iget(shmem_ctx_t c, T *d, const T *s, ptrdiff_t dst, ptrdiff_t sst, \
                                          size_t n, int pe)                                         \
     { shi_iget(d, s, dst, sst, n, sizeof(T), CPE(c, pe, CNAME(N, iget)), CNAME(N, iget)); }        \
-    SHI_EXPORT void shmem_##N##_p(T *d, T v, int pe) { shi_put(d, &v, sizeof(T), pe, NAME(N, p), 0); } \
-    SHI_EXPORT void shmem_ctx_##N##_p(shmem_ctx_t c, T *d, T v, int pe)                            \
+    BOBCAT_EXPORT void shmem_##N##_p(T *d, T v, int pe) { shi_put(d, &v, sizeof(T), pe, NAME(N, p), 0); } \
+    BOBCAT_EXPORT void shmem_ctx_##N##_p(shmem_ctx_t c, T *d, T v, int pe)                            \
     { shi_put(d, &v, sizeof(T), CPE(c, pe, CNAME(N, p)), CNAME(N, p), 0); }                        \
-    SHI_EXPORT T shmem_##N##_g(const T *s, int pe)                                                 \
+    BOBCAT_EXPORT T shmem_##N##_g(const T *s, int pe)                                                 \
     { T v; shi_get(&v, s, sizeof(T), pe, NAME(N, g), 0); return v; }                              \
-    SHI_EXPORT T shmem_ctx_##N##_g(shmem_ctx_t c, const T *s, int pe)                              \
+    BOBCAT_EXPORT T shmem_ctx_##N##_g(shmem_ctx_t c, const T *s, int pe)                              \
     { T v; shi_get(&v, s, sizeof(T), CPE(c, pe, CNAME(N, g)), CNAME(N, g), 0); return v; }         \
-    SHI_EXPORT void shmem_##N##_put_signal(T *d, const T *s, size_t n, uint64_t *sig, uint64_t sv, int op, int pe) \
+    BOBCAT_EXPORT void shmem_##N##_put_signal(T *d, const T *s, size_t n, uint64_t *sig, uint64_t sv, int op, int pe) \
     { shi_put_signal(d, s, n * sizeof(T), sig, sv, op, pe, NAME(N, put_signal)); }                 \
-    SHI_EXPORT void shmem_ctx_##N##_put_signal(shmem_ctx_t c, T *d, const T *s, size_t n, uint64_t *sig, \
+    BOBCAT_EXPORT void shmem_ctx_##N##_put_signal(shmem_ctx_t c, T *d, const T *s, size_t n, uint64_t *sig, \
                                                uint64_t sv, int op, int pe)                        \
     { shi_put_signal(d, s, n * sizeof(T), sig, sv, op, CPE(c, pe, CNAME(N, put_signal)), CNAME(N, put_signal)); } \
-    SHI_EXPORT void shmem_##N##_put_signal_nbi(T *d, const T *s, size_t n, uint64_t *sig, uint64_t sv, int op, \
+    BOBCAT_EXPORT void shmem_##N##_put_signal_nbi(T *d, const T *s, size_t n, uint64_t *sig, uint64_t sv, int op, \
                                                int pe)                                             \
     { shi_put_signal(d, s, n * sizeof(T), sig, sv, op, pe, NAME(N, put_signal_nbi)); }             \
-    SHI_EXPORT void shmem_ctx_##N##_put_signal_nbi(shmem_ctx_t c, T *d, const T *s, size_t n, uint64_t *sig, \
+    BOBCAT_EXPORT void shmem_ctx_##N##_put_signal_nbi(shmem_ctx_t c, T *d, const T *s, size_t n, uint64_t *sig, \
                                                    uint64_t sv, int op, int pe)                    \
     { shi_put_signal(d, s, n * sizeof(T), sig, sv, op, CPE(c, pe, CNAME(N, put_signal_nbi)),       \
                      CNAME(N, put_signal_nbi)); }
 SHMEMI_RMA_TYPES(RMA_DEF)
 
 #define SIZED_DEF(B)                                                                               \
-    SHI_EXPORT void shmem_put##B(void *d, const void *s, size_t n, int pe)                         \
+    BOBCAT_EXPORT void shmem_put##B(void *d, const void *s, size_t n, int pe)                         \
     { shi_put(d, s, n * (B / 8), pe, "shmem_put" #B, 0); }                                         \
-    SHI_EXPORT void shmem_ctx_put##B(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)      \
+    BOBCAT_EXPORT void shmem_ctx_put##B(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)      \
     { shi_put(d, s, n * (B / 8), CPE(c, pe, "shmem_ctx_put" #B), "shmem_ctx_put" #B, 0); }         \
-    SHI_EXPORT void shmem_get##B(void *d, const void *s, size_t n, int pe)                         \
+    BOBCAT_EXPORT void shmem_get##B(void *d, const void *s, size_t n, int pe)                         \
     { shi_get(d, s, n * (B / 8), pe, "shmem_get" #B, 0); }                                         \
-    SHI_EXPORT void shmem_ctx_get##B(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)      \
+    BOBCAT_EXPORT void shmem_ctx_get##B(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)      \
     { shi_get(d, s, n * (B / 8), CPE(c, pe, "shmem_ctx_get" #B), "shmem_ctx_get" #B, 0); }         \
-    SHI_EXPORT void shmem_put##B##_nbi(void *d, const void *s, size_t n, int pe)                   \
+    BOBCAT_EXPORT void shmem_put##B##_nbi(void *d, const void *s, size_t n, int pe)                   \
     { shi_put(d, s, n * (B / 8), pe, "shmem_put" #B "_nbi", 1); }                                  \
-    SHI_EXPORT void shmem_ctx_put##B##_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) \
+    BOBCAT_EXPORT void shmem_ctx_put##B##_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) \
     { shi_put(d, s, n * (B / 8), CPE(c, pe, "shmem_ctx_put" #B "_nbi"), "shmem_ctx_put" #B "_nbi", 1); } \
-    SHI_EXPORT void shmem_get##B##_nbi(void *d, const void *s, size_t n, int pe)                   \
+    BOBCAT_EXPORT void shmem_get##B##_nbi(void *d, const void *s, size_t n, int pe)                   \
     { shi_get(d, s, n * (B / 8), pe, "shmem_get" #B "_nbi", 1); }                                  \
-    SHI_EXPORT void shmem_ctx_get##B##_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) \
+    BOBCAT_EXPORT void shmem_ctx_get##B##_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) \
     { shi_get(d, s, n * (B / 8), CPE(c, pe, "shmem_ctx_get" #B "_nbi"), "shmem_ctx_get" #B "_nbi", 1); } \
-    SHI_EXPORT void shmem_iput##B(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) \
+    BOBCAT_EXPORT void shmem_iput##B(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) \
     { shi_iput(d, s, dst, sst, n, B / 8, pe, "shmem_iput" #B); }                                   \
-    SHI_EXPORT void shmem_ctx_iput##B(shmem_ctx_t c, void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, \
+    BOBCAT_EXPORT void shmem_ctx_iput##B(shmem_ctx_t c, void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, \
                                       size_t n, int pe)                                            \
     { shi_iput(d, s, dst, sst, n, B / 8, CPE(c, pe, "shmem_ctx_iput" #B), "shmem_ctx_iput" #B); }  \
-    SHI_EXPORT void shmem_iget##B(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) \
+    BOBCAT_EXPORT void shmem_iget##B(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int pe) \
     { shi_iget(d, s, dst, sst, n, B / 8, pe, "shmem_iget" #B); }                                   \
-    SHI_EXPORT void shmem_ctx_iget##B(shmem_ctx_t c, void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, \
+    BOBCAT_EXPORT void shmem_ctx_iget##B(shmem_ctx_t c, void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, \
                                       size_t n, int pe)                                            \
     { shi_iget(d, s, dst, sst, n, B / 8, CPE(c, pe, "shmem_ctx_iget" #B), "shmem_ctx_iget" #B); }  \
-    SHI_EXPORT void shmem_put##B##_signal(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, int op, \
+    BOBCAT_EXPORT void shmem_put##B##_signal(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, int op, \
                                         int pe)                                                    \
     { shi_put_signal(d, s, n * (B / 8), sig, sv, op, pe, "shmem_put" #B "_signal"); }                 \
-    SHI_EXPORT void shmem_ctx_put##B##_signal(shmem_ctx_t c, void *d, const void *s, size_t n, uint64_t *sig, \
+    BOBCAT_EXPORT void shmem_ctx_put##B##_signal(shmem_ctx_t c, void *d, const void *s, size_t n, uint64_t *sig, \
                                             uint64_t sv, int op, int pe)                           \
     { shi_put_signal(d, s, n * (B / 8), sig, sv, op, CPE(c, pe, "shmem_ctx_put" #B "_signal"),        \
                      "shmem_ctx_put" #B "_signal"); }                                                 \
-    SHI_EXPORT void shmem_put##B##_signal_nbi(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, \
+    BOBCAT_EXPORT void shmem_put##B##_signal_nbi(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, \
                                               int op, int pe)                                      \
     { shi_put_signal(d, s, n * (B / 8), sig, sv, op, pe, "shmem_put" #B "_signal_nbi"); }          \
-    SHI_EXPORT void shmem_ctx_put##B##_signal_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, \
+    BOBCAT_EXPORT void shmem_ctx_put##B##_signal_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, \
                                                   uint64_t *sig, uint64_t sv, int op, int pe)      \
     { shi_put_signal(d, s, n * (B / 8), sig, sv, op, CPE(c, pe, "shmem_ctx_put" #B "_signal_nbi"), \
                      "shmem_ctx_put" #B "_signal_nbi"); }
 SHMEMI_SIZES(SIZED_DEF)
 
-SHI_EXPORT void shmem_putmem(void *d, const void *s, size_t n, int pe) { shi_put(d, s, n, pe, "shmem_putmem", 0); }
-SHI_EXPORT void shmem_ctx_putmem(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)
+BOBCAT_EXPORT void shmem_putmem(void *d, const void *s, size_t n, int pe) { shi_put(d, s, n, pe, "shmem_putmem", 0); }
+BOBCAT_EXPORT void shmem_ctx_putmem(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)
 { shi_put(d, s, n, CPE(c, pe, "shmem_ctx_putmem"), "shmem_ctx_putmem", 0); }
-SHI_EXPORT void shmem_getmem(void *d, const void *s, size_t n, int pe) { shi_get(d, s, n, pe, "shmem_getmem", 0); }
-SHI_EXPORT void shmem_ctx_getmem(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)
+BOBCAT_EXPORT void shmem_getmem(void *d, const void *s, size_t n, int pe) { shi_get(d, s, n, pe, "shmem_getmem", 0); }
+BOBCAT_EXPORT void shmem_ctx_getmem(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)
 { shi_get(d, s, n, CPE(c, pe, "shmem_ctx_getmem"), "shmem_ctx_getmem", 0); }
-SHI_EXPORT void shmem_putmem_nbi(void *d, const void *s, size_t n, int pe)
+BOBCAT_EXPORT void shmem_putmem_nbi(void *d, const void *s, size_t n, int pe)
 { shi_put(d, s, n, pe, "shmem_putmem_nbi", 1); }
-SHI_EXPORT void shmem_ctx_putmem_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)
+BOBCAT_EXPORT void shmem_ctx_putmem_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)
 { shi_put(d, s, n, CPE(c, pe, "shmem_ctx_putmem_nbi"), "shmem_ctx_putmem_nbi", 1); }
-SHI_EXPORT void shmem_getmem_nbi(void *d, const void *s, size_t n, int pe)
+BOBCAT_EXPORT void shmem_getmem_nbi(void *d, const void *s, size_t n, int pe)
 { shi_get(d, s, n, pe, "shmem_getmem_nbi", 1); }
-SHI_EXPORT void shmem_ctx_getmem_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)
+BOBCAT_EXPORT void shmem_ctx_getmem_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe)
 { shi_get(d, s, n, CPE(c, pe, "shmem_ctx_getmem_nbi"), "shmem_ctx_getmem_nbi", 1); }
-SHI_EXPORT void shmem_putmem_signal(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, int op, int pe)
+BOBCAT_EXPORT void shmem_putmem_signal(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, int op, int pe)
 { shi_put_signal(d, s, n, sig, sv, op, pe, "shmem_putmem_signal"); }
-SHI_EXPORT void shmem_ctx_putmem_signal(shmem_ctx_t c, void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv,
+BOBCAT_EXPORT void shmem_ctx_putmem_signal(shmem_ctx_t c, void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv,
                                         int op, int pe)
 { shi_put_signal(d, s, n, sig, sv, op, CPE(c, pe, "shmem_ctx_putmem_signal"), "shmem_ctx_putmem_signal"); }
-SHI_EXPORT void shmem_putmem_signal_nbi(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, int op, int pe)
+BOBCAT_EXPORT void shmem_putmem_signal_nbi(void *d, const void *s, size_t n, uint64_t *sig, uint64_t sv, int op, int pe)
 { shi_put_signal(d, s, n, sig, sv, op, pe, "shmem_putmem_signal_nbi"); }
-SHI_EXPORT void shmem_ctx_putmem_signal_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, uint64_t *sig,
+BOBCAT_EXPORT void shmem_ctx_putmem_signal_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, uint64_t *sig,
                                             uint64_t sv, int op, int pe)
 { shi_put_signal(d, s, n, sig, sv, op, CPE(c, pe, "shmem_ctx_putmem_signal_nbi"), "shmem_ctx_putmem_signal_nbi"); }
 
-SHI_EXPORT uint64_t shmem_signal_fetch(const uint64_t *sig_addr)
+BOBCAT_EXPORT uint64_t shmem_signal_fetch(const uint64_t *sig_addr)
 {
     return shi_amo(SHI_AMO_FETCH, 8, (void *)sig_addr, 0, 0, shi.me, "shmem_signal_fetch");
 }

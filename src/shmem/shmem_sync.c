@@ -60,15 +60,15 @@ static void any_returned(const void *set, size_t i)
 #define SYNC_DEF(T, N)                                                                             \
     static inline int cmp_##N(T a, int cmp, T b) { CMP_BODY(a, cmp, b) }                          \
     static inline T ld_##N(T *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }                  \
-    SHI_EXPORT void shmem_##N##_wait_until(T *ivar, int cmp, T v)                                  \
+    BOBCAT_EXPORT void shmem_##N##_wait_until(T *ivar, int cmp, T v)                                  \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_wait_until");                                                 \
         unsigned spins = 0;                                                                        \
         while (!cmp_##N(ld_##N(ivar), cmp, v))                                                     \
             shi_relax(&spins);                                                                     \
     }                                                                                              \
-    SHI_EXPORT void shmem_##N##_wait(T *ivar, T v) { shmem_##N##_wait_until(ivar, SHMEM_CMP_NE, v); } \
-    SHI_EXPORT int shmem_##N##_test(T *ivar, int cmp, T v)                                         \
+    BOBCAT_EXPORT void shmem_##N##_wait(T *ivar, T v) { shmem_##N##_wait_until(ivar, SHMEM_CMP_NE, v); } \
+    BOBCAT_EXPORT int shmem_##N##_test(T *ivar, int cmp, T v)                                         \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test");                                                       \
         int r = cmp_##N(ld_##N(ivar), cmp, v);                                                     \
@@ -127,20 +127,20 @@ static void any_returned(const void *set, size_t i)
             shi_relax(&spins);                                                                     \
         return hits;                                                                               \
     }                                                                                              \
-    SHI_EXPORT void shmem_##N##_wait_until_all(T *iv, size_t n, const int *st, int cmp, T v)       \
+    BOBCAT_EXPORT void shmem_##N##_wait_until_all(T *iv, size_t n, const int *st, int cmp, T v)       \
     { wall_##N(iv, n, st, cmp, v, NULL, "shmem_" #N "_wait_until_all"); }                         \
-    SHI_EXPORT size_t shmem_##N##_wait_until_any(T *iv, size_t n, const int *st, int cmp, T v)     \
+    BOBCAT_EXPORT size_t shmem_##N##_wait_until_any(T *iv, size_t n, const int *st, int cmp, T v)     \
     { return wany_##N(iv, n, st, cmp, v, NULL, "shmem_" #N "_wait_until_any"); }                  \
-    SHI_EXPORT size_t shmem_##N##_wait_until_some(T *iv, size_t n, size_t *idx, const int *st, int cmp, T v) \
+    BOBCAT_EXPORT size_t shmem_##N##_wait_until_some(T *iv, size_t n, size_t *idx, const int *st, int cmp, T v) \
     { return wsome_##N(iv, n, idx, st, cmp, v, NULL, "shmem_" #N "_wait_until_some"); }           \
-    SHI_EXPORT void shmem_##N##_wait_until_all_vector(T *iv, size_t n, const int *st, int cmp, T *vals) \
+    BOBCAT_EXPORT void shmem_##N##_wait_until_all_vector(T *iv, size_t n, const int *st, int cmp, T *vals) \
     { wall_##N(iv, n, st, cmp, 0, vals, "shmem_" #N "_wait_until_all_vector"); }                  \
-    SHI_EXPORT size_t shmem_##N##_wait_until_any_vector(T *iv, size_t n, const int *st, int cmp, T *vals) \
+    BOBCAT_EXPORT size_t shmem_##N##_wait_until_any_vector(T *iv, size_t n, const int *st, int cmp, T *vals) \
     { return wany_##N(iv, n, st, cmp, 0, vals, "shmem_" #N "_wait_until_any_vector"); }           \
-    SHI_EXPORT size_t shmem_##N##_wait_until_some_vector(T *iv, size_t n, size_t *idx, const int *st, int cmp, \
+    BOBCAT_EXPORT size_t shmem_##N##_wait_until_some_vector(T *iv, size_t n, size_t *idx, const int *st, int cmp, \
                                                          T *vals)                                  \
     { return wsome_##N(iv, n, idx, st, cmp, 0, vals, "shmem_" #N "_wait_until_some_vector"); }    \
-    SHI_EXPORT int shmem_##N##_test_all(T *iv, size_t n, const int *st, int cmp, T v)             \
+    BOBCAT_EXPORT int shmem_##N##_test_all(T *iv, size_t n, const int *st, int cmp, T v)             \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_all");                                                   \
         size_t first, incl;                                                                        \
@@ -149,7 +149,7 @@ static void any_returned(const void *set, size_t i)
             shi_poll_miss();                                                                       \
         return r;                                                                                  \
     }                                                                                              \
-    SHI_EXPORT size_t shmem_##N##_test_any(T *iv, size_t n, const int *st, int cmp, T v)          \
+    BOBCAT_EXPORT size_t shmem_##N##_test_any(T *iv, size_t n, const int *st, int cmp, T v)          \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_any");                                                   \
         size_t first, incl;                                                                        \
@@ -159,7 +159,7 @@ static void any_returned(const void *set, size_t i)
         any_returned(iv, first);                                                                   \
         return first;                                                                              \
     }                                                                                              \
-    SHI_EXPORT size_t shmem_##N##_test_some(T *iv, size_t n, size_t *idx, const int *st, int cmp, T v) \
+    BOBCAT_EXPORT size_t shmem_##N##_test_some(T *iv, size_t n, size_t *idx, const int *st, int cmp, T v) \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_some");                                                  \
         size_t first, incl;                                                                        \
@@ -168,7 +168,7 @@ static void any_returned(const void *set, size_t i)
             shi_poll_miss();                                                                       \
         return hits;                                                                               \
     }                                                                                              \
-    SHI_EXPORT int shmem_##N##_test_all_vector(T *iv, size_t n, const int *st, int cmp, T *vals)   \
+    BOBCAT_EXPORT int shmem_##N##_test_all_vector(T *iv, size_t n, const int *st, int cmp, T *vals)   \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_all_vector");                                            \
         size_t first, incl;                                                                        \
@@ -177,7 +177,7 @@ static void any_returned(const void *set, size_t i)
             shi_poll_miss();                                                                       \
         return r;                                                                                  \
     }                                                                                              \
-    SHI_EXPORT size_t shmem_##N##_test_any_vector(T *iv, size_t n, const int *st, int cmp, T *vals) \
+    BOBCAT_EXPORT size_t shmem_##N##_test_any_vector(T *iv, size_t n, const int *st, int cmp, T *vals) \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_any_vector");                                            \
         size_t first, incl;                                                                        \
@@ -187,7 +187,7 @@ static void any_returned(const void *set, size_t i)
         any_returned(iv, first);                                                                   \
         return first;                                                                              \
     }                                                                                              \
-    SHI_EXPORT size_t shmem_##N##_test_some_vector(T *iv, size_t n, size_t *idx, const int *st, int cmp, \
+    BOBCAT_EXPORT size_t shmem_##N##_test_some_vector(T *iv, size_t n, size_t *idx, const int *st, int cmp, \
                                                    T *vals)                                        \
     {                                                                                              \
         check_cmp(cmp, "shmem_" #N "_test_some_vector");                                           \
@@ -199,10 +199,10 @@ static void any_returned(const void *set, size_t i)
     }
 SHMEMI_SYNC_TYPES(SYNC_DEF)
 
-SHI_EXPORT void shmem_wait_until(long *ivar, int cmp, long v) { shmem_long_wait_until(ivar, cmp, v); }
-SHI_EXPORT void shmem_wait(long *ivar, long v) { shmem_long_wait_until(ivar, SHMEM_CMP_NE, v); }
+BOBCAT_EXPORT void shmem_wait_until(long *ivar, int cmp, long v) { shmem_long_wait_until(ivar, cmp, v); }
+BOBCAT_EXPORT void shmem_wait(long *ivar, long v) { shmem_long_wait_until(ivar, SHMEM_CMP_NE, v); }
 
-SHI_EXPORT uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t v)
+BOBCAT_EXPORT uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t v)
 {
     shmem_uint64_wait_until(sig_addr, cmp, v);
     return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
@@ -396,7 +396,7 @@ void shi_set_legacy(shi_set_t *s, int start, int log_stride, int size, long *psy
                      .coll = (uint64_t *)psync + SHI_PS_COLL};
 }
 
-SHI_EXPORT void shmem_barrier_all(void)
+BOBCAT_EXPORT void shmem_barrier_all(void)
 {
     if (!shi.initialized)
         shi_not_initialized("shmem_barrier_all");
@@ -404,14 +404,14 @@ SHI_EXPORT void shmem_barrier_all(void)
     shmem_team_sync(SHMEM_TEAM_WORLD);
 }
 
-SHI_EXPORT void shmem_sync_all(void)
+BOBCAT_EXPORT void shmem_sync_all(void)
 {
     if (!shi.initialized)
         shi_not_initialized("shmem_sync_all");
     shmem_team_sync(SHMEM_TEAM_WORLD);
 }
 
-SHI_EXPORT void shmem_barrier(int start, int log_stride, int size, long *psync)
+BOBCAT_EXPORT void shmem_barrier(int start, int log_stride, int size, long *psync)
 {
     shi_set_t s;
     shi_set_legacy(&s, start, log_stride, size, psync, "shmem_barrier");
@@ -419,20 +419,20 @@ SHI_EXPORT void shmem_barrier(int start, int log_stride, int size, long *psync)
     shi_set_sync(&s);
 }
 
-SHI_EXPORT void shmem_sync_deprecated(int start, int log_stride, int size, long *psync)
+BOBCAT_EXPORT void shmem_sync_deprecated(int start, int log_stride, int size, long *psync)
 {
     shi_set_t s;
     shi_set_legacy(&s, start, log_stride, size, psync, "shmem_sync");
     shi_set_sync(&s);
 }
 /* The pre-1.5 symbol: what programs built against older headers call (see shmem.h). */
-SHI_EXPORT void shmem_sync(int start, int log_stride, int size, long *psync)
+BOBCAT_EXPORT void shmem_sync(int start, int log_stride, int size, long *psync)
 {
     shmem_sync_deprecated(start, log_stride, size, psync);
 }
 
 /* --- locks: a test-and-set word in PE 0's copy of the lock, polled with plain reads --------- */
-SHI_EXPORT void shmem_set_lock(long *lock)
+BOBCAT_EXPORT void shmem_set_lock(long *lock)
 {
     unsigned spins = 0;
     for (;;) {
@@ -443,7 +443,7 @@ SHI_EXPORT void shmem_set_lock(long *lock)
     }
 }
 
-SHI_EXPORT int shmem_test_lock(long *lock)
+BOBCAT_EXPORT int shmem_test_lock(long *lock)
 {
     if (shi_amo(SHI_AMO_CSWAP, sizeof(long), lock, (uint64_t)shi.me + 1, 0, 0, "shmem_test_lock") == 0)
         return 0;
@@ -455,7 +455,7 @@ SHI_EXPORT int shmem_test_lock(long *lock)
     return 1;
 }
 
-SHI_EXPORT void shmem_clear_lock(long *lock)
+BOBCAT_EXPORT void shmem_clear_lock(long *lock)
 {
     shi_quiet(); /* what the holder wrote is complete before the next holder gets in */
     shi_amo(SHI_AMO_SET, sizeof(long), lock, 0, 0, 0, "shmem_clear_lock");

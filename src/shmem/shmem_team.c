@@ -11,10 +11,10 @@
 #include <stdlib.h>
 
 static struct shmemi_team world_team, shared_team;
-SHI_EXPORT shmem_team_t SHMEM_TEAM_WORLD = &world_team;
-SHI_EXPORT shmem_team_t SHMEM_TEAM_SHARED = &shared_team;
+BOBCAT_EXPORT shmem_team_t SHMEM_TEAM_WORLD = &world_team;
+BOBCAT_EXPORT shmem_team_t SHMEM_TEAM_SHARED = &shared_team;
 static struct shmemi_ctx default_ctx = {.team = &world_team};
-SHI_EXPORT shmem_ctx_t SHMEM_CTX_DEFAULT = &default_ctx;
+BOBCAT_EXPORT shmem_ctx_t SHMEM_CTX_DEFAULT = &default_ctx;
 static uint64_t used_slots; /* slots of the teams this PE belongs to */
 
 void shi_bad_ctx(const char *routine, shmem_ctx_t ctx, int pe)
@@ -48,10 +48,10 @@ void shi_teams_init(void)
 
 static int team_ok(shmem_team_t t) { return t != SHMEM_TEAM_INVALID && shi.initialized; }
 
-SHI_EXPORT int shmem_team_my_pe(shmem_team_t t) { return team_ok(t) ? t->me : -1; }
-SHI_EXPORT int shmem_team_n_pes(shmem_team_t t) { return team_ok(t) ? t->size : -1; }
+BOBCAT_EXPORT int shmem_team_my_pe(shmem_team_t t) { return team_ok(t) ? t->me : -1; }
+BOBCAT_EXPORT int shmem_team_n_pes(shmem_team_t t) { return team_ok(t) ? t->size : -1; }
 
-SHI_EXPORT int shmem_team_get_config(shmem_team_t t, long mask, shmem_team_config_t *config)
+BOBCAT_EXPORT int shmem_team_get_config(shmem_team_t t, long mask, shmem_team_config_t *config)
 {
     if (!team_ok(t) || !config)
         return -1;
@@ -60,7 +60,7 @@ SHI_EXPORT int shmem_team_get_config(shmem_team_t t, long mask, shmem_team_confi
     return 0;
 }
 
-SHI_EXPORT int shmem_team_translate_pe(shmem_team_t src, int src_pe, shmem_team_t dest)
+BOBCAT_EXPORT int shmem_team_translate_pe(shmem_team_t src, int src_pe, shmem_team_t dest)
 {
     if (!team_ok(src) || !team_ok(dest) || src_pe < 0 || src_pe >= src->size)
         return -1;
@@ -70,7 +70,7 @@ SHI_EXPORT int shmem_team_translate_pe(shmem_team_t src, int src_pe, shmem_team_
     return rel / dest->stride;
 }
 
-SHI_EXPORT int shmem_team_sync(shmem_team_t t)
+BOBCAT_EXPORT int shmem_team_sync(shmem_team_t t)
 {
     if (!team_ok(t))
         return -1;
@@ -80,7 +80,7 @@ SHI_EXPORT int shmem_team_sync(shmem_team_t t)
     return 0;
 }
 
-SHI_EXPORT void *shmem_team_ptr(shmem_team_t t, const void *dest, int pe)
+BOBCAT_EXPORT void *shmem_team_ptr(shmem_team_t t, const void *dest, int pe)
 {
     if (!team_ok(t) || pe < 0 || pe >= t->size)
         return NULL;
@@ -137,7 +137,7 @@ static void finish_split(shmem_team_t parent, int a, int b)
     shmem_team_sync(parent);
 }
 
-SHI_EXPORT int shmem_team_split_strided(shmem_team_t parent, int start, int stride, int size,
+BOBCAT_EXPORT int shmem_team_split_strided(shmem_team_t parent, int start, int stride, int size,
                                         const shmem_team_config_t *config, long mask, shmem_team_t *new_team)
 {
     if (new_team)
@@ -156,7 +156,7 @@ SHI_EXPORT int shmem_team_split_strided(shmem_team_t parent, int start, int stri
     return 0;
 }
 
-SHI_EXPORT int shmem_team_split_2d(shmem_team_t parent, int xrange, const shmem_team_config_t *xconf, long xmask,
+BOBCAT_EXPORT int shmem_team_split_2d(shmem_team_t parent, int xrange, const shmem_team_config_t *xconf, long xmask,
                                    shmem_team_t *xteam, const shmem_team_config_t *yconf, long ymask,
                                    shmem_team_t *yteam)
 {
@@ -182,7 +182,7 @@ SHI_EXPORT int shmem_team_split_2d(shmem_team_t parent, int xrange, const shmem_
     return 0;
 }
 
-SHI_EXPORT void shmem_team_destroy(shmem_team_t t)
+BOBCAT_EXPORT void shmem_team_destroy(shmem_team_t t)
 {
     if (t == SHMEM_TEAM_INVALID || t == SHMEM_TEAM_WORLD || t == SHMEM_TEAM_SHARED)
         return;
@@ -191,7 +191,7 @@ SHI_EXPORT void shmem_team_destroy(shmem_team_t t)
 }
 
 /* --- contexts: every context shares the one ordering domain of the PE (quiet completes all) --- */
-SHI_EXPORT int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx)
+BOBCAT_EXPORT int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx)
 {
     if (!ctx)
         return -1;
@@ -207,12 +207,12 @@ SHI_EXPORT int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_
     return 0;
 }
 
-SHI_EXPORT int shmem_ctx_create(long options, shmem_ctx_t *ctx)
+BOBCAT_EXPORT int shmem_ctx_create(long options, shmem_ctx_t *ctx)
 {
     return shmem_team_create_ctx(SHMEM_TEAM_WORLD, options, ctx);
 }
 
-SHI_EXPORT void shmem_ctx_destroy(shmem_ctx_t ctx)
+BOBCAT_EXPORT void shmem_ctx_destroy(shmem_ctx_t ctx)
 {
     if (ctx && ctx != SHMEM_CTX_DEFAULT) {
         shi_quiet(); /* destroying a context completes its operations */
@@ -220,7 +220,7 @@ SHI_EXPORT void shmem_ctx_destroy(shmem_ctx_t ctx)
     }
 }
 
-SHI_EXPORT int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team)
+BOBCAT_EXPORT int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team)
 {
     if (!team)
         return -1;
