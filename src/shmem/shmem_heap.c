@@ -19,14 +19,15 @@ typedef struct chunk {
 } chunk_t;
 
 static chunk_t *chunks;
-static uintptr_t heap_base;
-static size_t heap_size, heap_used;
+/* The user part of the symmetric heap: what follows the internal area (SHI_RESERVED bytes). */
+static uintptr_t user_base;
+static size_t user_size, user_used;
 static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void shi_heap_init(void *base, size_t size)
 {
-    heap_base = (uintptr_t)base;
-    heap_size = size;
+    user_base = (uintptr_t)base;
+    user_size = size;
     chunks = calloc(1, sizeof *chunks);
     if (!chunks)
         shi_fatal("shmem_init", "out of memory for the symmetric heap's bookkeeping");
@@ -70,8 +71,8 @@ static void *heap_alloc(size_t size, size_t align)
     for (chunk_t *c = chunks; c; c = c->next) {
         if (c->used)
             continue;
-        uintptr_t start = (heap_base + c->off + align - 1) & ~(uintptr_t)(align - 1);
-        size_t pad = start - (heap_base + c->off);
+        uintptr_t start = (user_base + c->off + align - 1) & ~(uintptr_t)(align - 1);
+        size_t pad = start - (user_base + c->off);
         if (pad + size > c->size)
             continue;
         if (pad) {
@@ -83,8 +84,8 @@ static void *heap_alloc(size_t size, size_t align)
         if (c->size > size && !split(c, size))
             break;
         c->used = 1;
-        heap_used += c->size;
-        p = (void *)(heap_base + c->off);
+        user_used += c->size;
+        p = (void *)(user_base + c->off);
         break;
     }
     pthread_mutex_unlock(&heap_lock);
@@ -93,7 +94,7 @@ static void *heap_alloc(size_t size, size_t align)
 
 static chunk_t *find(void *p)
 {
-    size_t off = (uintptr_t)p - heap_base;
+    size_t off = (uintptr_t)p - user_base;
     for (chunk_t *c = chunks; c; c = c->next)
         if (c->off == off && c->used)
             return c;
@@ -110,7 +111,7 @@ static void heap_free(void *p, const char *routine)
                            "(or was freed already)", p);
     }
     c->used = 0;
-    heap_used -= c->size;
+    user_used -= c->size;
     if (c->next && !c->next->used)
         merge_next(c);
     if (c->prev && !c->prev->used)
@@ -122,7 +123,7 @@ static void *checked(void *p, size_t size, const char *routine)
 {
     if (!p && size)
         shi_debug("%s: %zu bytes do not fit in the symmetric heap (%zu of %zu bytes in use): raise "
-                  "SHMEM_SYMMETRIC_SIZE", routine, size, heap_used, heap_size);
+                  "SHMEM_SYMMETRIC_SIZE", routine, size, user_used, user_size);
     return p;
 }
 
@@ -131,7 +132,7 @@ BOBCAT_EXPORT void *shmem_malloc(size_t size)
     if (!shi.initialized)
         shi_not_initialized("shmem_malloc");
     void *p = size ? heap_alloc(size, HEAP_ALIGN) : NULL;
-    shmem_barrier_all();
+    shi_barrier_all();
     return checked(p, size, "shmem_malloc");
 }
 
@@ -152,7 +153,7 @@ BOBCAT_EXPORT void *shmem_calloc(size_t count, size_t size)
         if (p)
             memset(p, 0, n);
     }
-    shmem_barrier_all();
+    shi_barrier_all();
     return checked(p, count * size, "shmem_calloc");
 }
 
@@ -163,7 +164,7 @@ BOBCAT_EXPORT void *shmem_align(size_t alignment, size_t size)
     void *p = NULL;
     if (size && alignment && !(alignment & (alignment - 1)))
         p = heap_alloc(size, alignment);
-    shmem_barrier_all();
+    shi_barrier_all();
     return checked(p, size, "shmem_align");
 }
 
@@ -171,7 +172,7 @@ BOBCAT_EXPORT void shmem_free(void *ptr)
 {
     if (!shi.initialized)
         shi_not_initialized("shmem_free");
-    shmem_barrier_all(); /* nobody may still be accessing the block on another PE */
+    shi_barrier_all(); /* nobody may still be accessing the block on another PE */
     if (ptr)
         heap_free(ptr, "shmem_free");
 }
@@ -186,7 +187,7 @@ BOBCAT_EXPORT void *shmem_realloc(void *ptr, size_t size)
         shmem_free(ptr);
         return NULL;
     }
-    shmem_barrier_all();
+    shi_barrier_all();
     pthread_mutex_lock(&heap_lock);
     chunk_t *c = find(ptr);
     size_t old = c ? c->size : 0;
@@ -199,7 +200,7 @@ BOBCAT_EXPORT void *shmem_realloc(void *ptr, size_t size)
         memcpy(p, ptr, old < size ? old : size);
         heap_free(ptr, "shmem_realloc");
     }
-    shmem_barrier_all();
+    shi_barrier_all();
     return checked(p, size, "shmem_realloc");
 }
 

@@ -1,4 +1,6 @@
-/* shmem_init: start-up and shutdown of the OpenSHMEM library, PE queries, shmem_ptr, errors.
+/* shmem_init: the top of src/shmem — start-up and shutdown of the OpenSHMEM library (shmem_init,
+ * shmem_finalize, shmem_global_exit). It sets up the state and calls down into the heap, the teams
+ * and the barrier; nothing below calls it.
  *
  * Start-up: the MPI glue starts MPI (or joins the program's) and gives my_pe/n_pes (the MPI world
  * ranks, which yod's plan also numbers). Under yod with libbobcat preloaded, the symmetric heap
@@ -10,72 +12,12 @@
 
 #include <elf.h>
 #include <link.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
-
-shi_state_t shi = {.npes = 0, .spin_before_yield = 64};
-
-static void vreport(const char *routine, const char *fmt, va_list ap)
-{
-    char buf[1024];
-    int k = snprintf(buf, sizeof buf, "bobcat-shmem: PE %d: %s%s", shi.me, routine ? routine : "",
-                     routine ? ": " : "");
-    if (k < 0 || k >= (int)sizeof buf)
-        k = 0;
-    vsnprintf(buf + k, sizeof buf - (size_t)k - 1, fmt, ap);
-    size_t n = strlen(buf);
-    buf[n++] = '\n';
-    ssize_t ignored = write(STDERR_FILENO, buf, n);
-    (void)ignored;
-}
-
-void shi_fatal(const char *routine, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vreport(routine, fmt, ap);
-    va_end(ap);
-    if (shi.initialized)
-        shmem_tr_abort(1);
-    _exit(1);
-}
-
-void shi_debug(const char *fmt, ...)
-{
-    if (!shi.debug)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vreport("debug", fmt, ap);
-    va_end(ap);
-}
-
-void shi_not_symmetric(const char *routine, const void *addr, int pe)
-{
-    shi_fatal(routine,
-              "address %p (target PE %d) is not symmetric: it is neither in the symmetric heap [%p, %p) nor in the "
-              "program's global/static data [%p, %p); allocate it with shmem_malloc or make it a global or static "
-              "variable",
-              addr, pe, (void *)shi.heap, (void *)(shi.heap + shi.heap_size), (void *)shi.data,
-              (void *)(shi.data + shi.data_size));
-}
-
-void shi_bad_pe(const char *routine, int pe)
-{
-    if (!shi.initialized)
-        shi_not_initialized(routine);
-    shi_fatal(routine, "PE %d does not exist (the job has PEs 0..%d)", pe, shi.npes - 1);
-}
-
-void shi_not_initialized(const char *routine)
-{
-    shi_fatal(routine, "called before shmem_init (or after shmem_finalize)");
-}
 
 /* The executable's writable data when libbobcat did not share it (not under yod). */
 static int find_data(struct dl_phdr_info *info, size_t size, void *arg)
@@ -149,7 +91,7 @@ static void at_exit(void)
         shmem_finalize();
 }
 
-static int start(int requested)
+static int start_up(int requested)
 {
     if (shi.initialized)
         return shi.thread_level;
@@ -243,27 +185,21 @@ static int start(int requested)
     return provided;
 }
 
-BOBCAT_EXPORT void shmem_init(void) { start(SHMEM_THREAD_SINGLE); }
+BOBCAT_EXPORT void shmem_init(void) { start_up(SHMEM_THREAD_SINGLE); }
 
 BOBCAT_EXPORT int shmem_init_thread(int requested, int *provided)
 {
-    int p = start(requested);
+    int p = start_up(requested);
     if (provided)
         *provided = p;
     return 0;
-}
-
-BOBCAT_EXPORT void shmem_query_thread(int *provided)
-{
-    if (provided)
-        *provided = shi.thread_level;
 }
 
 BOBCAT_EXPORT void shmem_finalize(void)
 {
     if (!shi.initialized || shi.finalized)
         return;
-    shmem_barrier_all();
+    shi_barrier_all();
     if (shi.debug) {
         unsigned long puts, gets, amos;
         shmem_tr_counts(&puts, &gets, &amos);
@@ -311,69 +247,3 @@ BOBCAT_EXPORT void shmem_global_exit(int status)
 }
 
 BOBCAT_EXPORT void start_pes(int npes) { (void)npes; shmem_init(); }
-BOBCAT_EXPORT int shmem_my_pe(void) { return shi.initialized ? shi.me : -1; }
-BOBCAT_EXPORT int shmem_n_pes(void) { return shi.initialized ? shi.npes : -1; }
-BOBCAT_EXPORT int _my_pe(void) { return shmem_my_pe(); }
-BOBCAT_EXPORT int _num_pes(void) { return shmem_n_pes(); }
-BOBCAT_EXPORT int my_pe(void) { return shmem_my_pe(); }
-BOBCAT_EXPORT int num_pes(void) { return shmem_n_pes(); }
-
-BOBCAT_EXPORT int shmem_pe_accessible(int pe) { return shi.initialized && pe >= 0 && pe < shi.npes; }
-
-BOBCAT_EXPORT int shmem_addr_accessible(const void *addr, int pe)
-{
-    if (!shmem_pe_accessible(pe))
-        return 0;
-    uintptr_t a = (uintptr_t)addr;
-    return a - shi.heap < shi.heap_size || a - shi.data < shi.data_size;
-}
-
-BOBCAT_EXPORT void *shmem_ptr(const void *dest, int pe)
-{
-    if (!shmem_addr_accessible(dest, pe))
-        return NULL;
-    int region = 0;
-    size_t disp = 0;
-    return shi_xlate(dest, 1, pe, "shmem_ptr", &region, &disp);
-}
-
-BOBCAT_EXPORT void shmem_info_get_version(int *major, int *minor)
-{
-    if (major)
-        *major = SHMEM_MAJOR_VERSION;
-    if (minor)
-        *minor = SHMEM_MINOR_VERSION;
-}
-
-BOBCAT_EXPORT void shmem_info_get_name(char *name)
-{
-    if (name) {
-        strncpy(name, SHMEM_VENDOR_STRING, SHMEM_MAX_NAME_LEN - 1);
-        name[SHMEM_MAX_NAME_LEN - 1] = 0;
-    }
-}
-
-/* Profiling control (OpenSHMEM 1.5 profiling interface): the standard lets an implementation without its own
- * profiling layer ignore the level; tools that interpose on shmem_* (PSHMEM-style) see the call and its
- * arguments, which is what the interface is for. */
-BOBCAT_EXPORT void shmem_pcontrol(const int level, ...) { (void)level; }
-
-/* Cache management: the machine is coherent; these exist for old codes. */
-BOBCAT_EXPORT void shmem_clear_cache_inv(void) {}
-BOBCAT_EXPORT void shmem_set_cache_inv(void) {}
-BOBCAT_EXPORT void shmem_clear_cache_line_inv(void *dest) { (void)dest; }
-BOBCAT_EXPORT void shmem_set_cache_line_inv(void *dest) { (void)dest; }
-BOBCAT_EXPORT void shmem_udcflush(void) {}
-BOBCAT_EXPORT void shmem_udcflush_line(void *dest) { (void)dest; }
-BOBCAT_EXPORT void shmemi_generic_type_not_supported(void)
-{
-    shi_fatal("shmem generic routine", "called with an element type the standard does not list");
-}
-
-#include <time.h>
-BOBCAT_EXPORT double shmemx_wtime(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}

@@ -396,19 +396,28 @@ void shi_set_legacy(shi_set_t *s, int start, int log_stride, int size, long *psy
                      .coll = (uint64_t *)psync + SHI_PS_COLL};
 }
 
+void shi_barrier_all(void)
+{
+    shi_set_t s;
+    shi_quiet();
+    shi_team_set(&shi_team_world, &s);
+    shi_set_sync(&s);
+}
+
 BOBCAT_EXPORT void shmem_barrier_all(void)
 {
     if (!shi.initialized)
         shi_not_initialized("shmem_barrier_all");
-    shi_quiet();
-    shmem_team_sync(SHMEM_TEAM_WORLD);
+    shi_barrier_all();
 }
 
 BOBCAT_EXPORT void shmem_sync_all(void)
 {
     if (!shi.initialized)
         shi_not_initialized("shmem_sync_all");
-    shmem_team_sync(SHMEM_TEAM_WORLD);
+    shi_set_t s;
+    shi_team_set(&shi_team_world, &s);
+    shi_set_sync(&s);
 }
 
 BOBCAT_EXPORT void shmem_barrier(int start, int log_stride, int size, long *psync)

@@ -2,7 +2,7 @@
  *
  * Every team PE set here is strided in world numbering (a strided split of a strided team is
  * strided; so are both axes of a 2-D split), so a team is (start, stride, size). Each live team
- * owns a slot of the internal symmetric area (shmem_internal.h) for its barrier flags and scratch
+ * owns a slot of the internal symmetric area (shmem_state.h) for its barrier flags and scratch
  * words. A new team's slot must be free on all its members: the parent team ORs its members'
  * used-slot masks (a small allreduce through the parent's scratch words) and every member picks
  * the lowest slot free in the union, so they agree without further talk. */
@@ -10,31 +10,11 @@
 
 #include <stdlib.h>
 
-static struct shmemi_team world_team, shared_team;
-BOBCAT_EXPORT shmem_team_t SHMEM_TEAM_WORLD = &world_team;
-BOBCAT_EXPORT shmem_team_t SHMEM_TEAM_SHARED = &shared_team;
-static struct shmemi_ctx default_ctx = {.team = &world_team};
-BOBCAT_EXPORT shmem_ctx_t SHMEM_CTX_DEFAULT = &default_ctx;
 static uint64_t used_slots; /* slots of the teams this PE belongs to */
-
-void shi_bad_ctx(const char *routine, shmem_ctx_t ctx, int pe)
-{
-    if (!ctx)
-        shi_fatal(routine, "called with SHMEM_CTX_INVALID (a context whose creation failed?)");
-    shi_fatal(routine, "PE %d is not in the context's team (it has %d PEs)", pe, ctx->team ? ctx->team->size : 0);
-}
-
-void shi_team_set(shmem_team_t t, shi_set_t *s)
-{
-    shi_slot_t *slot = &shi.slots[t->slot];
-    *s = (shi_set_t){.start = t->start, .stride = t->stride, .size = t->size, .me = t->me, .epoch_p = &t->epoch,
-                     .flags = slot->flags, .chain = &slot->chain, .coll = &slot->scratch[8], .scratch = slot->scratch,
-                     .slot = slot};
-}
 
 void shi_teams_init(void)
 {
-    world_team = (struct shmemi_team){.start = 0, .stride = 1, .size = shi.npes, .me = shi.me, .slot = 0};
+    shi_team_world = (struct shmemi_team){.start = 0, .stride = 1, .size = shi.npes, .me = shi.me, .slot = 0};
     /* The shared team: the PEs this one reaches by load/store. yod places a node's ranks
      * contiguously; anything else (not under yod) is a team of one. */
     int lo = shi.me, hi = shi.me;
@@ -42,7 +22,7 @@ void shi_teams_init(void)
         lo--;
     while (hi + 1 < shi.npes && shi.peer[hi + 1].heap)
         hi++;
-    shared_team = (struct shmemi_team){.start = lo, .stride = 1, .size = hi - lo + 1, .me = shi.me - lo, .slot = 1};
+    shi_team_shared = (struct shmemi_team){.start = lo, .stride = 1, .size = hi - lo + 1, .me = shi.me - lo, .slot = 1};
     used_slots = 3;
 }
 
