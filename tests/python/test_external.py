@@ -1,4 +1,4 @@
-"""The external conformance harness (bobcat.external, `make test-external`).
+"""The external conformance harness (bobcat.external.pysuites, `make test-external`).
 
 The full run (mpi4py's ~1,900 tests, bare and under yod, both MPIs) takes 10-40 minutes here, so it
 is its own make target. What runs in the normal suite:
@@ -21,7 +21,7 @@ import textwrap
 
 import pytest
 
-from bobcat import external
+from bobcat.external import pysuites as external
 
 MPIS = ["openmpi", "mpich"]
 

@@ -1,9 +1,9 @@
-"""The MPICH test-suite harness's pure parts (bobcat.external_mpich): testlist parsing, which
+"""The MPICH test-suite harness's pure parts (bobcat.external.mpich): testlist parsing, which
 entries are skipped, pass/fail as MPICH's runtests decides, the launch commands and the comparison.
 No MPI job runs here; `make test-external` runs the suite itself."""
 from __future__ import annotations
 
-from bobcat import external_mpich as xm
+from bobcat.external import mpich as xm
 
 # Lines as configure leaves them in pt2pt/testlist and datatype/testlist (MPICH 4.0.2).
 TESTLIST = """\

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from bobcat import campaign, configs, hugepool, paths, report_tables, runner
-from bobcat.parsers import Metric
-from bobcat.store import RunRecord, Store
+from bobcat import paths
+from bobcat.evaluation import campaign, configs, hugepool, runner
+from bobcat.report import tables as report_tables
+from bobcat.evaluation.parsers import Metric
+from bobcat.evaluation.store import RunRecord, Store
 
 STREAM = paths.libexec_dir() / "bench" / "stream.openmpi"
 
@@ -106,8 +108,8 @@ def test_job_pages_follow_yods_heap_plan(tmp_path):
     assert hugepool.job_pages(spec, cs) == 0
     assert hugepool.job_pages(runner.RunSpec("stream", "linux-shm", "openmpi", "SN"), cs) == 0
     # The default heap: what yod itself plans for the job, whole 2 MiB pages per rank.
-    from bobcat.yod import Yod
-    from bobcat.yod_plan import parse_args
+    from bobcat.launcher.yod import Yod
+    from bobcat.launcher.plan import parse_args
     y = Yod(parse_args(["-VN2", "-np", "2", "--mpi", "openmpi", "/bin/true"]))
     y.prepare()
     spec = runner.RunSpec("gups", "lwk", "openmpi", "VN2", ranks=2)
@@ -117,7 +119,7 @@ def test_job_pages_follow_yods_heap_plan(tmp_path):
 def test_job_pages_of_a_job_yod_refuses_is_an_error(tmp_path):
     """The pool is sized from yod's pure plan (yod_plan.plan_heaps); a plan yod refuses is an error
     with yod's message, not a silent 0 pages."""
-    from bobcat.yod_plan import UsageError
+    from bobcat.launcher.plan import UsageError
     user = tmp_path / "configs.toml"
     user.write_text('[configs.lwk]\nvia_yod = true\nyod_args = ["--heap-node", "4k"]\n')
     spec = runner.RunSpec("stream", "lwk", "openmpi", "VN2", ranks=2)
@@ -194,7 +196,7 @@ def test_overlapping_reservations_give_back_only_their_own_pages(fake_pool, monk
 
 def test_scaling_benchmark_pool_gives_back_only_what_it_added(fake_pool, monkeypatch):
     """bench_scaling raises the pool step by step for growing jobs and follows the same rule."""
-    from bobcat import bench_scaling
+    from bobcat.bench import scaling as bench_scaling
     set_pool, nr = fake_pool
     monkeypatch.setattr(bench_scaling, "HUGE_SYSFS", nr)
     monkeypatch.setattr(bench_scaling.os, "geteuid", lambda: 0)
@@ -296,7 +298,7 @@ def test_small_page_runs_stay_out_of_the_sn_vn_table(tmp_path):
 
 
 def test_small_page_runs_get_their_own_row_in_other_measurements(tmp_path):
-    from bobcat.report import _other_measurements
+    from bobcat.report.page import _other_measurements
     db = tmp_path / "r.db"
     st = Store(db)
     cid = st.start_campaign("default", {})
@@ -377,7 +379,7 @@ pages = ["large", "small"]
 
 
 def test_yod_node_file_option():
-    from bobcat.yod_plan import parse_args
+    from bobcat.launcher.plan import parse_args
     assert parse_args(["-np", "1", "--node-file", "/tmp/x", "/bin/true"]).node_file == "/tmp/x"
     assert parse_args(["-np", "1", "--node-file=/tmp/y", "/bin/true"]).node_file == "/tmp/y"
     yod = paths.home() / "bin" / "yod"

@@ -1,4 +1,4 @@
-"""Tests of `bobcat.report.render`: a fixture database written per contracts.md §4 is rendered,
+"""Tests of `bobcat.report.page.render`: a fixture database written per contracts.md §4 is rendered,
 then the page is checked as files, as computed numbers, and as a browser (headless Chromium)
 sees it.
 
@@ -23,9 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from bobcat import paths, report_tables, store
-from bobcat.plots import ratio_grid
-from bobcat.report import render
+from bobcat import paths
+from bobcat.evaluation import store
+from bobcat.report import tables as report_tables
+from bobcat.report.plots import ratio_grid
+from bobcat.report.page import render
 
 # The report reads what the store writes: the fixture uses the store's own schema.
 SCHEMA = store.SCHEMA

@@ -16,7 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import machine, paths
+from . import machine
+from .. import paths
 
 MODES = ("SN", "VN2")
 VENDORS = ("openmpi", "mpich")

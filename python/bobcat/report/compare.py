@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from .store import Store
+from ..evaluation.store import Store
 
 # Parameters that say how long or how often something was measured, not what was measured.
 _HOW_PARAMS = {"iters", "warmup", "time", "time_s", "wall_s", "seconds", "reps", "args",

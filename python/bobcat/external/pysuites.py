@@ -14,12 +14,12 @@ module
    traceback.
 
 A crash or hang ends an MPI job, and with it the suite: every rank logs each test as it starts and
-ends (bobcat.external_rank), so the harness knows which test broke the job, records it as `crash`
+ends (bobcat.external.rank), so the harness knows which test broke the job, records it as `crash`
 or `hang`, and restarts the suite after it. Baseline results are cached (they do not depend on
 bobcat). Exit status: 0 no regression, 1 regressions found, 2 the suite could not be had or built.
 
-    python -m bobcat.external                     # both MPIs, yod -VN2 -np 2 and 4 simulated nodes
-    python -m bobcat.external --mpi mpich --configs yod2 --control --include 'cco|p2p'
+    python -m bobcat.external.pysuites                     # both MPIs, yod -VN2 -np 2 and 4 simulated nodes
+    python -m bobcat.external.pysuites --mpi mpich --configs yod2 --control --include 'cco|p2p'
 """
 from __future__ import annotations
 
@@ -36,12 +36,12 @@ import sys
 import tarfile
 import time
 
-from . import paths
+from .. import paths
 
 MPI4PY_VERSION = "3.1.6"
 # Bump when a change to the harness or the rank driver changes what a bare run records.
 BASELINE_REV = 1
-RANK_DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "external_rank.py")
+RANK_DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rank.py")
 
 MPIS = {
     "openmpi": {"mpicc": "mpicc.openmpi", "launcher": "mpirun.openmpi", "np_flag": "-np"},
@@ -492,7 +492,7 @@ def build_shmem4py(work: str, oshcc: str) -> tuple[str, str]:
         if not oshcc.startswith("/usr/") and not _links(oshcc, src, "shmem_put64_signal"):
             _say("this OpenSHMEM lacks the sized put-with-signal routines: shmem4py gets "
                  "data/shmem_sized_signal_shim.c (over putmem_signal) to load")
-            shim_c = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+            shim_c = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
                                   "shmem_sized_signal_shim.c")
             p = subprocess.run([oshcc, "-shared", "-fPIC", "-O1", "-o",
                                 os.path.join(src, "shim.so"), shim_c],
@@ -596,7 +596,7 @@ def _cached_baseline(work, mpi, cfg, testdir, libdir, select, args) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bobcat.external",
+    ap = argparse.ArgumentParser(prog="python -m bobcat.external.pysuites",
                                  description="Run mpi4py's test suite bare and under yod; report "
                                              "the tests that fail only under yod.")
     ap.add_argument("--suite", default="mpi4py", choices=["mpi4py", "shmem4py"],

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .yod_plan import (MAX_HEAP, MIN_HEAP, PT_BUDGET, Options, Plan, UsageError, format_size, plan_heaps,
+from .plan import (MAX_HEAP, MIN_HEAP, PT_BUDGET, Options, Plan, UsageError, format_size, plan_heaps,
                        host_cores, hostfile_hosts, hugetlb_free, max_local_ranks, mem_available,
                        mem_total, page_table_bytes, parse_args, slot_shift)
 
@@ -62,7 +62,7 @@ def _detect(opts: Options) -> tuple[str | None, list[bool]]:
     group, whether it runs an MPI program (all do under --mpi)."""
     if opts.mpi:
         return opts.mpi, [True] * len(opts.groups)
-    from .yod_elf import detect_mpi
+    from .elf import detect_mpi
     found = {}
     is_mpi = []
     for g in opts.groups:
@@ -126,8 +126,8 @@ class Yod:
 
     def prepare(self) -> None:
         """Everything short of launching: the plan, every check, the command.  Raises UsageError."""
-        from . import paths
-        from .yod_launch import build, pick_kind
+        from .. import paths
+        from .launch import build, pick_kind
         o = self.opts
         self.cores = host_cores()
         avail_mem = mem_available()
@@ -236,7 +236,7 @@ class Yod:
         self.windows = env.get("BOBCAT_WINDOWS") or "auto"
         self.page_tables = self._page_tables()
         self.env = env
-        # Open MPI binds exactly as libbobcat would on a single real node (yod_launch.py).
+        # Open MPI binds exactly as libbobcat would on a single real node (launch.py).
         self.launcher_binds = (o.preload and env["BOBCAT_BIND"] == "core" and self.kind == "openmpi"
                                and self.plan.nodes == 1 and not o.simulate_nodes)
         progs = [[shim] + per_group[i] + ["--", g.program] + g.args for i, g in enumerate(o.groups)]
@@ -324,7 +324,7 @@ class Yod:
             _err(f"heap on 4 KiB pages: {_fallback_reason()} — see docs/yod.md")
 
     def run(self) -> int:
-        from .yod_job import Job
+        from .job import Job
         if self.opts.verbose:
             for line in self.summary():
                 _err(line)
@@ -474,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(HELP)
             return EXIT_OK
         if opts.version:
-            from . import __version__
+            from .. import __version__
             sys.stdout.write(f"yod (bobcat) {__version__}\n")
             return EXIT_OK
         y = Yod(opts)

@@ -7,7 +7,7 @@ placement probe around each, and prints per (test, size) the medians of each bui
 over the samples of one placement state (default: the state most samples drew) and over all.
 Lower is better for times, so a ratio below 1 means NEW is faster (msgrate: above 1).
 
-    python -m bobcat.bench_ab --old /path/old/stage --new build/stage --rounds 8
+    python -m bobcat.bench.ab --old /path/old/stage --new build/stage --rounds 8
 """
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-from . import configs, hugepool, runner, yod_plan
+from . import configs, hugepool, runner
+from ..launcher.plan import UsageError
 from .store import RunRecord, Store
 
 BUILTIN = ("default", "quick")
@@ -347,7 +348,7 @@ def execute(store: Store, c: Campaign, cs: configs.ConfigSet, resume_id: int | N
     # would refuse is the campaign's error, before anything runs.
     try:
         need = max((hugepool.job_pages(p.spec, cs) for p in todo), default=0)
-    except yod_plan.UsageError as e:
+    except UsageError as e:
         store.set_campaign_status(cid, "interrupted", summary_of(counts, skipped, len(done), pages))
         raise CampaignError(f"yod would refuse a run of this campaign: {e}; fix the configuration's yod_args "
                             "or the campaign's ranks") from e

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .yod_plan import Plan, UsageError
+from .plan import Plan, UsageError
 
 LAUNCHERS = {"openmpi": "mpirun.openmpi", "mpich": "mpiexec.mpich"}
 # Non-MPI programs run under whichever launcher is installed, the faster-starting first:

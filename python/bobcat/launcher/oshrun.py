@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(HELP)
         return 0
     if args[0] in ("-V", "--version"):
-        from . import __version__
+        from .. import __version__
         sys.stdout.write(f"oshrun (bobcat OpenSHMEM 1.5 over yod) {__version__}\n")
         return 0
     try:

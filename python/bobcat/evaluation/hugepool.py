@@ -4,7 +4,7 @@ lwk's heaps take 2 MiB pages from the hugetlb pool (then shmem THP, then 4 KiB p
 A fresh node has no pool, so without a reservation every lwk run of `make evaluate` would measure
 4 KiB pages and the small-vs-large table (CNW §4.1.2) would compare 4 KiB with 4 KiB.  As root the
 campaign raises the pool to what its largest job needs and gives back what it added afterwards
-(as bench_smartmap does for the foundation benchmark); never lowers a pool someone else set.
+(as bench.smartmap does for the foundation benchmark); never lowers a pool someone else set.
 Without root, or when the kernel cannot find the memory, it says so: the note goes into the
 campaign summary and from there into the report.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 from . import configs
 from .runner import RunSpec
-from .yod_plan import host_cores, mem_available, parse_args, plan_heaps
+from ..launcher.plan import host_cores, mem_available, parse_args, plan_heaps
 
 HUGE_PAGE = 2 << 20
 NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
@@ -42,7 +42,7 @@ def job_pages(spec: RunSpec, cs: configs.ConfigSet) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _yod_job_pages(mode: str, ranks: int, mpi: str, yod_args: tuple[str, ...]) -> int:
-    """From yod's own plan (yod_plan.plan_heaps, the pure part of its start-up). A job yod would
+    """From yod's own plan (launcher.plan.plan_heaps, the pure part of its start-up). A job yod would
     refuse is an error here too (UsageError, with yod's message): the campaign must not quietly
     reserve nothing for it."""
     argv = ["-SN", "--simulate-nodes"] if mode == "SN" else ["-VN2"]

@@ -25,7 +25,7 @@ Variants (per MPI):
   best     the bare launcher without CMA (Open MPI vader single_copy none; MPICH UCX_TLS without cma):
            the pipelined double copy, the peer at its best for large messages here
 
-Usage: python -m bobcat.bench_mpi [--reps N] [--mpi openmpi,mpich] [--tests ...] [--json FILE]
+Usage: python -m bobcat.bench.mpi [--reps N] [--mpi openmpi,mpich] [--tests ...] [--json FILE]
 """
 from __future__ import annotations
 
@@ -37,8 +37,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import machine, parsers, paths
-from .bench_smartmap import NodeSettings, bench_dir, probe
+from ..evaluation import machine, parsers
+from .. import paths
+from .smartmap import NodeSettings, bench_dir, probe
 
 # test -> sizes (bytes; None for Barrier); the sizes the issues' aims name, and the range between.
 DEFAULT_TESTS = {

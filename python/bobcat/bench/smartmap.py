@@ -4,7 +4,7 @@ after start, remote-window copy vs local memcpy, and yod's start overhead vs a b
 Protocol for a noisy machine: variants are interleaved (A B A B ...), medians are reported, and
 the core-to-core probe runs before and after so the placement state is on record.
 Run as root to measure hugetlb and THP: the pool and the shmem THP setting are set for the run
-and restored afterwards. Usage: python -m bobcat.bench_smartmap [--reps N] [--json FILE]
+and restored afterwards. Usage: python -m bobcat.bench.smartmap [--reps N] [--json FILE]
 """
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import parsers, paths
-from .runner import probe_path
+from ..evaluation import parsers
+from .. import paths
+from ..evaluation.runner import probe_path
 
 HUGE_SYSFS = Path("/proc/sys/vm/nr_hugepages")
 THP_SYSFS = Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import plots
-from .report_tables import (NOISE_PARAMS, Dataset, Table, at_default_pages, config_ratios, fmt,
+from .tables import (NOISE_PARAMS, Dataset, Table, at_default_pages, config_ratios, fmt,
                             headline, load, matrix, pages_table, pallas_tables, placement_tables,
                             selfish_table, shmem_table, sn_vs_vn, utilization_table, variability)
 

@@ -1,7 +1,7 @@
 """One rank of an external conformance run: mpi4py's own unittest suite, test by test, with a log
 that survives the rank's death.
 
-Run by every rank as a script (`python external_rank.py --testdir ... --out ...`), never imported by
+Run by every rank as a script (`python rank.py --testdir ... --out ...`), never imported by
 bobcat. mpi4py's `runtests.py` prints a text report per rank to stderr; interleaved across ranks
 and cut short by a crash or a hang, that report cannot say which test broke the job. This driver
 loads the same tests the same way (runtests' own option parser, loader and skip rules), runs them in
@@ -12,7 +12,7 @@ one fixed order on every rank, and appends to `<out>/rank-<r>.log`, flushed line
 
 A `start` without its `end` is the test the rank was in when it died. A watchdog thread ends the
 rank (exit 3, after writing `hang <test id>`) when one test runs longer than --test-timeout: the
-launcher then ends the whole job, and the harness (bobcat.external) restarts the suite after that
+launcher then ends the whole job, and the harness (bobcat.external.pysuites) restarts the suite after that
 test. Tests named in --skip-file (one id a line) are left out, identically on every rank.
 """
 from __future__ import annotations

@@ -9,7 +9,7 @@ import csv
 import json
 from typing import IO, Any
 
-from .store import Store
+from ..evaluation.store import Store
 
 CSV_COLUMNS = ["run_id", "campaign_id", "seq", "benchmark", "config", "mpi", "mode", "ranks",
                "repetition", "placement", "status", "started", "bench", "name", "value", "unit",

@@ -21,7 +21,7 @@ Bare results are cached per test (they do not depend on bobcat). With --lock (de
 --lock-hold seconds, so other users of a shared node get their turn.
 Exit status: 0 no regression, 1 regressions found, 2 the suite could not be had or built.
 
-    python -m bobcat.external_mpich --mpi openmpi --dirs pt2pt,datatype --configs yod
+    python -m bobcat.external.mpich --mpi openmpi --dirs pt2pt,datatype --configs yod
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ import tarfile
 import tempfile
 import time
 
-from . import paths
+from .. import paths
 
 MPICH_VERSION = "4.0.2"
 # Bump when a change to the harness changes what a bare run records (the cache key).
@@ -658,7 +658,7 @@ def report_markdown(runs: list[dict], comps: list[dict], heap: str = "1G") -> st
 # ---- main ---------------------------------------------------------------------------------------
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bobcat.external_mpich",
+    ap = argparse.ArgumentParser(prog="python -m bobcat.external.mpich",
                                  description="Run MPICH's test/mpi bare and under yod; report the "
                                              "tests that fail only under yod.")
     ap.add_argument("--mpi", default="openmpi,mpich", help="comma list of: openmpi, mpich")

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import configs, machine, parsers, paths, shmem_run
+from . import configs, machine, parsers, shmem_run
+from .. import paths
 from .store import RunRecord
 
 HPCC = "/usr/bin/hpcc"
@@ -278,7 +279,7 @@ def heap_pages(node_file: Path) -> dict[str, Any]:
     """What yod's --node-file says the job's heaps got: heap_pages = the worst page kind over the
     nodes (huge, thp or small; None when no node reported, e.g. a rank failed at start) and
     heap_nodes = every node's line."""
-    from .yod_job import STATUS_PREFIX, parse_status
+    from ..launcher.job import STATUS_PREFIX, parse_status
     nodes = []
     try:
         lines = node_file.read_bytes().splitlines()

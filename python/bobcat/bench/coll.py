@@ -1,10 +1,10 @@
 """Benchmark of bobcat's in-place collectives (issue 9), 2 ranks on one node, against the real
 MPIs at their default and best on-node settings. Not a test: timings need a quiet machine.
 
-Protocol (as bench_smartmap): the variants are interleaved (A B C ... A B C ...) for --reps rounds,
+Protocol (as bench.smartmap): the variants are interleaved (A B C ... A B C ...) for --reps rounds,
 each round one IMB-style run of the imb benchmark per variant; medians over rounds of IMB's t_avg;
 the core-to-core probe before and after. Ratios are (best peer median) / (bobcat median).
-Usage: python -m bobcat.bench_coll [--reps N] [--json FILE]
+Usage: python -m bobcat.bench.coll [--reps N] [--json FILE]
 """
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ import statistics
 import subprocess
 import sys
 
-from . import parsers, paths
-from .bench_smartmap import probe
+from ..evaluation import parsers
+from .. import paths
+from .smartmap import probe
 
 # Cases: (IMB test, message size in bytes).
 CASES = [("Barrier", 0), ("Allreduce", 8), ("Allreduce", 1 << 20), ("Bcast", 1 << 20), ("Alltoall", 1 << 20),

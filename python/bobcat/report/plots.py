@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
-from .report_tables import (Dataset, Sample, at_default_pages, medians, shmem_samples,  # noqa: E402
+from .tables import (Dataset, Sample, at_default_pages, medians, shmem_samples,  # noqa: E402
                             shmem_series, shmem_skips)
 
 plt.rcParams.update({"font.size": 9, "axes.grid": True, "grid.alpha": 0.3,

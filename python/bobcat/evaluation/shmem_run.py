@@ -20,7 +20,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from . import configs, paths
+from . import configs
+from .. import paths
 
 OSHMEM_CC = "/usr/bin/oshcc"
 OSHMEM_RUN = "/usr/bin/oshrun"

@@ -20,7 +20,7 @@ shims, the ranks): RSS, RssAnon, VmPTE. Then it releases them.
 Variants interleave (for each rank count, every page kind in turn); the core-to-core probe runs
 before and after. hugetlb points need 64 pool pages per rank: as root the pool is raised for the
 run if short, and set back afterwards only if it was raised. Usage:
-    python -m bobcat.bench_scaling [--ranks 2,4,..] [--kinds small,thp,huge,small-eager] [--json F]
+    python -m bobcat.bench.scaling [--ranks 2,4,..] [--kinds small,thp,huge,small-eager] [--json F]
 """
 from __future__ import annotations
 
@@ -34,9 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import hugepool, paths
-from .bench_smartmap import probe
-from .yod_plan import format_size, page_table_bytes
+from ..evaluation import hugepool
+from .. import paths
+from .smartmap import probe
+from ..launcher.plan import format_size, page_table_bytes
 
 HUGE_SYSFS = Path("/proc/sys/vm/nr_hugepages")
 RANKS = (2, 4, 8, 16, 32, 64)
@@ -270,7 +271,7 @@ def analyse(rows: list[dict], heap: int) -> dict:
         xs = [float(r["n"]) for r in ok]
         has_boot = all("boot_cpu_ms_mean" in r for r in ok)
         pages, windows = (kind.split("-") + ["auto"])[:2]
-        # The model (yod_plan.page_table_bytes) plus a per-process constant (libraries, stack,
+        # The model (launcher.plan.page_table_bytes) plus a per-process constant (libraries, stack,
         # shim, launcher) fitted to the measurements.
         model = [page_table_bytes(heap, r["n"], pages, windows) for r in ok]
         base = sum((r["pt_job"] - m) / r["n"] for r, m in zip(ok, model)) / len(ok)
@@ -347,7 +348,7 @@ def report(rows: list[dict], fits: dict, heap: int) -> str:
                      f"| {f(a['boot_cpu'], 1e-3, 'ms') if a['boot_cpu'] else '-'} "
                      f"| {f(a['own'], 1024, 'KiB')} | {a['max_pt_share'] * 100:.2f} % (VmPTE sum "
                      f"{a['max_job_pt_share'] * 100:.2f} %) |")
-    lines += ["", "Projection (model of yod_plan.page_table_bytes + the fitted per-process constant):", "",
+    lines += ["", "Projection (model of launcher.plan.page_table_bytes + the fitted per-process constant):", "",
               "| pages | node | page tables at start | of node heap | every window fully touched | own / rank (KiB) |",
               "|---|---|---|---|---|---|"]
     for kind, a in fits.items():
@@ -375,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         print(report(med, analyse(med, heap), heap))
         print(f"probe before/after: {saved['probe_before']} / {saved['probe_after']}")
         return 0
-    from .yod_plan import parse_size
+    from ..launcher.plan import parse_size
     heap = parse_size(args.heap, "--heap")
     ranks = [int(x) for x in args.ranks.split(",") if x]
     kinds = [k for k in args.kinds.split(",") if k]
