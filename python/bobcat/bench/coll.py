@@ -17,7 +17,7 @@ import sys
 
 from ..evaluation import parsers
 from .. import paths
-from .smartmap import probe
+from .common import probe
 
 # Cases: (IMB test, message size in bytes).
 CASES = [("Barrier", 0), ("Allreduce", 8), ("Allreduce", 1 << 20), ("Bcast", 1 << 20), ("Alltoall", 1 << 20),

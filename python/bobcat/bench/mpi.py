@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ..evaluation import machine, parsers
 from .. import paths
-from .smartmap import NodeSettings, bench_dir, probe
+from .common import NodeSettings, bench_dir, probe
 
 # test -> sizes (bytes; None for Barrier); the sizes the issues' aims name, and the range between.
 DEFAULT_TESTS = {

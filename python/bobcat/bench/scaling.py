@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ..evaluation import hugepool
 from .. import paths
-from .smartmap import probe
+from .common import probe
 from ..launcher.plan import format_size, page_table_bytes
 
 HUGE_SYSFS = Path("/proc/sys/vm/nr_hugepages")

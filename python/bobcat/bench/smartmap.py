@@ -18,53 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..evaluation import parsers
 from .. import paths
-from ..evaluation.runner import probe_path
-
-HUGE_SYSFS = Path("/proc/sys/vm/nr_hugepages")
-THP_SYSFS = Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
-
-
-def bench_dir() -> Path:
-    return paths.home() / "libexec" / "bobcat" / "bench"
+from ..evaluation import parsers
+from .common import NodeSettings, bench_dir, probe
 
 
 def metrics(text: str) -> list[parsers.Metric]:
     return parsers.parse_jsonl(text).metrics
-
-
-def probe() -> dict:
-    r = subprocess.run([str(probe_path())], capture_output=True, text=True, timeout=60)
-    row = parsers.parse_probe(r.stdout)
-    return {"oneway_ns": row["value"], "placement": row["placement"]} if row else {"error": r.stderr}
-
-
-class NodeSettings:
-    """Reserve hugetlb pages and allow shmem THP for the run (root only); restore on exit."""
-
-    def __init__(self, pages: int):
-        self.pages = pages
-        self.saved: dict[Path, str] = {}
-
-    def __enter__(self):
-        if os.geteuid() != 0:
-            return self
-        for path, value in ((HUGE_SYSFS, str(self.pages)), (THP_SYSFS, "advise")):
-            try:
-                old = path.read_text().strip()
-                self.saved[path] = old.split("[")[1].split("]")[0] if "[" in old else old
-                path.write_text(value)
-            except OSError:
-                pass
-        return self
-
-    def __exit__(self, *exc):
-        for path, value in self.saved.items():
-            try:
-                path.write_text(value)
-            except OSError:
-                pass
 
 
 def median_by(rows: list[parsers.Metric], metric: str, key: str) -> dict:
