@@ -207,7 +207,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     store = Store(Path(args.db), read_only=True)
     rows = compare(store, args.a, args.b, args.bench, args.test, args.mpi, args.mode, args.metric,
                    args.placement)
-    present = sorted({r["config"] for r in store.db.execute("SELECT DISTINCT config FROM runs")})
+    present = store.configs_present()
     store.close()
     measured = len(rows)
     if not (args.all or args.metric):  # an explicit --metric asks for it at every size

@@ -14,6 +14,7 @@ import pytest
 
 from bobcat import paths
 from bobcat.evaluation import campaign, configs, hugepool, runner
+from bobcat.report import data as report_data
 from bobcat.report import tables as report_tables
 from bobcat.evaluation.parsers import Metric
 from bobcat.evaluation.store import RunRecord, Store
@@ -263,7 +264,7 @@ def test_table_counts_only_verified_page_kinds(tmp_path):
     st.set_campaign_status(cid, "done", {"pages": {"note": "n", "hugetlb": {
         "need_pages": 1024, "note": "not root: the hugetlb pool has 0 free 2 MiB pages"}}})
     st.close()
-    t = report_tables.pages_table(report_tables.load(db))
+    t = report_tables.pages_table(report_data.load(db))
     assert t.empty_reason is None
     head = t.headers
     rows = {r[0]: dict(zip(head, r)) for r in t.rows}
@@ -292,7 +293,7 @@ def test_small_page_runs_stay_out_of_the_sn_vn_table(tmp_path):
     _record(st, cid, 0, "lwk", "small", "small", 0.5, 19.0)
     _record(st, cid, 0, "lwk", None, "huge", 1.5, 10.0, mode="VN2")
     st.close()
-    t = report_tables.sn_vs_vn(report_tables.load(db))
+    t = report_tables.sn_vs_vn(report_data.load(db))
     row = [r for r in t.rows if r[0] == "PTRANS"]
     assert len(row) == 1 and row[0][-2:] == [2.0, 1.5]
 
@@ -305,7 +306,7 @@ def test_small_page_runs_get_their_own_row_in_other_measurements(tmp_path):
     _record(st, cid, 0, "lwk", None, "huge", 2.0, 20.0)
     _record(st, cid, 0, "lwk", "small", "small", 0.5, 19.0)
     st.close()
-    text = _other_measurements(report_tables.load(db), set())
+    text = _other_measurements(report_data.load(db), set())
     assert "Q=2</td>" in text and "Q=2, pages=small</td>" in text
 
 
@@ -317,7 +318,7 @@ def test_empty_table_says_why(tmp_path):
     st.set_campaign_status(cid, "done", {"pages": {"note": "small vs large pages: campaign quick "
                                                            "runs no small-page pairs"}})
     st.close()
-    t = report_tables.pages_table(report_tables.load(db))
+    t = report_tables.pages_table(report_data.load(db))
     assert not t.rows and "campaign quick #1" in t.empty_reason
     assert "runs no small-page pairs" in t.empty_reason
 
@@ -368,7 +369,7 @@ pages = ["large", "small"]
     assert int(d_large["heap_nodes"][0]["page_size"]) == \
         (4096 if d_large["heap_pages"] == "small" else 2 << 20)
     # The report pairs them when the default run got 2 MiB pages, and says why not otherwise.
-    t = report_tables.pages_table(report_tables.load(db))
+    t = report_tables.pages_table(report_data.load(db))
     if d_large["heap_pages"] == "small":
         assert "ran at yod's default pages and got small" in (t.empty_reason or "")
     else:

@@ -19,7 +19,6 @@ import pytest
 
 from bobcat import paths
 from bobcat.evaluation import campaign, configs, parsers, runner, shmem_run, store
-from bobcat.report import tables as report_tables
 from bobcat.report.headline import is_headline
 from bobcat.report.page import render
 

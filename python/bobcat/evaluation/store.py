@@ -1,4 +1,6 @@
-"""The results database: one SQLite file, schema of docs/design/contracts.md §4.
+"""The results database: one SQLite file, schema of docs/design/contracts.md §4. The only module that
+speaks SQL: the evaluation writes through Store, and compare, export and the report read through
+Store and read_contents.
 
 Durability rule: a run and its metrics are written in one transaction, in WAL mode with
 synchronous=FULL, so a Ctrl-C, a crash or a SIGKILL of bobcat never leaves half a run and never
@@ -72,22 +74,57 @@ def _json(v: Any) -> str | None:
     return None if v is None else json.dumps(v, sort_keys=True)
 
 
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    if not path.exists():
+        raise StoreError(f"no results database at {path} (run `bobcat evaluate` or "
+                         "`bobcat run` first, or pass --db FILE)")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    db.row_factory = sqlite3.Row
+    return db
+
+
+@dataclass
+class Contents:
+    """Every row of a results database, each a dict of its columns (JSON columns as stored)."""
+    meta: dict[str, str]
+    campaigns: list[dict[str, Any]]
+    runs: list[dict[str, Any]]
+    metrics: list[dict[str, Any]]
+
+
+def read_contents(path: Path | str) -> Contents:
+    """The whole database for the report, read without ever writing to it. A table the file lacks
+    reads as empty and no schema version is demanded: the report shows what a database from an
+    older writer, or one cut short, holds rather than nothing."""
+    db = _open_read_only(Path(path))
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+        def rows(table: str, order: str = "") -> list[dict[str, Any]]:
+            if table not in tables:
+                return []
+            return [dict(r) for r in db.execute(f"SELECT * FROM {table}{order}")]
+
+        return Contents(meta={r["key"]: r["value"] for r in rows("meta")},
+                        campaigns=rows("campaigns", " ORDER BY id"), runs=rows("runs", " ORDER BY id"),
+                        metrics=rows("metrics"))
+    finally:
+        db.close()
+
+
 class Store:
     """Open (and create, unless read_only) the database at `path`."""
 
     def __init__(self, path: Path, read_only: bool = False):
         self.path = Path(path)
         if read_only:
-            if not self.path.exists():
-                raise StoreError(f"no results database at {self.path} (run `bobcat evaluate` or "
-                                 "`bobcat run` first, or pass --db FILE)")
-            self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30)
+            self.db = _open_read_only(self.path)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=30)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
-        self.db.row_factory = sqlite3.Row
+            self.db.row_factory = sqlite3.Row
         if not read_only:
             with self.db:
                 self.db.executescript(SCHEMA)
@@ -179,6 +216,10 @@ class Store:
             q += " AND m.bench = ?"
             args.append(bench)
         yield from self.db.execute(q + " ORDER BY r.id", args)
+
+    def configs_present(self) -> list[str]:
+        """The configurations the database has runs of, whatever their status."""
+        return sorted(r[0] for r in self.db.execute("SELECT DISTINCT config FROM runs"))
 
     def runs(self) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM runs ORDER BY id").fetchall()

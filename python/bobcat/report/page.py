@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from . import plots
-from .tables import (NOISE_PARAMS, Dataset, Table, at_default_pages, config_ratios, fmt,
-                            headline, load, matrix, pages_table, pallas_tables, placement_tables,
-                            selfish_table, shmem_table, sn_vs_vn, utilization_table, variability)
+from .data import NOISE_PARAMS, Dataset, Table, at_default_pages, fmt, load
+from .shmem_tables import shmem_table
+from .tables import (config_ratios, headline, matrix, pages_table, pallas_tables, placement_tables,
+                     selfish_table, sn_vs_vn, utilization_table, variability)
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 1em 2em;

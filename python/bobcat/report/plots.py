@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
-from .tables import (Dataset, Sample, at_default_pages, medians, shmem_samples,  # noqa: E402
-                            shmem_series, shmem_skips)
+from .data import Dataset, Sample, at_default_pages, medians  # noqa: E402
+from .shmem_tables import shmem_samples, shmem_series, shmem_skips  # noqa: E402
 
 plt.rcParams.update({"font.size": 9, "axes.grid": True, "grid.alpha": 0.3,
                      "svg.fonttype": "none", "figure.dpi": 100})
