@@ -412,7 +412,7 @@ def _pmd_pages(span: int) -> int:
 def page_table_bytes(heap: int, n: int, kind: str, windows: str) -> int:
     """Estimated page tables at start for one node of n ranks of `heap` bytes on `kind` pages
     ("small", "thp", "huge") with windows filled `windows` ("eager", "lazy", "auto").  The model
-    the scaling benchmark checks (python/bobcat/bench_scaling.py, docs/yod.md):
+    the scaling benchmark checks (python/bobcat/bench/scaling.py, docs/yod.md):
       * 4 KiB pages: 8 bytes per 4 KiB mapped, in every rank that maps it;
       * 2 MiB pages: one 4 KiB PMD page per GiB of address space mapped; windows are packed in
         slots, so small windows share one;
