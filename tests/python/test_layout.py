@@ -7,6 +7,8 @@ inside a function would hide it at run time.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[2] / "python" / "bobcat"
@@ -131,3 +133,17 @@ def test_sql_only_in_the_store():
                     and name != "bobcat.evaluation.store"):
                 others.append(f"{name} (.{node.func.attr})")
     assert not others, f"SQLite used outside bobcat.evaluation.store: {sorted(set(others))}"
+
+
+def test_yod_imports_only_its_own():
+    """What `bin/yod` loads before main() (python -S, as the wrapper runs it): the launcher's two
+    modules and os. A package __init__ that pulled in its family, or a module that brought back
+    `from __future__` (~0.1 ms, as much as the launcher package itself costs), would show here."""
+    code = ("import sys; base = set(sys.modules); sys.path.insert(0, sys.argv[1]); "
+            "import bobcat.launcher.yod; print(' '.join(sorted(set(sys.modules) - base)))")
+    r = subprocess.run([sys.executable, "-S", "-c", code, str(PKG.parent)], capture_output=True,
+                       text=True, check=True)
+    loaded = set(r.stdout.split())
+    assert {m for m in loaded if m.startswith("bobcat")} == {
+        "bobcat", "bobcat.launcher", "bobcat.launcher.yod", "bobcat.launcher.plan"}
+    assert not loaded & {"__future__", "pathlib", "re", "shlex", "subprocess"}, loaded

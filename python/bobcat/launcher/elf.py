@@ -5,7 +5,6 @@ flavour.  The DT_NEEDED entries of the executable answer that for every normally
 program; only when the program needs libraries we do not recognise (the MPI may come in
 indirectly, through a library of the application) does yod ask `ldd`.
 """
-from __future__ import annotations
 
 import struct
 

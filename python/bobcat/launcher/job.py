@@ -5,7 +5,6 @@ yod and can be reaped.  The launcher runs in its own process group; ranks may si
 (Open MPI puts each local child in its own), so cleanup also finds processes by the
 BOBCAT_JOB_ID=<job> entry in /proc/<pid>/environ, which every process of the job inherits.
 """
-from __future__ import annotations
 
 import os
 import time

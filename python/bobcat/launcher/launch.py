@@ -7,7 +7,6 @@ each rank to core `local index % cores` (contracts.md section 1).  Open MPI bind
 so on one unsimulated node yod lets mpirun bind and libbobcat keeps that binding; elsewhere the
 launcher is told not to bind.
 """
-from __future__ import annotations
 
 import os
 

@@ -8,7 +8,6 @@ windows on the node, MPI between nodes.  yod's own options (-VN <n>, --simulate-
 pass through unchanged.  Ranks beyond the cores are allowed (oversubscription is normal for
 SHMEM tests): oshrun always passes --oversubscribe, and yod then leaves ranks unbound.
 """
-from __future__ import annotations
 
 import os
 import sys

@@ -5,7 +5,6 @@ node) occupies ceil(np / k) nodes, filled in rank order, and only the group's la
 fewer ranks.  Heterogeneous jobs (-F) place each group on its own nodes after the previous group's.
 Every error here is a UsageError: yod exits 2 with the message and launches nothing.
 """
-from __future__ import annotations
 
 import os
 

@@ -9,7 +9,6 @@ preloaded.  It owns the job's life: time limit, signals, exit status and cleanup
 Start-up time matters (a user pays it on every job), so imports are few and lazy, and nothing but
 the launcher itself is spawned on the success path.
 """
-from __future__ import annotations
 
 import os
 import sys
