@@ -40,8 +40,8 @@ EXTERNAL_SUITES ?= mpi4py mpich
 test-external: build
 	@rc=0; for s in $(EXTERNAL_SUITES); do \
 	  case $$s in \
-	    mpi4py) $(PY) -m bobcat.external $(EXTERNAL_ARGS);; \
-	    mpich) $(PY) -m bobcat.external_mpich $(EXTERNAL_MPICH_ARGS);; \
+	    mpi4py) $(PY) -m bobcat.external.pysuites $(EXTERNAL_ARGS);; \
+	    mpich) $(PY) -m bobcat.external.mpich $(EXTERNAL_MPICH_ARGS);; \
 	    *) echo "test-external: unknown suite $$s (mpi4py, mpich)"; false;; \
 	  esac; r=$$?; [ $$r -gt $$rc ] && rc=$$r; \
 	done; exit $$rc
@@ -50,16 +50,16 @@ evaluate: build
 	$(VENV)/bin/bobcat evaluate $(EVALUATE_ARGS)
 
 bench-smartmap: build
-	$(PY) -m bobcat.bench_smartmap
+	$(PY) -m bobcat.bench.smartmap
 
 bench-mpi: build
-	$(PY) -m bobcat.bench_mpi $(BENCH_ARGS)
+	$(PY) -m bobcat.bench.mpi $(BENCH_ARGS)
 
 # Issue 8: ranks per node 2..64 x page kinds; BENCH_SCALING_ARGS e.g. --json scaling.json
 bench-scaling: build
-	$(PY) -m bobcat.bench_scaling $(BENCH_SCALING_ARGS)
+	$(PY) -m bobcat.bench.scaling $(BENCH_SCALING_ARGS)
 bench-coll: build
-	$(PY) -m bobcat.bench_coll
+	$(PY) -m bobcat.bench.coll
 
 install: build
 	bash scripts/install.sh "$(PREFIX)" "$(BUILD)"

@@ -43,13 +43,13 @@ def _read(path: Path) -> str | None:
 
 
 def watched(comm: str, argv: list[str]) -> bool:
-    """One of NAMES, or yod run by an interpreter (`python -m bobcat.yod`, `python .../yod`)."""
+    """One of NAMES, or yod run by an interpreter (`python -m bobcat.launcher.yod`, `python .../yod`)."""
     if comm in NAMES:
         return True
     if not comm.startswith("python"):
         return False
     args = [a for a in argv[1:] if a not in ("-S", "-s", "-E", "-I", "-u", "-B")]
-    return args[:2] == ["-m", "bobcat.yod"] or (bool(args) and Path(args[0]).name == "yod")
+    return args[:2] == ["-m", "bobcat.launcher.yod"] or (bool(args) and Path(args[0]).name == "yod")
 
 
 def processes() -> dict[str, str]:

@@ -1,4 +1,4 @@
-/* smartmap-scale: one rank of the scaling benchmark (python/bobcat/bench_scaling.py, issue 8).
+/* smartmap-scale: one rank of the scaling benchmark (python/bobcat/bench/scaling.py, issue 8).
  * Not an MPI program, so that 64 ranks on 2 cores start in seconds. At main (libbobcat's
  * constructor has made the heap, met the node and mapped the windows) it records the time, its
  * page tables (VmPTE) and its own memory (RssAnon, Pss_Anon/Pss_File from smaps_rollup: everything

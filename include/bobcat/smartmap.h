@@ -59,7 +59,7 @@ void *smap_remote_address(int core, const void *vaddr); /* vaddr as seen in loca
 int smap_is_shared(const void *vaddr);                  /* 1 if vaddr lies in this rank's segment */
 int smap_slot_shift(void);                              /* log2 of this job's slot size; 0 outside yod */
 
-/* The layout rule, the same in libbobcat and yod (python/bobcat/yod_plan.py): the slot shift for
+/* The layout rule, the same in libbobcat and yod (python/bobcat/launcher/plan.py): the slot shift for
  * a heap of heap_size bytes (log2 of the smallest power of two >= it, at least
  * SMAP_MIN_SLOT_SHIFT), and how many local ranks fit below SMAP_LAYOUT_TOP at that heap
  * (0 if not even one: the heap is too large). */

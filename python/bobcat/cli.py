@@ -16,11 +16,13 @@ from typing import Any, NoReturn
 
 from rich.table import Table
 
-from . import __version__, campaign, configs, doctor, export, machine, paths, runner
-from .compare import compare
+from . import __version__, doctor, paths
 from .console import FORMATS, CampaignProgress, Column, Output, crash_note, emit, plain_line
-from .headline import is_headline
-from .store import DEFAULT_DB, Store, StoreError
+from .evaluation import campaign, configs, machine, runner
+from .evaluation.store import DEFAULT_DB, Store, StoreError
+from .report import export
+from .report.compare import compare
+from .report.headline import is_headline
 
 DEFAULT_OUT = Path("results") / "report"
 # Full width, never truncated, when not writing to a terminal (console.py).
@@ -141,9 +143,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from . import report
+    from .report.page import render
     try:
-        path = report.render(Path(args.db), Path(args.out), placements=getattr(args, "placements", "all"))
+        path = render(Path(args.db), Path(args.out), placements=getattr(args, "placements", "all"))
     except Exception as e:  # the results are safe in the database whatever the report does
         err.print(f"bobcat: the report failed ({type(e).__name__}: {e}); the results are in "
                   f"{args.db}; retry with `bobcat report`", highlight=False, markup=False)
@@ -205,7 +207,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     store = Store(Path(args.db), read_only=True)
     rows = compare(store, args.a, args.b, args.bench, args.test, args.mpi, args.mode, args.metric,
                    args.placement)
-    present = sorted({r["config"] for r in store.db.execute("SELECT DISTINCT config FROM runs")})
+    present = store.configs_present()
     store.close()
     measured = len(rows)
     if not (args.all or args.metric):  # an explicit --metric asks for it at every size

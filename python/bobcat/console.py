@@ -22,8 +22,8 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from .campaign import Point
-    from .store import RunRecord
+    from .evaluation.campaign import Point
+    from .evaluation.store import RunRecord
 
 # Width when not writing to a terminal: wider than any line bobcat prints, so nothing is cut or
 # wrapped (rich pads only table cells, to their column's width, never to the console's).

@@ -9,7 +9,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from . import configs, machine, paths, runner, shmem_run
+from . import paths
+from .evaluation import configs, machine, runner, shmem_run
 
 
 @dataclass

@@ -4,7 +4,6 @@ BOBCAT_HOME names an install prefix; without it, a source checkout's build/stage
 pathlib is imported only by the functions that return Paths: yod uses the str forms, and the
 import alone would cost it 6 ms of start-up on every job.
 """
-from __future__ import annotations
 
 import os
 
@@ -17,19 +16,19 @@ def home_dir() -> str:
     return os.environ.get("BOBCAT_HOME") or os.path.join(_REPO, "build", "stage")
 
 
-def home() -> Path:
+def home() -> "Path":
     from pathlib import Path
     return Path(home_dir())
 
 
-def lib_dir() -> Path:
+def lib_dir() -> "Path":
     return home() / LIB
 
 
-def libexec_dir() -> Path:
+def libexec_dir() -> "Path":
     return home() / LIBEXEC
 
 
-def repo_root() -> Path:
+def repo_root() -> "Path":
     from pathlib import Path
     return Path(_REPO)

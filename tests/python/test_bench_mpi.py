@@ -1,7 +1,7 @@
 """bench_mpi's medians: every sample, or only those taken in one placement state."""
 import pytest
 
-from bobcat import bench_mpi
+from bobcat.bench import mpi as bench_mpi
 
 
 def test_medians_by_placement() -> None:

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from bobcat import campaign, configs
+from bobcat.evaluation import campaign, configs
 
 GOOD = """
 [campaign]
@@ -137,14 +137,14 @@ def test_network_settings_replace_not_duplicate(cs):
 # --- runner.execute: how a run's job ends -----------------------------------------------------------
 
 def test_execute_returns_output_and_exit_code():
-    from bobcat import runner
+    from bobcat.evaluation import runner
     c = runner.execute(["sh", "-c", "echo out; echo err >&2; exit 3"], None, None, 30)
     assert (c.returncode, c.stdout, c.stderr, c.ended_after_done) == (3, "out\n", "err\n", False)
 
 
 def test_execute_ends_a_job_that_hangs_after_its_done_line(monkeypatch):
     """MPICH 4.0's MPI_Finalize hang, played by a shell: the done line, then no exit."""
-    from bobcat import runner
+    from bobcat.evaluation import runner
     monkeypatch.setattr(runner, "DONE_GRACE_S", 0.5)
     script = 'echo \'{"bench": "x", "done": true, "valid": true}\'; sleep 60'
     t0 = time.monotonic()
@@ -158,7 +158,7 @@ def test_execute_ends_a_job_that_hangs_after_its_done_line(monkeypatch):
 
 
 def test_execute_leaves_a_job_that_exits_soon_after_its_done_line(monkeypatch):
-    from bobcat import runner
+    from bobcat.evaluation import runner
     monkeypatch.setattr(runner, "DONE_GRACE_S", 5.0)
     c = runner.execute(["sh", "-c", 'echo \'{"done": true}\'; sleep 0.3; echo late >&2; exit 0'],
                        None, None, 30, stop_after_done=True)

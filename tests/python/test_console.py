@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from bobcat import configs, parsers, paths, runner
-from bobcat.headline import HPCC_RESULTS
-from bobcat.store import RunRecord, Store
+from bobcat import paths
+from bobcat.evaluation import configs, parsers, runner
+from bobcat.report.headline import HPCC_RESULTS
+from bobcat.evaluation.store import RunRecord, Store
 
 DATA = Path(__file__).parent / "data"
 SIZES = (0, 8, 1024, 64 << 10, 1 << 20)

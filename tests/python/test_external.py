@@ -1,4 +1,4 @@
-"""The external conformance harness (bobcat.external, `make test-external`).
+"""The external conformance harness (bobcat.external.harness and .pysuites, `make test-external`).
 
 The full run (mpi4py's ~1,900 tests, bare and under yod, both MPIs) takes 10-40 minutes here, so it
 is its own make target. What runs in the normal suite:
@@ -21,21 +21,21 @@ import textwrap
 
 import pytest
 
-from bobcat import external
+from bobcat.external import harness, pysuites
 
 MPIS = ["openmpi", "mpich"]
 
 
 def _built(mpi: str):
-    work = external.default_work()
-    src = os.path.join(work, f"mpi4py-{external.MPI4PY_VERSION}-{mpi}")
+    work = harness.default_work()
+    src = os.path.join(work, f"mpi4py-{harness.MPI4PY_VERSION}-{mpi}")
     if not os.path.isfile(os.path.join(src, ".bobcat-built")) and \
             os.environ.get("BOBCAT_EXTERNAL_FETCH") != "1":
         pytest.skip(f"mpi4py is not built against {mpi} in {work}: run `make test-external` once "
                     "(downloads mpi4py with pip) or set BOBCAT_EXTERNAL_FETCH=1")
     try:
-        return work, external.build(work, mpi, external.fetch(work))
-    except external.Unavailable as e:
+        return work, harness.build(work, mpi, harness.fetch(work))
+    except harness.Unavailable as e:
         pytest.skip(f"mpi4py unavailable: {e}")
 
 
@@ -68,7 +68,7 @@ def test_steps_past_crash_and_hang(tmp_path, mpi, cfg):
     for f in ("runtests.py", "mpiunittest.py"):
         shutil.copy(os.path.join(testdir, f), fake / f)
     (fake / "test_fake.py").write_text(FAKE)
-    run = external.run_suite(str(tmp_path), mpi, cfg, str(fake), libdir, [], test_timeout=10,
+    run = harness.run_suite(str(tmp_path), mpi, cfg, str(fake), libdir, [], test_timeout=10,
                              job_timeout=240)
     got = {tid.rsplit(".", 1)[1]: r["outcome"] for tid, r in run["results"].items()}
     assert got == {"test_a_ok": "ok", "test_b_fails": "fail", "test_c_crashes": "crash",
@@ -83,7 +83,7 @@ def test_steps_past_crash_and_hang(tmp_path, mpi, cfg):
 @pytest.mark.parametrize("mpi", MPIS)
 def test_mpi4py_buffer_p2p_and_collectives_under_yod(tmp_path, mpi):
     _built(mpi)
-    rc = external.main(["--mpi", mpi, "--configs", "yod2", "--include", "^test_p2p_buf$",
+    rc = pysuites.main(["--mpi", mpi, "--configs", "yod2", "--include", "^test_p2p_buf$",
                         "--include", "^test_cco_buf$", "--json", str(tmp_path / "r.json")])
     assert rc == 0, (tmp_path / "r.json").read_text()[:20000]
 
@@ -94,12 +94,12 @@ def test_compare_subtracts_baseline_failures_and_blames_with_control():
     base = run("bare", t_ok="ok", t_both="fail", t_fixed="error", t_skip="skip", t_p2p="ok")
     yod = run("yod", t_ok="crash", t_both="fail", t_fixed="ok", t_skip="skip", t_p2p="fail")
     off = run("off", t_ok="crash", t_both="fail", t_fixed="ok", t_skip="skip", t_p2p="ok")
-    c = external.compare(yod, base, off)
+    c = harness.compare(yod, base, off)
     regs = {e["test"]: e for e in c["regressions"]}
     assert set(regs) == {"t_ok", "t_p2p"}
     assert regs["t_ok"]["blame"].startswith("libbobcat without")
     assert regs["t_p2p"]["blame"] == "MPI layer"
     assert c["baseline_failures_subtracted"] == ["t_both"]
     assert c["pass_only_under_yod"] == ["t_fixed"]
-    assert external.area("test_cco_buf.TestCCOBufWorld.testAllreduce") == "collectives"
-    assert external.area("test_p2p_obj.TestP2PObjSelf.testProbe") == "p2p"
+    assert harness.area("test_cco_buf.TestCCOBufWorld.testAllreduce") == "collectives"
+    assert harness.area("test_p2p_obj.TestP2PObjSelf.testProbe") == "p2p"

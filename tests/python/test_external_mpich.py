@@ -1,9 +1,10 @@
-"""The MPICH test-suite harness's pure parts (bobcat.external_mpich): testlist parsing, which
+"""The MPICH test-suite harness's pure parts (bobcat.external.mpich_tests, .mpich): testlist parsing, which
 entries are skipped, pass/fail as MPICH's runtests decides, the launch commands and the comparison.
 No MPI job runs here; `make test-external` runs the suite itself."""
 from __future__ import annotations
 
-from bobcat import external_mpich as xm
+from bobcat.external import mpich as xm
+from bobcat.external import mpich_tests as mt
 
 # Lines as configure leaves them in pt2pt/testlist and datatype/testlist (MPICH 4.0.2).
 TESTLIST = """\
@@ -25,7 +26,7 @@ bsend1 1
 
 
 def test_parse_testlist_fields():
-    es = xm.parse_testlist(TESTLIST, "pt2pt")
+    es = mt.parse_testlist(TESTLIST, "pt2pt")
     names = [e["name"] for e in es]
     assert names == ["sendself", "sendrecv2", "sendrecv2", "sendflood", "issendselfcancel",
                      "scancel", "bsend1", "lbub_oldapi", "large_vec", "bcast", "bsend1"]
@@ -39,7 +40,7 @@ def test_parse_testlist_fields():
 
 
 def test_parse_testlist_ids_unique():
-    es = xm.parse_testlist(TESTLIST, "pt2pt")
+    es = mt.parse_testlist(TESTLIST, "pt2pt")
     ids = [e["id"] for e in es]
     assert len(set(ids)) == len(ids)
     assert ids[1] == "pt2pt/sendrecv2 2"
@@ -49,45 +50,45 @@ def test_parse_testlist_ids_unique():
 
 
 def test_parse_missing_np_defaults_to_one():
-    (e,) = xm.parse_testlist("typename\n", "datatype")
+    (e,) = mt.parse_testlist("typename\n", "datatype")
     assert e["np"] == 1 and e["id"] == "datatype/typename 1"
 
 
 def test_skip_reasons():
-    es = {e["id"]: e for e in xm.parse_testlist(TESTLIST, "pt2pt")}
-    assert "8 ranks" in xm.skip_reason(es["pt2pt/sendflood 8"], "mpich")
-    assert "mem=" in xm.skip_reason(es["pt2pt/large_vec 3"], "mpich")
-    assert "xfail" in xm.skip_reason(es["pt2pt/scancel 2"], "openmpi")
+    es = {e["id"]: e for e in mt.parse_testlist(TESTLIST, "pt2pt")}
+    assert "8 ranks" in mt.skip_reason(es["pt2pt/sendflood 8"], "mpich")
+    assert "mem=" in mt.skip_reason(es["pt2pt/large_vec 3"], "mpich")
+    assert "xfail" in mt.skip_reason(es["pt2pt/scancel 2"], "openmpi")
     # strict=FALSE: Open MPI's build is --enable-strictmpi, MPICH's is not
-    assert "strict" in xm.skip_reason(es["pt2pt/lbub_oldapi 1"], "openmpi")
-    assert xm.skip_reason(es["pt2pt/lbub_oldapi 1"], "mpich") is None
-    assert xm.skip_reason(es["pt2pt/bcast 4 -count=1"], "mpich") is None
+    assert "strict" in mt.skip_reason(es["pt2pt/lbub_oldapi 1"], "openmpi")
+    assert mt.skip_reason(es["pt2pt/lbub_oldapi 1"], "mpich") is None
+    assert mt.skip_reason(es["pt2pt/bcast 4 -count=1"], "mpich") is None
 
 
 def test_classify_like_runtests():
-    assert xm.classify(0, " No Errors\n", False) == (xm.PASS, "")
-    assert xm.classify(0, "No errors\n", False)[0] == xm.PASS
-    assert xm.classify(0, "Test Passed\n No Errors\n", False)[0] == xm.PASS
+    assert mt.classify(0, " No Errors\n", False) == (mt.PASS, "")
+    assert mt.classify(0, "No errors\n", False)[0] == mt.PASS
+    assert mt.classify(0, "Test Passed\n No Errors\n", False)[0] == mt.PASS
     # exit status, missing No Errors, and any other output each fail the test
-    assert xm.classify(1, " No Errors\n", False) == (xm.FAIL, "exit status 1")
-    assert xm.classify(0, "", False) == (xm.FAIL, "no ' No Errors' line")
-    out, why = xm.classify(0, "Found 3 errors\n No Errors\n", False)
-    assert out == xm.FAIL and why.startswith("unexpected output: Found 3 errors")
-    assert xm.classify(None, "", True)[0] == xm.TIMEOUT
-    assert xm.classify(137, " No Errors\n", False)[0] == xm.FAIL
+    assert mt.classify(1, " No Errors\n", False) == (mt.FAIL, "exit status 1")
+    assert mt.classify(0, "", False) == (mt.FAIL, "no ' No Errors' line")
+    out, why = mt.classify(0, "Found 3 errors\n No Errors\n", False)
+    assert out == mt.FAIL and why.startswith("unexpected output: Found 3 errors")
+    assert mt.classify(None, "", True)[0] == mt.TIMEOUT
+    assert mt.classify(137, " No Errors\n", False)[0] == mt.FAIL
 
 
 def test_classify_ignores_launcher_lines_only():
     out = "yod: note: 2 ranks on 2 cores\n No Errors\n\n"
-    assert xm.classify(0, out, False)[0] == xm.PASS
-    assert xm.classify(0, "bobcat[0]: warning\n No Errors\n", False)[0] == xm.PASS
-    assert xm.classify(0, "rank 0: yod: x\n No Errors\n", False)[0] == xm.FAIL
+    assert mt.classify(0, out, False)[0] == mt.PASS
+    assert mt.classify(0, "bobcat[0]: warning\n No Errors\n", False)[0] == mt.PASS
+    assert mt.classify(0, "rank 0: yod: x\n No Errors\n", False)[0] == mt.FAIL
 
 
 def test_classify_result_test():
-    assert xm.classify(0, "anything\n", False, "TestStatus")[0] == xm.PASS
-    assert xm.classify(3, "", False, "TestStatus")[0] == xm.FAIL
-    assert xm.classify(0, "noise\n No Errors\n", False, "TestStatusNoErrors")[0] == xm.PASS
+    assert mt.classify(0, "anything\n", False, "TestStatus")[0] == mt.PASS
+    assert mt.classify(3, "", False, "TestStatus")[0] == mt.FAIL
+    assert mt.classify(0, "noise\n No Errors\n", False, "TestStatusNoErrors")[0] == mt.PASS
 
 
 def test_commands(monkeypatch):
@@ -126,9 +127,9 @@ def test_tail_keeps_the_cause_and_the_layer_line():
                     + ["bobcat: stats rank 0 node 0: layer=on thread=single",
                        "bobcat: stats rank 0 node 0: p2p send calls=1 inplace=1",
                        "yod: rank 0 (x) was killed by signal 6 (SIGABRT)"])
-    t = xm.tail(out, 5).splitlines()
+    t = mt.tail(out, 5).splitlines()
     assert t[:3] == ["bobcat: rank 0: heap segment exhausted: ...", "x: Assertion `a' failed.",
                      "[...]"]
     assert t[-2:] == ["bobcat: stats rank 0 node 0: layer=on thread=single",
                       "yod: rank 0 (x) was killed by signal 6 (SIGABRT)"]
-    assert xm._LAYER.findall(out) == ["on"]
+    assert mt.LAYER_LINE.findall(out) == ["on"]

@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from bobcat import parsers, paths
+from bobcat import paths
+from bobcat.evaluation import parsers
 
 HPCC = shutil.which("hpcc")
 YOD = paths.home() / "bin" / "yod"

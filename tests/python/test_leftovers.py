@@ -89,7 +89,7 @@ def test_in_its_own_mount_namespace_the_suite_counts_what_runs_there(named, tmp_
     ("mpirun.openmpi", ["mpirun.openmpi", "-np", "2", "a.out"], True),
     ("hydra_pmi_proxy", ["/usr/bin/hydra_pmi_proxy", "--control-port", "x"], True),
     ("yod", ["/opt/bobcat/bin/yod", "-np", "2", "a.out"], True),
-    ("python", ["/x/.venv/bin/python", "-m", "bobcat.yod", "--verbose", "-np", "2"], True),
+    ("python", ["/x/.venv/bin/python", "-m", "bobcat.launcher.yod", "--verbose", "-np", "2"], True),
     ("python3", ["python3", "-S", "/opt/bobcat/bin/yod", "-np", "2"], True),
     ("python", ["python", "-m", "pytest", "tests/python"], False),
     ("bash", ["bash", "tests/run_all.sh"], False),

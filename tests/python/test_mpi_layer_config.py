@@ -3,7 +3,8 @@ import shutil
 
 import pytest
 
-from bobcat import configs, paths
+from bobcat import paths
+from bobcat.evaluation import configs
 
 
 @pytest.mark.skipif(not (paths.lib_dir() / "libbobcat-openmpi.so").exists(), reason="libbobcat not built")

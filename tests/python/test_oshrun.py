@@ -7,8 +7,8 @@ import subprocess
 import pytest
 
 from bobcat import paths
-from bobcat.oshrun import OshrunError, translate
-from bobcat.yod_elf import detect_mpi, needed
+from bobcat.launcher.oshrun import OshrunError, translate
+from bobcat.launcher.elf import detect_mpi, needed
 
 
 @pytest.fixture(autouse=True)

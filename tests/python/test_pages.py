@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from bobcat import campaign, configs, hugepool, paths, report_tables, runner
-from bobcat.parsers import Metric
-from bobcat.store import RunRecord, Store
+from bobcat import paths
+from bobcat.evaluation import campaign, configs, hugepool, runner
+from bobcat.report import data as report_data
+from bobcat.report import tables as report_tables
+from bobcat.evaluation.parsers import Metric
+from bobcat.evaluation.store import RunRecord, Store
 
 STREAM = paths.libexec_dir() / "bench" / "stream.openmpi"
 
@@ -106,8 +109,8 @@ def test_job_pages_follow_yods_heap_plan(tmp_path):
     assert hugepool.job_pages(spec, cs) == 0
     assert hugepool.job_pages(runner.RunSpec("stream", "linux-shm", "openmpi", "SN"), cs) == 0
     # The default heap: what yod itself plans for the job, whole 2 MiB pages per rank.
-    from bobcat.yod import Yod
-    from bobcat.yod_plan import parse_args
+    from bobcat.launcher.yod import Yod
+    from bobcat.launcher.plan import parse_args
     y = Yod(parse_args(["-VN2", "-np", "2", "--mpi", "openmpi", "/bin/true"]))
     y.prepare()
     spec = runner.RunSpec("gups", "lwk", "openmpi", "VN2", ranks=2)
@@ -117,7 +120,7 @@ def test_job_pages_follow_yods_heap_plan(tmp_path):
 def test_job_pages_of_a_job_yod_refuses_is_an_error(tmp_path):
     """The pool is sized from yod's pure plan (yod_plan.plan_heaps); a plan yod refuses is an error
     with yod's message, not a silent 0 pages."""
-    from bobcat.yod_plan import UsageError
+    from bobcat.launcher.plan import UsageError
     user = tmp_path / "configs.toml"
     user.write_text('[configs.lwk]\nvia_yod = true\nyod_args = ["--heap-node", "4k"]\n')
     spec = runner.RunSpec("stream", "lwk", "openmpi", "VN2", ranks=2)
@@ -194,7 +197,7 @@ def test_overlapping_reservations_give_back_only_their_own_pages(fake_pool, monk
 
 def test_scaling_benchmark_pool_gives_back_only_what_it_added(fake_pool, monkeypatch):
     """bench_scaling raises the pool step by step for growing jobs and follows the same rule."""
-    from bobcat import bench_scaling
+    from bobcat.bench import scaling as bench_scaling
     set_pool, nr = fake_pool
     monkeypatch.setattr(bench_scaling, "HUGE_SYSFS", nr)
     monkeypatch.setattr(bench_scaling.os, "geteuid", lambda: 0)
@@ -261,7 +264,7 @@ def test_table_counts_only_verified_page_kinds(tmp_path):
     st.set_campaign_status(cid, "done", {"pages": {"note": "n", "hugetlb": {
         "need_pages": 1024, "note": "not root: the hugetlb pool has 0 free 2 MiB pages"}}})
     st.close()
-    t = report_tables.pages_table(report_tables.load(db))
+    t = report_tables.pages_table(report_data.load(db))
     assert t.empty_reason is None
     head = t.headers
     rows = {r[0]: dict(zip(head, r)) for r in t.rows}
@@ -290,20 +293,20 @@ def test_small_page_runs_stay_out_of_the_sn_vn_table(tmp_path):
     _record(st, cid, 0, "lwk", "small", "small", 0.5, 19.0)
     _record(st, cid, 0, "lwk", None, "huge", 1.5, 10.0, mode="VN2")
     st.close()
-    t = report_tables.sn_vs_vn(report_tables.load(db))
+    t = report_tables.sn_vs_vn(report_data.load(db))
     row = [r for r in t.rows if r[0] == "PTRANS"]
     assert len(row) == 1 and row[0][-2:] == [2.0, 1.5]
 
 
 def test_small_page_runs_get_their_own_row_in_other_measurements(tmp_path):
-    from bobcat.report import _other_measurements
+    from bobcat.report.page import _other_measurements
     db = tmp_path / "r.db"
     st = Store(db)
     cid = st.start_campaign("default", {})
     _record(st, cid, 0, "lwk", None, "huge", 2.0, 20.0)
     _record(st, cid, 0, "lwk", "small", "small", 0.5, 19.0)
     st.close()
-    text = _other_measurements(report_tables.load(db), set())
+    text = _other_measurements(report_data.load(db), set())
     assert "Q=2</td>" in text and "Q=2, pages=small</td>" in text
 
 
@@ -315,7 +318,7 @@ def test_empty_table_says_why(tmp_path):
     st.set_campaign_status(cid, "done", {"pages": {"note": "small vs large pages: campaign quick "
                                                            "runs no small-page pairs"}})
     st.close()
-    t = report_tables.pages_table(report_tables.load(db))
+    t = report_tables.pages_table(report_data.load(db))
     assert not t.rows and "campaign quick #1" in t.empty_reason
     assert "runs no small-page pairs" in t.empty_reason
 
@@ -366,7 +369,7 @@ pages = ["large", "small"]
     assert int(d_large["heap_nodes"][0]["page_size"]) == \
         (4096 if d_large["heap_pages"] == "small" else 2 << 20)
     # The report pairs them when the default run got 2 MiB pages, and says why not otherwise.
-    t = report_tables.pages_table(report_tables.load(db))
+    t = report_tables.pages_table(report_data.load(db))
     if d_large["heap_pages"] == "small":
         assert "ran at yod's default pages and got small" in (t.empty_reason or "")
     else:
@@ -377,7 +380,7 @@ pages = ["large", "small"]
 
 
 def test_yod_node_file_option():
-    from bobcat.yod_plan import parse_args
+    from bobcat.launcher.plan import parse_args
     assert parse_args(["-np", "1", "--node-file", "/tmp/x", "/bin/true"]).node_file == "/tmp/x"
     assert parse_args(["-np", "1", "--node-file=/tmp/y", "/bin/true"]).node_file == "/tmp/y"
     yod = paths.home() / "bin" / "yod"

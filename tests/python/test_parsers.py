@@ -1,7 +1,7 @@
 """Parsers on outputs captured from the real programs (tests/python/data/)."""
 from pathlib import Path
 
-from bobcat import parsers
+from bobcat.evaluation import parsers
 
 DATA = Path(__file__).parent / "data"
 

@@ -1,4 +1,4 @@
-"""Tests of `bobcat.report.render`: a fixture database written per contracts.md §4 is rendered,
+"""Tests of `bobcat.report.page.render`: a fixture database written per contracts.md §4 is rendered,
 then the page is checked as files, as computed numbers, and as a browser (headless Chromium)
 sees it.
 
@@ -23,9 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from bobcat import paths, report_tables, store
-from bobcat.plots import ratio_grid
-from bobcat.report import render
+from bobcat import paths
+from bobcat.evaluation import store
+from bobcat.report import data as report_data
+from bobcat.report.plots import ratio_grid
+from bobcat.report.page import render
 
 # The report reads what the store writes: the fixture uses the store's own schema.
 SCHEMA = store.SCHEMA
@@ -300,7 +302,7 @@ def test_render_never_writes_the_database(full_db, full_report):
 
 
 def test_ratio_surface_is_reference_time_over_other_time(full_db):
-    ds = report_tables.load(full_db)
+    ds = report_data.load(full_db)
     ranks, sizes, grid = ratio_grid(ds, "Allreduce", "lwk", "linux-shm", "openmpi", "VN2")
     assert ranks == [2, 4] and sizes == SIZES
     for i, r in enumerate(ranks):
@@ -316,11 +318,11 @@ def test_headline_and_cnw_tables_from_known_inputs(full_report):
     want = statistics.median(imb_time("PingPong", "linux-shm", 2, 8) * f for f in REP_FACTORS)
     head = [h for h in page.tables["headline"][0] if h.startswith("PingPong 8 B")][0]
     assert _cell(page, "headline", "linux-shm openmpi SN", head).startswith(
-        report_tables.fmt(want))
+        report_data.fmt(want))
     # STREAM ran with explicit page sizes: quoted per page size, not pooled.
     col = [h for h in page.tables["headline"][0] if h.startswith("STREAM triad")][0]
     assert _cell(page, "headline", "lwk openmpi SN", col) == (
-        f"large: {report_tables.fmt(40.0)}; small: {report_tables.fmt(38.0)} [np 2]")
+        f"large: {report_data.fmt(40.0)}; small: {report_data.fmt(38.0)} [np 2]")
 
     # Effective utilization: VN2 runs HPL at 0.9 × SN's rate → u = 90 %, 1.8 cores.
     util = [r for r in page.tables["utilization"] if r[0] == "HPL"
@@ -373,7 +375,7 @@ def test_coefficient_of_variation(full_report):
     rows = [r for r in page.tables["cov-detail"] if r[0] == "lwk openmpi SN"]
     # Every lwk SN measurement has the same relative spread, so all CoVs equal the computed one.
     assert rows and all(float(r[3]) == pytest.approx(want, rel=1e-3) for r in rows)
-    assert report_tables.cov([1.0]) is None
+    assert report_data.cov([1.0]) is None
 
 
 def test_placement_policies(full_db, full_report, tmp_path):
@@ -382,9 +384,9 @@ def test_placement_policies(full_db, full_report, tmp_path):
     assert any(r[7] == "failed" and r[-1] == "no" for r in shown.tables["runs"][1:])
 
     # The smt outlier pulls lwk VN2 PTRANS into four values; excluding it leaves three.
-    ex = report_tables.load(full_db, "exclude-outliers")
+    ex = report_data.load(full_db, "exclude-outliers")
     assert ex.dominant_placement == "core"
-    vals = report_tables.per_run_values(
+    vals = report_data.per_run_values(
         ex.select(lambda s: s.name == "PTRANS_GBs" and s.run.config == "lwk"
                   and s.run.mode == "VN2"), lambda s: 0)[0]
     assert sorted(vals) == pytest.approx(sorted(2.5 * 0.9 * f for f in REP_FACTORS))
@@ -396,9 +398,9 @@ def test_placement_policies(full_db, full_report, tmp_path):
     col = [h for h in sep.tables["headline"][0] if h.startswith("PTRANS")][0]
     core = statistics.median(2.5 * 0.9 * f for f in REP_FACTORS)
     assert _cell(sep, "headline", "lwk openmpi VN2 [core]", col).startswith(
-        report_tables.fmt(core) + " ")
+        report_data.fmt(core) + " ")
     assert _cell(sep, "headline", "lwk openmpi VN2 [smt]", col).startswith(
-        report_tables.fmt(2.5 * 0.9 / SMT_SLOWDOWN) + " ")
+        report_data.fmt(2.5 * 0.9 / SMT_SLOWDOWN) + " ")
     with pytest.raises(ValueError):
         render(full_db, tmp_path / "bad", placements="some")
 
@@ -506,7 +508,7 @@ def test_real_imb_runs(tmp_path):
         assert "not measured" not in caps[f"Figure {n}"]
     assert "not measured (why: no runs of imb Barrier" in caps["Figure 9"]
     # Figure 12's surface: reference = linux-shm (no lwk measured), cells from the raw medians.
-    ds = report_tables.load(tmp_path / "real.db")
+    ds = report_data.load(tmp_path / "real.db")
     ranks, sizes, grid = ratio_grid(ds, "Allreduce", "linux-shm", "linux-shm-nocma", "openmpi",
                                     "VN2")
     assert ranks == [2] and sizes == [0, 8, 1024, 65536]

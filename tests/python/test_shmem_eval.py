@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from bobcat import campaign, configs, parsers, paths, report_tables, runner, shmem_run, store
-from bobcat.headline import is_headline
-from bobcat.report import render
+from bobcat import paths
+from bobcat.evaluation import campaign, configs, parsers, runner, shmem_run, store
+from bobcat.report.headline import is_headline
+from bobcat.report.page import render
 
 DATA = Path(__file__).parent / "data"
 CAPTURED = {"bobcat": "shmem_bobcat_openmpi.jsonl", "oshmem": "shmem_oshmem.jsonl"}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bobcat import parsers
-from bobcat.store import SCHEMA_VERSION, RunRecord, Store, StoreError
+from bobcat.evaluation import parsers
+from bobcat.evaluation.store import SCHEMA_VERSION, RunRecord, Store, StoreError
 
 CONTRACT_COLUMNS = {
     "meta": ["key", "value"],

@@ -234,9 +234,9 @@ def _started(n):
 ])
 def test_verdict_from_captured_output(capfd, monkeypatch, mpi, nranks, stderr, status, rc, line):
     """The relayed stderr is fed one byte at a time, so every line arrives split across reads."""
-    from bobcat.yod import Yod
-    from bobcat.yod_job import Job
-    from bobcat.yod_plan import parse_args
+    from bobcat.launcher.yod import Yod
+    from bobcat.launcher.job import Job
+    from bobcat.launcher.plan import parse_args
     for k in list(os.environ):
         if k.startswith("BOBCAT_") and k != "BOBCAT_HOME":
             monkeypatch.delenv(k)
@@ -260,7 +260,7 @@ def test_status_lines_found_inside_unfinished_user_lines(capfd, monkeypatch, chu
     """The launcher merges the ranks' stderr chunk by chunk: a shim's line can land in the middle of
     another rank's unfinished line, and the exit line follows a program's unterminated last line.
     Both are still status lines, and the user's text around them is relayed intact."""
-    from bobcat.yod_job import Job
+    from bobcat.launcher.job import Job
     job = Job(["true"], {}, "0" * 16, 2, None, lambda kind, fields: None)
     data = (f"{S}start rank=0\npartial{S}start rank=1\npartial line\n line\n"
             f"no newline{S}exit rank=0 code=0\n@ not a status line\n@@bobcat@ nor this\n"
@@ -275,7 +275,7 @@ def test_status_lines_found_inside_unfinished_user_lines(capfd, monkeypatch, chu
 
 
 def test_held_prefix_is_relayed_when_no_status_line_follows(capfd):
-    from bobcat.yod_job import Job
+    from bobcat.launcher.job import Job
     job = Job(["true"], {}, "0" * 16, 1, None, lambda kind, fields: None)
     job._feed(b"progress @@bob", 0.0)
     assert capfd.readouterr().err == "progress "      # the tail might start a status line

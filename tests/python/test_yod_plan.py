@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bobcat import yod_plan
-from bobcat.yod_plan import UsageError, heap_per_rank, make_plan, parse_args, parse_loadfile, parse_size
+from bobcat.launcher import plan as yod_plan
+from bobcat.launcher.plan import UsageError, heap_per_rank, make_plan, parse_args, parse_loadfile, parse_size
 
 CORES = yod_plan.host_cores()
 
@@ -162,7 +162,7 @@ def fake_env(tmp_path):
 
 
 def _yod(args, env, **kw):
-    return subprocess.run([sys.executable, "-m", "bobcat.yod", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "bobcat.launcher.yod", *args], env=env, capture_output=True,
                           text=True, timeout=60, **kw)
 
 
@@ -277,7 +277,7 @@ def test_dry_run_hostfile_places_groups(fake_env):
     (["--no-preload"], False),                              # without libbobcat: nobody binds
 ])
 def test_dry_run_lets_open_mpi_bind_only_where_its_mapping_is_ours(extra, binds):
-    from bobcat.yod_plan import host_cores
+    from bobcat.launcher.plan import host_cores
     if host_cores() < 2:
         pytest.skip("needs two cores")
     np = "4" if "-VN4" in extra else "2"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bobcat import paths
-from bobcat.yod_elf import detect_mpi, needed
+from bobcat.launcher.elf import detect_mpi, needed
 
 MPICC = {"openmpi": "mpicc.openmpi", "mpich": "mpicc.mpich"}
 MPIS = ["openmpi", "mpich"]
@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
 }
 """
 
-CORES = __import__("bobcat.yod_plan", fromlist=["host_cores"]).host_cores()
+CORES = __import__("bobcat.launcher.plan", fromlist=["host_cores"]).host_cores()
 
 
 @pytest.fixture(scope="session")
@@ -124,7 +124,7 @@ class Run:
         e["YOD_TEST_MARK"] = self.mark
         self.shm_before = _shm()
         self.t0 = time.monotonic()
-        self.p = subprocess.Popen([*prefix, sys.executable, "-m", "bobcat.yod", "--verbose", *args], env=e,
+        self.p = subprocess.Popen([*prefix, sys.executable, "-m", "bobcat.launcher.yod", "--verbose", *args], env=e,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def wait(self, timeout=60):

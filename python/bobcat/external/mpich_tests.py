@@ -1,0 +1,151 @@
+"""External conformance, MPICH's test/mpi: what a test is and whether it passed, without running
+anything (the pure parts the tests check on captured text). mpich.py is the command that gets,
+builds and runs the suite.
+
+A testlist line names a program, its rank count and options; the MPIs differ in what they accept
+(Open MPI builds with --enable-strictmpi, so MPICH-only tests are skipped there). A test passes the
+way MPICH's runtests decides: exit 0, a " No Errors" line, and no other output.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+MAX_NP = 4
+DEFAULT_TIMEOUT = 120  # runtests' default per test when the entry has no timeLimit
+
+MPIS = {
+    # Open MPI 4.1 hides the MPI-1 functions MPI-3 removed (MPI_Type_hvector...) behind a static
+    # assert unless asked; dtpools still calls them, and libmpi still has them. --enable-strictmpi
+    # leaves out the MPICH extensions (MPIX_*) and the tests marked strict=FALSE.
+    "openmpi": {"mpicc": "mpicc.openmpi", "launcher": "mpirun.openmpi", "np_flag": "-np",
+                "launcher_args": ["--oversubscribe"], "strict": True,
+                "configure": ["--enable-strictmpi"], "cppflags": "-DOMPI_OMIT_MPI1_COMPAT_DECLS=0"},
+    "mpich": {"mpicc": "mpicc.mpich", "launcher": "mpiexec.mpich", "np_flag": "-n",
+              "launcher_args": [], "strict": False, "configure": [], "cppflags": ""},
+}
+PASS, FAIL, TIMEOUT = "pass", "fail", "timeout"
+NOT_RUN = ("skipped", "build-failed")
+BAD = (FAIL, TIMEOUT)
+
+# ---- testlists ----------------------------------------------------------------------------------
+
+def parse_testlist(text: str, directory: str = "", listname: str = "testlist") -> list[dict]:
+    """The entries of one configured testlist, as runtests reads them: `prog [np [key=value...]]`,
+    `#` comments, `!dir:target` build hooks ignored; tokens without `=` are ignored as runtests
+    does. Each entry gets an `id` unique in the directory: `dir/program np [args] [env]`."""
+    out, seen = [], {}
+    for raw in text.splitlines():
+        line = re.sub(r"#.*", "", raw).strip()
+        if not line or line.startswith("!"):
+            continue
+        tok = line.split()
+        e = {"dir": directory, "list": listname, "name": tok[0], "np": 1, "args": [], "env": [],
+             "timeLimit": None, "xfail": None, "mem": None, "strict": None, "mpix": None,
+             "resultTest": None, "line": line}
+        if len(tok) > 1:
+            try:
+                e["np"] = int(tok[1])
+            except ValueError:
+                e["np"] = None  # runtests passes it on as is; we cannot plan such a run
+        for t in tok[2:]:
+            if "=" not in t:
+                continue
+            k, v = t.split("=", 1)
+            if k == "arg":
+                e["args"].append(v)
+            elif k == "env":
+                e["env"].append(v)
+            elif k == "timeLimit":
+                e["timeLimit"] = int(v) if v.isdigit() else None
+            elif k in ("xfail", "mem", "strict", "mpix", "resultTest"):
+                e[k] = v
+        tid = f"{directory}/{e['name']} {e['np']}"
+        if e["args"]:
+            tid += " " + " ".join(e["args"])
+        if e["env"]:
+            tid += " [" + " ".join(e["env"]) + "]"
+        seen[tid] = seen.get(tid, 0) + 1
+        e["id"] = tid if seen[tid] == 1 else f"{tid} #{seen[tid]}"
+        out.append(e)
+    return out
+
+
+def skip_reason(e: dict, mpi: str) -> str | None:
+    """Why an entry is not run here (recorded as `skipped`), or None."""
+    if e["np"] is None:
+        return "no numeric process count"
+    if e["np"] > MAX_NP:
+        return f"needs {e['np']} ranks (> {MAX_NP})"
+    if e["mem"]:
+        return f"needs {e['mem']} GB per process (mem=)"
+    if e["xfail"]:
+        return f"expected to fail (xfail={e['xfail']}); runtests skips these by default"
+    if MPIS[mpi]["strict"] and (e["strict"] or "").lower() == "false":
+        return "uses non-standard extensions (strict=FALSE); built with --enable-strictmpi"
+    if MPIS[mpi]["strict"] and (e["mpix"] or "").lower() == "true":
+        return "MPIX extension (mpix=true); built with --enable-strictmpi"
+    return None
+
+
+def read_entries(builddir: str, directory: str, lists: list[str]) -> list[dict]:
+    entries = []
+    for ln in lists:
+        path = os.path.join(builddir, directory, ln)
+        if os.path.isfile(path):
+            entries += parse_testlist(open(path).read(), directory, ln)
+    # ids unique across the directory's lists too
+    seen: dict[str, int] = {}
+    for e in entries:
+        seen[e["id"]] = seen.get(e["id"], 0) + 1
+        if seen[e["id"]] > 1:
+            e["id"] += f" ({e['list']})"
+    return entries
+
+
+# ---- pass / fail --------------------------------------------------------------------------------
+
+# Lines the launchers and yod may add around a passing program (warnings about a busy node, Open
+# MPI's help banners): runtests run by our users sees the bare launcher only, so these are not held
+# against the program. Anything else beside " No Errors" fails the test, as in runtests.
+_NOISE = re.compile(r"^(yod|bobcat|libbobcat)[:\[ ]|^\s*$|^-{20,}$")
+_OK = re.compile(r"^\s*(No [Ee]rrors|Test Passed|.*requesting checkpoint|.*checkpoint completed)"
+                 r"\s*$")
+
+
+def classify(rc: int | None, output: str, timed_out: bool, result_test: str | None = None
+             ) -> tuple[str, str]:
+    """(pass|fail|timeout, why) the way MPICH's runtests decides: exit status 0 and a " No Errors"
+    line and no unexpected output (resultTest=TestStatus: exit status only)."""
+    if timed_out:
+        return TIMEOUT, "time limit reached"
+    lines = output.splitlines()
+    if result_test == "TestStatus":
+        return (PASS, "") if rc == 0 else (FAIL, f"exit status {rc}")
+    no_errors = any(re.match(r"^\s*No [Ee]rrors\s*$", ln) for ln in lines)
+    unexpected = [ln for ln in lines if not _OK.match(ln) and not _NOISE.match(ln)]
+    if rc != 0:
+        return FAIL, f"exit status {rc}"
+    if not no_errors:
+        return FAIL, "no ' No Errors' line"
+    if unexpected and result_test != "TestStatusNoErrors":
+        return FAIL, f"unexpected output: {unexpected[0][:200]}"
+    return PASS, ""
+
+
+def tail(output: str, n: int = 30) -> str:
+    """The last n lines, after the first lines that say what went wrong (an assertion, a
+    libbobcat message, the test's own error lines): a crash's backtrace would push them out."""
+    # BOBCAT_STATS's per-call counts would fill the tail; its layer= line stays.
+    lines = [ln for ln in output.rstrip().splitlines()
+             if not ln.startswith("bobcat: stats ") or "layer=" in ln]
+    if len(lines) <= n:
+        return "\n".join(lines)
+    first = [ln for ln in lines[:-n] if not _BORING.search(ln)][:8]
+    return "\n".join(first + ["[...]"] + lines[-n:])
+
+
+HEAP_EXHAUSTED = "heap segment exhausted"
+LAYER_LINE = re.compile(r"^bobcat: stats rank \d+ node \d+: layer=(\S+)", re.M)
+_BORING = re.compile(r"^\[[\w.-]+:\d+\] \[ ?\d+\]|unknown setting|heap on 4 KiB pages|^-+$|"
+                     r"^\s*$")
