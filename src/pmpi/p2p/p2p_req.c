@@ -142,7 +142,54 @@ void p2p_req_release(p2p_req_t *r)
     freelist = r;
 }
 
+/* The live request in slot i, or NULL. */
+static p2p_req_t *slot_at(unsigned i)
+{
+    if (i >= (unsigned)nchunks * CHUNK)
+        return NULL;
+    p2p_req_t *r = &chunks[i / CHUNK][i % CHUNK];
+    return r->magic == REQ_MAGIC ? r : NULL;
+}
+
 #if defined(OPEN_MPI)
+/* Fortran handles of bobcat's requests and messages. Open MPI's MPI_Request_c2f reads a field of
+ * its own request object, which bobcat's are not, so bobcat numbers its own: slot index plus a base
+ * far above any index of Open MPI's Fortran tables (they count live objects from 0). MPICH's handles
+ * are integers already (its c2f is a cast), so only Open MPI needs this. */
+#define FORT_REQ_BASE 0x40000000
+#define FORT_MSG_BASE 0x50000000
+#define FORT_SLOTS (MAXCHUNKS * CHUNK)
+
+BOBCAT_EXPORT MPI_Fint MPI_Request_c2f(MPI_Request h)
+{
+    p2p_req_t *r = p2p_req_of(h);
+    return r ? (MPI_Fint)(FORT_REQ_BASE + r->idx) : PMPI_Request_c2f(h);
+}
+
+BOBCAT_EXPORT MPI_Request MPI_Request_f2c(MPI_Fint f)
+{
+    if (f >= FORT_REQ_BASE && f < FORT_REQ_BASE + FORT_SLOTS) {
+        p2p_req_t *r = slot_at((unsigned)(f - FORT_REQ_BASE));
+        return r ? p2p_handle_of(r) : MPI_REQUEST_NULL;
+    }
+    return PMPI_Request_f2c(f);
+}
+
+BOBCAT_EXPORT MPI_Fint MPI_Message_c2f(MPI_Message h)
+{
+    p2p_req_t *m = p2p_msg_of(h);
+    return m ? (MPI_Fint)(FORT_MSG_BASE + m->idx) : PMPI_Message_c2f(h);
+}
+
+BOBCAT_EXPORT MPI_Message MPI_Message_f2c(MPI_Fint f)
+{
+    if (f >= FORT_MSG_BASE && f < FORT_MSG_BASE + FORT_SLOTS) {
+        p2p_req_t *m = slot_at((unsigned)(f - FORT_MSG_BASE));
+        return m ? p2p_msghandle_of(m) : MPI_MESSAGE_NULL;
+    }
+    return PMPI_Message_f2c(f);
+}
+
 p2p_req_t *p2p_req_of(MPI_Request h)
 {
     if (h == MPI_REQUEST_NULL || h == NULL)
@@ -165,11 +212,7 @@ static p2p_req_t *slot_of(unsigned h, unsigned tag)
 {
     if ((h & 0xFFF00000u) != tag)
         return NULL;
-    unsigned i = h & 0xFFFFFu;
-    if ((int)(i / CHUNK) >= nchunks)
-        return NULL;
-    p2p_req_t *r = &chunks[i / CHUNK][i % CHUNK];
-    return r->magic == REQ_MAGIC ? r : NULL;
+    return slot_at(h & 0xFFFFFu);
 }
 p2p_req_t *p2p_req_of(MPI_Request h) { return slot_of((unsigned)h, MPICH_TAG); }
 MPI_Request p2p_handle_of(p2p_req_t *r) { return (MPI_Request)(MPICH_TAG | r->idx); }

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Generate the Fortran entry points of the MPI layer for Open MPI (pmpi_fort_openmpi.c).
+
+Open MPI's `mpif.h` and `use mpi` bindings (mpi_send_, MPI_SEND, ...: weak aliases of one function,
+ompi_send_f) and its `use mpi_f08` ones (mpi_send_f08_, which call ompi_send_f) convert their
+arguments and call the C PMPI_Send directly, so a C interposer never sees them. For every routine the
+layer handles, this defines all five names (ompi_x_f, mpi_x, mpi_x_, mpi_x__, MPI_X) as one function
+that converts the Fortran arguments and calls the layer's own MPI_X, so Fortran takes bobcat's path
+exactly as C does. Two other kinds:
+
+* a routine the layer defines but whose arguments this cannot convert generically (strings,
+  callbacks, arrays of handles, attribute and base pointers) and every blocking routine of pass.list
+  the layer only passes through: a forwarder to the MPI's own Fortran profiling entry (pmpi_x_),
+  inside the progress rule (bobcat_msg_away_begin/end), so the MPI's Fortran behaviour and its
+  sentinels are kept and a rank inside it still serves its node mates;
+* Init, Init_thread, the Wait/Test families over arrays, Startall and Buffer_detach: written by hand
+  in lang/pmpi_fort.c (1-based indices, arrays of requests and statuses).
+
+Only routines the MPI's Fortran library exports (nm -D of libmpi_mpifh) are emitted. Usage:
+
+    gen_fort.py --cc CC --include DIR[;DIR...] --fortlib LIB --list pass.list --out FILE SOURCE...
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_pass import PROTO, QUALIFIERS, defined_in, names_of  # noqa: E402
+
+# The C handle type's name in MPI_X_f2c / MPI_X_c2f.
+def f2c(base):
+    return "MPI_Type" if base == "MPI_Datatype" else base
+
+
+HANDLES = {"Comm", "Datatype", "Op", "Group", "Info", "Win", "File", "Request", "Message", "Errhandler"}
+BUFFERS = {"buf", "ibuf", "buffer", "sendbuf", "recvbuf", "inbuf", "outbuf", "inoutbuf"}
+WIDE = {"MPI_Aint", "MPI_Offset", "MPI_Count"}
+# Written by hand in lang/pmpi_fort.c.
+BY_HAND = {"Init", "Init_thread", "Waitall", "Waitany", "Waitsome", "Testall", "Testany", "Testsome",
+           "Startall", "Buffer_detach"}
+# Routines whose handle arguments are read as well as written (the rest only write theirs).
+INOUT = {"Wait", "Test", "Request_free", "Cancel", "Start", "Mrecv", "Imrecv", "File_close",
+         "Comm_disconnect"}
+
+
+def parse(param):
+    """(base type, pointer depth, is array, name) of one C parameter."""
+    head, brackets = re.match(r"([^\[]*)(.*)$", param.strip()).groups()
+    stars = head.count("*")
+    ids = [t for t in re.findall(r"\w+", head) if t not in QUALIFIERS]
+    return ids[0], stars, bool(brackets), ids[-1] if len(ids) >= 2 else None
+
+
+def converter(name, params):
+    """C text of a converting entry point, or None when the arguments are not all convertible."""
+    fparams, locs, args, after = [], [], [], []
+    for p in params:
+        base, stars, arr, pname = parse(p)
+        if pname is None or "weights" in pname:
+            return None  # MPI_UNWEIGHTED / MPI_WEIGHTS_EMPTY are Fortran sentinels too: leave to the MPI
+        if base == "void" and stars == 1 and not arr:
+            if pname not in BUFFERS:
+                return None  # attribute values, base pointers: Fortran integers, not buffers
+            fparams.append(f"void *{pname}")
+            args.append(f"fort_buf({pname})")
+        elif base == "int" and stars == 0 and not arr:
+            fparams.append(f"MPI_Fint *{pname}")
+            args.append(f"*{pname}")
+        elif base == "int" and stars + arr == 1:
+            fparams.append(f"MPI_Fint *{pname}")
+            args.append(pname)
+        elif base in WIDE and stars == 0 and not arr:
+            fparams.append(f"{base} *{pname}")
+            args.append(f"*{pname}")
+        elif base in WIDE and stars + arr == 1:
+            fparams.append(f"{base} *{pname}")
+            args.append(pname)
+        elif base.startswith("MPI_") and base[4:] in HANDLES and stars == 0 and not arr:
+            fparams.append(f"MPI_Fint *{pname}")
+            args.append(f"{f2c(base)}_f2c(*{pname})")
+        elif base.startswith("MPI_") and base[4:] in HANDLES and stars == 1 and not arr:
+            fparams.append(f"MPI_Fint *{pname}")
+            inout = name in INOUT or name.endswith("_free")
+            locs.append(f"    {base} h_{pname}" + (f" = {f2c(base)}_f2c(*{pname});" if inout else ";"))
+            args.append(f"&h_{pname}")
+            after.append(f"        *{pname} = {f2c(base)}_c2f(h_{pname});")
+        elif base == "MPI_Status" and stars == 1 and not arr:
+            fparams.append(f"MPI_Fint *{pname}")
+            locs.append(f"    MPI_Status s_{pname};")
+            locs.append(f"    int ign_{pname} = fort_status_ignore({pname});")
+            args.append(f"ign_{pname} ? MPI_STATUS_IGNORE : &s_{pname}")
+            after.append(f"        if (!ign_{pname})\n            MPI_Status_c2f(&s_{pname}, {pname});")
+        else:
+            return None
+    fparams.append("MPI_Fint *ierr")
+    body = "\n".join(locs + [f"    int rc = MPI_{name}({', '.join(args)});"])
+    if after:
+        body += "\n    if (rc == MPI_SUCCESS) {\n" + "\n".join(after) + "\n    }"
+    body += "\n    if (ierr)\n        *ierr = rc;"
+    sig = ", ".join(fparams)
+    return sig, f"static void fort_{name.lower()}({sig})\n{{\n{body}\n}}\n"
+
+
+def forwarder(name, params):
+    """C text of an entry point that hands the call to the MPI's own Fortran profiling entry."""
+    n = len(params)
+    lens = sum(1 for p in params if parse(p)[0] == "char")  # a hidden length per CHARACTER argument
+    fparams = [f"void *a{i}" for i in range(n)] + ["MPI_Fint *ierr"] + [f"size_t l{i}" for i in range(lens)]
+    fargs = [f"a{i}" for i in range(n)] + ["ierr"] + [f"l{i}" for i in range(lens)]
+    sig = ", ".join(fparams)
+    lower = name.lower()
+    text = (f"static void fort_{lower}({sig})\n{{\n"
+            f"    static void (*fn)({sig});\n"
+            f"    if (!fn)\n        fn = (void (*)({sig}))fort_profiling_entry(\"pmpi_{lower}_\");\n"
+            f"    int away = bobcat_msg_away_begin();\n"
+            f"    fn({', '.join(fargs)});\n"
+            f"    bobcat_msg_away_end(away);\n}}\n")
+    return sig, text
+
+
+def symbols(lib, *flags):
+    out = subprocess.run(["nm", "-D", *flags, lib], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"gen_fort: cannot read the symbols of {lib}: {out.stderr.strip()}")
+    return {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cc", required=True)
+    ap.add_argument("--include", default="")
+    ap.add_argument("--fortlib", default="")
+    ap.add_argument("--f08lib", default="")
+    ap.add_argument("--list", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("sources", nargs="*")
+    a = ap.parse_args()
+    lines = ["/* Generated by src/pmpi/gen/gen_fort.py from Open MPI's mpi.h, its Fortran library and",
+             " * the layer's sources: do not edit. The hand-written part is lang/pmpi_fort.c. */",
+             '#include "lang/pmpi_fort.h"', ""]
+    conv = fwd = 0
+    syms = symbols(a.fortlib, "--defined-only") if a.fortlib and os.path.exists(a.fortlib) else set()
+    # The mpi_f08 wrappers of routines with LOGICAL arguments call the profiling entry (pmpi_test_)
+    # rather than ompi_test_f: those names are defined too (the forwarders reach the MPI's own
+    # through RTLD_NEXT, so this does not loop).
+    via_pmpi = symbols(a.f08lib, "--undefined-only") if a.f08lib and os.path.exists(a.f08lib) else set()
+    if syms:
+        incs = [f"-I{d}" for d in a.include.split(";") if d]
+        pre = subprocess.run([a.cc, "-E", "-P", *incs, "-x", "c", "-"], input="#include <mpi.h>\n",
+                             capture_output=True, text=True)
+        if pre.returncode != 0:
+            sys.exit(f"gen_fort: cannot preprocess mpi.h: {pre.stderr.strip()}")
+        protos = {m.group(1): " ".join(m.group(2).split()) for m in PROTO.finditer(pre.stdout)}
+        done = defined_in(a.sources)
+        for name in sorted((done | set(names_of(a.list))) - BY_HAND):
+            lower = name.lower()
+            if name not in protos or name.endswith("_c") or f"ompi_{lower}_f" not in syms \
+                    or f"pmpi_{lower}_" not in syms:
+                continue
+            proto = protos[name]
+            params = [] if proto in ("", "void") else [p.strip() for p in proto.split(",")]
+            made = converter(name, params) if name in done and "..." not in protos[name] else None
+            if made:
+                conv += 1
+            else:
+                made = forwarder(name, params)
+                fwd += 1
+            sig, text = made
+            lines.append(text)
+            lines.append(f"FORT_NAMES({lower}, {name.upper()}, fort_{lower}, ({sig}))")
+            if f"pmpi_{lower}_" in via_pmpi:
+                lines.append(f"FORT_PMPI({lower}, fort_{lower}, ({sig}))")
+            lines.append("")
+    text = "\n".join(lines)
+    if not os.path.exists(a.out) or open(a.out).read() != text:
+        with open(a.out, "w") as f:
+            f.write(text)
+    print(f"gen_fort: {conv} converting and {fwd} forwarding Fortran entry points in {os.path.basename(a.out)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,302 @@
+/* pmpi_fort: the hand-written Fortran entry points of the layer for Open MPI, and what the
+ * generated ones (gen/gen_fort.py -> pmpi_fort_openmpi.c) share: the sentinels and the lookup of
+ * the MPI's own Fortran entries. Written by hand: the routines whose Fortran form is not the C
+ * form argument by argument (MPI_Init* without argc/argv; arrays of requests and statuses; 1-based
+ * indices from Waitany/Waitsome/Testany/Testsome; Buffer_detach, whose Fortran buffer address is
+ * not returned). MPICH's mpif.h and `use mpi` bindings call the C MPI_* entries, so there nothing
+ * is needed and this file is empty. */
+#include "lang/pmpi_fort.h"
+
+#if defined(OPEN_MPI)
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+fort_sentinels_t fort_sent;
+
+static void resolve4(void *set[4], const char *lower)
+{
+    char name[64];
+    int n = 0;
+    const char *fmt[4] = {"%s", "%s_", "%s__", NULL};
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, fmt[i], lower);
+        set[n] = dlsym(RTLD_DEFAULT, name);
+        n += set[n] != NULL;
+    }
+    int j = 0;
+    for (const char *c = lower; *c && j < (int)sizeof name - 1; c++)
+        name[j++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+    name[j] = 0;
+    set[n] = dlsym(RTLD_DEFAULT, name);
+}
+
+void fort_sentinels_resolve(void)
+{
+    resolve4(fort_sent.bottom, "mpi_fortran_bottom");
+    resolve4(fort_sent.in_place, "mpi_fortran_in_place");
+    resolve4(fort_sent.status_ignore, "mpi_fortran_status_ignore");
+    resolve4(fort_sent.statuses_ignore, "mpi_fortran_statuses_ignore");
+    __atomic_store_n(&fort_sent.ready, 1, __ATOMIC_RELEASE);
+}
+
+void *fort_profiling_entry(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        fprintf(stderr, "bobcat: the MPI's Fortran library has no %s, which this Fortran call needs; run "
+                        "with BOBCAT_MPI=off, or report the MPI version\n", name);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return f;
+}
+
+/* ---- start-up ------------------------------------------------------------------------------- */
+
+static void fort_init(MPI_Fint *ierr)
+{
+    fort_sentinels_resolve();
+    int rc = MPI_Init(NULL, NULL);
+    if (ierr)
+        *ierr = rc;
+}
+FORT_NAMES(init, MPI_INIT, fort_init, (MPI_Fint *ierr))
+
+static void fort_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+    fort_sentinels_resolve();
+    int prov = MPI_THREAD_SINGLE;
+    int rc = MPI_Init_thread(NULL, NULL, *required, &prov);
+    if (rc == MPI_SUCCESS)
+        *provided = prov;
+    if (ierr)
+        *ierr = rc;
+}
+FORT_NAMES(init_thread, MPI_INIT_THREAD, fort_init_thread, (MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr))
+
+static void fort_buffer_detach(void *buffer_addr, MPI_Fint *size, MPI_Fint *ierr)
+{
+    (void)buffer_addr; /* Fortran cannot take a C pointer back: the MPI returns none either */
+    void *c_addr = NULL;
+    int c_size = 0;
+    int rc = MPI_Buffer_detach(&c_addr, &c_size);
+    if (rc == MPI_SUCCESS)
+        *size = c_size;
+    if (ierr)
+        *ierr = rc;
+}
+FORT_NAMES(buffer_detach, MPI_BUFFER_DETACH, fort_buffer_detach, (void *buffer_addr, MPI_Fint *size, MPI_Fint *ierr))
+
+/* ---- arrays of requests and statuses -------------------------------------------------------- */
+
+#define FSTAT ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint))) /* MPI_STATUS_SIZE */
+#define ON_STACK 16
+
+/* Scratch for n C requests and statuses: on the stack for the common small case. */
+typedef struct {
+    MPI_Request rq[ON_STACK];
+    MPI_Status st[ON_STACK];
+    MPI_Request *r;
+    MPI_Status *s;
+} fort_tmp_t;
+
+static int tmp_get(fort_tmp_t *t, int n, const MPI_Fint *freq)
+{
+    t->r = t->rq;
+    t->s = t->st;
+    if (n > ON_STACK) {
+        t->r = malloc((size_t)n * (sizeof(MPI_Request) + sizeof(MPI_Status)));
+        if (!t->r)
+            return MPI_ERR_NO_MEM;
+        t->s = (MPI_Status *)(void *)(t->r + n);
+    }
+    for (int i = 0; i < n; i++)
+        t->r[i] = MPI_Request_f2c(freq[i]);
+    return MPI_SUCCESS;
+}
+
+static void tmp_put(fort_tmp_t *t)
+{
+    if (t->r != t->rq)
+        free(t->r);
+}
+
+static int settled(int rc) { return rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS; }
+
+static void put_status(const MPI_Status *c, MPI_Fint *fstatuses, int i)
+{
+    if (!fort_statuses_ignore(fstatuses))
+        MPI_Status_c2f(c, &fstatuses[(size_t)i * FSTAT]);
+}
+
+static void fort_waitall(MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    fort_tmp_t t;
+    int n = *count, rc = tmp_get(&t, n, reqs);
+    if (rc == MPI_SUCCESS) {
+        int ign = fort_statuses_ignore(statuses);
+        rc = MPI_Waitall(n, t.r, ign ? MPI_STATUSES_IGNORE : t.s);
+        if (settled(rc))
+            for (int i = 0; i < n; i++) {
+                reqs[i] = MPI_Request_c2f(t.r[i]);
+                if (!ign)
+                    put_status(&t.s[i], statuses, i);
+            }
+        tmp_put(&t);
+    }
+    if (ierr)
+        *ierr = rc;
+}
+FORT_NAMES(waitall, MPI_WAITALL, fort_waitall, (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ierr))
+
+static void fort_testall(MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    fort_tmp_t t;
+    int n = *count, f = 0, rc = tmp_get(&t, n, reqs);
+    if (rc == MPI_SUCCESS) {
+        int ign = fort_statuses_ignore(statuses);
+        rc = MPI_Testall(n, t.r, &f, ign ? MPI_STATUSES_IGNORE : t.s);
+        if (settled(rc)) {
+            *flag = f;
+            for (int i = 0; i < n; i++) {
+                reqs[i] = MPI_Request_c2f(t.r[i]);
+                if (f && !ign)
+                    put_status(&t.s[i], statuses, i);
+            }
+        }
+        tmp_put(&t);
+    }
+    if (ierr)
+        *ierr = rc;
+}
+FORT_NAMES(testall, MPI_TESTALL, fort_testall,
+           (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr))
+FORT_PMPI(testall, fort_testall,
+          (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr))
+
+/* Waitany/Testany: Fortran's index is 1-based; MPI_UNDEFINED stays as it is. */
+static void any_done(int rc, int n, fort_tmp_t *t, MPI_Fint *reqs, int idx, MPI_Fint *index,
+                     const MPI_Status *st, MPI_Fint *status, int ign)
+{
+    if (rc != MPI_SUCCESS)
+        return;
+    *index = idx == MPI_UNDEFINED ? MPI_UNDEFINED : idx + 1;
+    if (idx != MPI_UNDEFINED && idx >= 0 && idx < n)
+        reqs[idx] = MPI_Request_c2f(t->r[idx]);
+    if (!ign)
+        MPI_Status_c2f(st, status);
+}
+
+static void fort_waitany(MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *index, MPI_Fint *status, MPI_Fint *ierr)
+{
+    fort_tmp_t t;
+    MPI_Status st;
+    int n = *count, idx = MPI_UNDEFINED, rc = tmp_get(&t, n, reqs);
+    if (rc == MPI_SUCCESS) {
+        int ign = fort_status_ignore(status);
+        rc = MPI_Waitany(n, t.r, &idx, ign ? MPI_STATUS_IGNORE : &st);
+        any_done(rc, n, &t, reqs, idx, index, &st, status, ign);
+        tmp_put(&t);
+    }
+    if (ierr)
+        *ierr = rc;
+}
+FORT_NAMES(waitany, MPI_WAITANY, fort_waitany,
+           (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *index, MPI_Fint *status, MPI_Fint *ierr))
+
+static void fort_testany(MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *status,
+                         MPI_Fint *ierr)
+{
+    fort_tmp_t t;
+    MPI_Status st;
+    int n = *count, idx = MPI_UNDEFINED, f = 0, rc = tmp_get(&t, n, reqs);
+    if (rc == MPI_SUCCESS) {
+        int ign = fort_status_ignore(status);
+        rc = MPI_Testany(n, t.r, &idx, &f, ign ? MPI_STATUS_IGNORE : &st);
+        if (rc == MPI_SUCCESS)
+            *flag = f;
+        any_done(rc, n, &t, reqs, idx, index, &st, status, ign || !f);
+        tmp_put(&t);
+    }
+    if (ierr)
+        *ierr = rc;
+}
+FORT_NAMES(testany, MPI_TESTANY, fort_testany,
+           (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr))
+FORT_PMPI(testany, fort_testany,
+          (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *index, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr))
+
+/* Waitsome/Testsome: the completed requests' indices, 1-based, and their statuses in order. */
+static void some_done(int rc, fort_tmp_t *t, MPI_Fint *reqs, int outc, MPI_Fint *outcount, MPI_Fint *indices,
+                      MPI_Fint *statuses, int ign)
+{
+    if (!settled(rc))
+        return;
+    *outcount = outc;
+    if (outc == MPI_UNDEFINED)
+        return;
+    for (int i = 0; i < outc; i++) {
+        int k = indices[i];
+        reqs[k] = MPI_Request_c2f(t->r[k]);
+        indices[i] = k + 1;
+        if (!ign)
+            put_status(&t->s[i], statuses, i);
+    }
+}
+
+static void fort_waitsome(MPI_Fint *incount, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices,
+                          MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    fort_tmp_t t;
+    int n = *incount, outc = 0, rc = tmp_get(&t, n, reqs);
+    if (rc == MPI_SUCCESS) {
+        int ign = fort_statuses_ignore(statuses);
+        rc = MPI_Waitsome(n, t.r, &outc, indices, ign ? MPI_STATUSES_IGNORE : t.s);
+        some_done(rc, &t, reqs, outc, outcount, indices, statuses, ign);
+        tmp_put(&t);
+    }
+    if (ierr)
+        *ierr = rc;
+}
+FORT_NAMES(waitsome, MPI_WAITSOME, fort_waitsome,
+           (MPI_Fint *incount, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *statuses,
+            MPI_Fint *ierr))
+
+static void fort_testsome(MPI_Fint *incount, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices,
+                          MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    fort_tmp_t t;
+    int n = *incount, outc = 0, rc = tmp_get(&t, n, reqs);
+    if (rc == MPI_SUCCESS) {
+        int ign = fort_statuses_ignore(statuses);
+        rc = MPI_Testsome(n, t.r, &outc, indices, ign ? MPI_STATUSES_IGNORE : t.s);
+        some_done(rc, &t, reqs, outc, outcount, indices, statuses, ign);
+        tmp_put(&t);
+    }
+    if (ierr)
+        *ierr = rc;
+}
+FORT_NAMES(testsome, MPI_TESTSOME, fort_testsome,
+           (MPI_Fint *incount, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *statuses,
+            MPI_Fint *ierr))
+FORT_PMPI(testsome, fort_testsome,
+          (MPI_Fint *incount, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *statuses,
+           MPI_Fint *ierr))
+
+static void fort_startall(MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *ierr)
+{
+    fort_tmp_t t;
+    int n = *count, rc = tmp_get(&t, n, reqs);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Startall(n, t.r);
+        if (rc == MPI_SUCCESS)
+            for (int i = 0; i < n; i++)
+                reqs[i] = MPI_Request_c2f(t.r[i]);
+        tmp_put(&t);
+    }
+    if (ierr)
+        *ierr = rc;
+}
+FORT_NAMES(startall, MPI_STARTALL, fort_startall, (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *ierr))
+
+#endif /* OPEN_MPI */
