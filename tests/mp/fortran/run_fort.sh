@@ -1,0 +1,31 @@
+#!/bin/sh
+# run_fort.sh: run a Fortran test program (mp_fort*) under the launcher with BOBCAT_STATS=1 and
+# check both what it says of its values and which path its calls took.
+#   run_fort.sh bobcat <launcher> [args...] <program>   every check passed, and rank 0's statistics
+#                                                        show point-to-point and Allreduce on bobcat
+#   run_fort.sh unused <launcher> [args...] <program>   every check passed; the layer was bypassed
+#                                                        (MPICH's mpi_f08 binding: docs/mpi.md)
+set -u
+expect=$1
+shift
+out=$(BOBCAT_STATS=1 "$@" 2>&1)
+rc=$?
+printf '%s\n' "$out"
+fail() { echo "run_fort: FAIL: $*"; exit 1; }
+[ "$rc" -eq 0 ] || fail "the job exited $rc"
+printf '%s\n' "$out" | grep -q 'FAILED' && fail "the program's checks failed"
+printf '%s\n' "$out" | grep -Eq '^mp_fort(08)?: ok$' || fail "the program did not report ok"
+r0() { printf '%s\n' "$out" | grep -E "stats rank 0( |:).*$1"; }
+case "$expect" in
+bobcat)
+    r0 'layer=on' >/dev/null || fail "rank 0: the layer was not on"
+    r0 'p2p send calls=[0-9]+ inplace=[1-9]' >/dev/null || fail "rank 0: no send took bobcat's path"
+    r0 'p2p recv calls=[0-9]+ inplace=[1-9]' >/dev/null || fail "rank 0: no receive took bobcat's path"
+    r0 'Allreduce calls=[0-9]+ inplace=[1-9]' >/dev/null || fail "rank 0: no Allreduce took bobcat's path"
+    ;;
+unused)
+    r0 'layer=unused' >/dev/null || fail "rank 0: expected the layer to be bypassed"
+    ;;
+*) fail "unknown expectation $expect" ;;
+esac
+echo "run_fort: ok ($expect)"
