@@ -5,7 +5,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 APT_PKGS=(build-essential cmake pkg-config git
   openmpi-bin libopenmpi-dev mpich libmpich-dev
-  hwloc libhwloc-dev hpcc libmimalloc-dev
+  hwloc libhwloc-dev hpcc quantum-espresso libmimalloc-dev
   libfftw3-dev libfftw3-mpi-dev libsqlite3-dev sqlite3
   python3 python3-venv python3-dev chromium util-linux procps gfortran)
 missing=()
