@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Marker the evaluation looks for (bobcat.configs.mpi_layer) to record that lwk runs this layer. */
+/* Marker the evaluation looks for (bobcat.evaluation.configs.mpi_layer) to record that lwk runs this layer. */
 BOBCAT_EXPORT const char bobcat_coll_layer[] = "in-place collectives over SMARTMAP";
 
 enum { A_SERIAL, A_PARALLEL, A_FUSED, A_HIER };
