@@ -242,6 +242,21 @@ pmpi_comm_t *pmpi_comm_get(MPI_Comm comm)
     return pc;
 }
 
+pmpi_comm_t *pmpi_comm_peek(MPI_Comm comm)
+{
+    if (!pmpi_layer.on || comm == MPI_COMM_NULL)
+        return NULL;
+    if (comm == MPI_COMM_WORLD)
+        return world_pc;
+    if (comm == cache_comm)
+        return cache_pc;
+    void *v = NULL;
+    int flag = 0;
+    if (PMPI_Comm_get_attr(comm, comm_keyval, &v, &flag) != MPI_SUCCESS || !flag || v == &not_handled)
+        return NULL;
+    return v;
+}
+
 /* A receive on a private communicator that nothing ever matches: testing it drives the real
  * MPI's whole progress engine (MPI_Test runs a progress pass in both MPIs; MPICH's Iprobe may not
  * reach the netmod), and it is cancelled at MPI_Finalize. */
@@ -372,7 +387,8 @@ void pmpi_comm_layer_init(void)
         L->off_reason = "malformed-BOBCAT-knob";
         return;
     }
-    pmpi_stats_on = strcmp(L->opt->STATS, "off") && strcmp(L->opt->STATS, "0");
+    pmpi_stats_print = strcmp(L->opt->STATS, "off") && strcmp(L->opt->STATS, "0");
+    pmpi_stats_on = pmpi_stats_print || L->opt->STATS_DIR[0];
     if (L->world_size == 0) {
         L->off_reason = "not-started-by-yod";
         return;

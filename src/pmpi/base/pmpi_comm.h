@@ -114,6 +114,8 @@ typedef struct pmpi_comm {
 /* The communicator's info, building the rank tables if needed (local: no communication).
  * NULL when bobcat must not handle comm (see the banner). */
 pmpi_comm_t *pmpi_comm_get(MPI_Comm comm);
+/* What bobcat already knows of comm, without building anything (NULL if nothing yet). */
+pmpi_comm_t *pmpi_comm_peek(MPI_Comm comm);
 /* Same plus the node part (COLLECTIVE over comm the first time). NULL as pmpi_comm_get, or if
  * building the node part failed (then logged, and the comm stays with the real MPI). */
 pmpi_comm_t *pmpi_comm_get_coll(MPI_Comm comm);
@@ -184,7 +186,8 @@ typedef struct pmpi_stat {
     struct pmpi_stat *next;
 } pmpi_stat_t;
 
-extern int pmpi_stats_on;              /* BOBCAT_STATS != off */
+extern int pmpi_stats_on;              /* counting: BOBCAT_STATS != off, or BOBCAT_STATS_DIR set */
+extern int pmpi_stats_print;           /* printing on stderr: BOBCAT_STATS != off */
 extern const char *const pmpi_why_names[PMPI_WHY_N];
 
 /* Register a counter (static storage, zeroed; name and alg_names set). Register from a library
@@ -209,6 +212,20 @@ static inline void pmpi_stat_mpi(pmpi_stat_t *s, pmpi_why_t why, size_t bytes)
         s->why[why]++;
     }
 }
+
+/* The account of the routines the layer only passes through (gen/gen_pass.py generates them, their
+ * names and pmpi_pass_acct): per routine, calls and bytes by where the call's communicator lies.
+ * Counted while BOBCAT_STATS is on; pmpi_pass_count is the cold path of every pass-through. */
+enum { PMPI_PASS_NODE, PMPI_PASS_OFFNODE, PMPI_PASS_UNKNOWN, PMPI_PASS_WHERE };
+#define PMPI_PASS_WORDS (2 * PMPI_PASS_WHERE) /* calls by where, then bytes by where */
+extern const int pmpi_pass_n;
+extern const char *const pmpi_pass_names[];   /* without the MPI_ prefix: "Alltoallv" */
+extern const unsigned char pmpi_pass_moves[];  /* 1: moves data or synchronises; 0: local */
+extern uint64_t pmpi_pass_acct[][PMPI_PASS_WORDS];
+void pmpi_pass_count(int idx, MPI_Comm comm, uint64_t bytes);
+uint64_t pmpi_pass_bytes(MPI_Count count, MPI_Datatype dt);
+uint64_t pmpi_pass_vbytes(const void *counts, int wide, MPI_Datatype dt, MPI_Comm comm);
+int pmpi_pass_index(const char *name); /* -1 if the routine is not a pass-through */
 
 /* Print (BOBCAT_STATS=rank|node) at MPI_Finalize; collective over MPI_COMM_WORLD for node. */
 void pmpi_stats_report(void);

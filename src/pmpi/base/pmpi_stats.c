@@ -4,15 +4,20 @@
  *   bobcat: stats rank 3 node 1: layer=on thread=single
  *   bobcat: stats rank 3 node 1: Allreduce calls=630 inplace=600 staged=0 mpi=30 bytes.inplace=4800 ...
  *           alg.serial=580 alg.parallel=20 why.multinode=30
- * BOBCAT_STATS=node sums the counters of a node's ranks onto its first rank ("stats node 1 ranks=4"). */
+ * BOBCAT_STATS=node sums the counters of a node's ranks onto its first rank ("stats node 1 ranks=4").
+ * Beside the rows of what bobcat handles, the account of every routine it only passes on (generated
+ * pass-throughs, gen/gen_pass.py): "MPI_Alltoallv calls=4 mpi=4 bytes.mpi=4096 node=4 off-node=0
+ * unknown=0" (where its communicator lies). With BOBCAT_STATS_DIR each rank also writes all of it as
+ * JSON (rank-<r>.json), which yod --stats merges into one file with a summary. */
 #include "pmpi_comm.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int pmpi_stats_on;
+int pmpi_stats_on, pmpi_stats_print;
 const char *const pmpi_why_names[PMPI_WHY_N] = {
     [PMPI_WHY_NONE] = "none",       [PMPI_WHY_OFF] = "layer-off",   [PMPI_WHY_INTER] = "intercomm",
     [PMPI_WHY_FORCED] = "forced",   [PMPI_WHY_DATATYPE] = "datatype", [PMPI_WHY_OP] = "op",
@@ -30,6 +35,62 @@ void pmpi_stats_register(pmpi_stat_t *s)
     *stats_tail = s;
     stats_tail = &s->next;
     stats_count++;
+}
+
+/* ---- the account of the pass-through routines ------------------------------------------------ */
+
+static const char *const where_names[PMPI_PASS_WHERE] = {"node", "off-node", "unknown"};
+
+__attribute__((noinline, cold)) void pmpi_pass_count(int idx, MPI_Comm comm, uint64_t bytes)
+{
+    const pmpi_layer_t *L = &pmpi_layer;
+    int where = PMPI_PASS_UNKNOWN;
+    /* Where the call's communicator lies, from what bobcat already knows of it (building its
+     * tables here could attach an attribute to a communicator inside its own free). */
+    const pmpi_comm_t *pc = comm != MPI_COMM_NULL && L->initialized ? pmpi_comm_peek(comm) : NULL;
+    if (pc)
+        where = pc->single_node ? PMPI_PASS_NODE : PMPI_PASS_OFFNODE;
+    else if (L->initialized && L->world_size > 0 && L->local_size == L->world_size)
+        where = PMPI_PASS_NODE; /* one node: everything is on it */
+    uint64_t *w = pmpi_pass_acct[idx];
+    if (L->thread_level == MPI_THREAD_MULTIPLE) {
+        /* Several threads may pass calls at once: atomic adds (a locked add costs ~5 ns each, so
+         * only here). */
+        __atomic_fetch_add(&w[where], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&w[PMPI_PASS_WHERE + where], bytes, __ATOMIC_RELAXED);
+    } else {
+        w[where]++;
+        w[PMPI_PASS_WHERE + where] += bytes;
+    }
+}
+
+uint64_t pmpi_pass_bytes(MPI_Count count, MPI_Datatype dt)
+{
+    int size = 0;
+    if (count <= 0 || dt == MPI_DATATYPE_NULL || PMPI_Type_size(dt, &size) != MPI_SUCCESS || size < 0)
+        return 0;
+    return (uint64_t)count * (uint64_t)size;
+}
+
+uint64_t pmpi_pass_vbytes(const void *counts, int wide, MPI_Datatype dt, MPI_Comm comm)
+{
+    int n = 0, inter = 0;
+    if (!counts || comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        return 0;
+    if ((inter ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != MPI_SUCCESS)
+        return 0;
+    MPI_Count total = 0;
+    for (int i = 0; i < n; i++)
+        total += wide ? ((const MPI_Count *)counts)[i] : ((const int *)counts)[i];
+    return pmpi_pass_bytes(total, dt);
+}
+
+int pmpi_pass_index(const char *name)
+{
+    for (int i = 0; i < pmpi_pass_n; i++)
+        if (!strcmp(pmpi_pass_names[i], name))
+            return i;
+    return -1;
 }
 
 /* The counters of one pmpi_stat_t as a flat run of uint64 (for the node sum). */
@@ -51,7 +112,7 @@ static void print_block(const char *who, const uint64_t *all, int ranks)
 {
     const pmpi_layer_t *L = &pmpi_layer;
     static const char *const levels[] = {"single", "funneled", "serialized", "multiple"};
-    size_t cap = 512 + (size_t)stats_count * 512, len = 0;
+    size_t cap = 512 + (size_t)(stats_count + pmpi_pass_n) * 512, len = 0;
     char *out = malloc(cap);
     if (!out)
         return;
@@ -94,6 +155,19 @@ static void print_block(const char *who, const uint64_t *all, int ranks)
         if (len + 512 > cap)
             break;
     }
+    const uint64_t *pass = all + (size_t)stats_count * STAT_WORDS;
+    for (int r = 0; r < pmpi_pass_n && len + 512 <= cap; r++) {
+        const uint64_t *w = pass + (size_t)r * PMPI_PASS_WORDS;
+        uint64_t calls = w[0] + w[1] + w[2], bytes = w[3] + w[4] + w[5];
+        if (!calls)
+            continue;
+        len += (size_t)snprintf(out + len, cap - len, "bobcat: stats %s: MPI_%s calls=%llu mpi=%llu bytes.mpi=%llu", who,
+                                pmpi_pass_names[r], (unsigned long long)calls, (unsigned long long)calls,
+                                (unsigned long long)bytes);
+        for (int x = 0; x < PMPI_PASS_WHERE; x++)
+            len += (size_t)snprintf(out + len, cap - len, " %s=%llu", where_names[x], (unsigned long long)w[x]);
+        len += (size_t)snprintf(out + len, cap - len, "\n");
+    }
     /* One write: blocks of different ranks do not interleave line by line. */
     for (size_t off = 0; off < len;) {
         ssize_t k = write(STDERR_FILENO, out + off, len - off);
@@ -104,18 +178,100 @@ static void print_block(const char *who, const uint64_t *all, int ranks)
     free(out);
 }
 
+/* ---- the account as JSON (BOBCAT_STATS_DIR) ----------------------------------------------------- */
+
+static void json_counts(FILE *f, const char *key, const uint64_t *v, const char *const *names, int n)
+{
+    fprintf(f, "\"%s\": {", key);
+    for (int i = 0, first = 1; i < n; i++)
+        if (names[i] && v[i]) {
+            fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", names[i], (unsigned long long)v[i]);
+            first = 0;
+        }
+    fprintf(f, "}");
+}
+
+/* This rank's rows and account in <dir>/rank-<r>.json, written whole or not at all (a temporary
+ * file renamed into place), so yod never reads half a file. */
+static void write_json(const char *dir, const uint64_t *all)
+{
+    const pmpi_layer_t *L = &pmpi_layer;
+    static const char *const levels[] = {"single", "funneled", "serialized", "multiple"};
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/rank-%d.json", dir, L->world_rank);
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        util_warn("BOBCAT_STATS_DIR: cannot write %s: %s (is the directory there and writable?)", tmp, strerror(errno));
+        return;
+    }
+    int lvl = L->thread_level >= MPI_THREAD_SINGLE && L->thread_level <= MPI_THREAD_MULTIPLE ? L->thread_level : 0;
+    fprintf(f, "{\"version\": 1, \"rank\": %d, \"node\": %d, \"ranks\": %d, \"node_ranks\": %d, ",
+            L->world_rank, L->world_node ? L->node : 0, L->world_size, L->local_size);
+    fprintf(f, "\"layer\": \"%s\", \"reason\": \"%s\", \"thread\": \"%s\",\n \"rows\": [",
+            L->on || !L->off_reason ? "on" : "off", L->off_reason ? L->off_reason : "", levels[lvl]);
+    int i = 0, first = 1;
+    for (const pmpi_stat_t *s = stats_head; s; s = s->next, i++) {
+        const uint64_t *w = all + (size_t)i * STAT_WORDS, *calls = w, *bytes = w + PMPI_PATH_N,
+                       *alg = w + 2 * PMPI_PATH_N, *why = w + 2 * PMPI_PATH_N + PMPI_STAT_ALGS;
+        const uint64_t *extra = w + STAT_EXTRA_AT;
+        uint64_t any = calls[0] | calls[1] | calls[2];
+        for (int x = 0; x < PMPI_STAT_EXTRA && s->extra_names[x]; x++)
+            any |= extra[x];
+        if (!any)
+            continue;
+        fprintf(f, "%s\n  {\"name\": \"%s\", ", first ? "" : ",", s->name);
+        first = 0;
+        json_counts(f, "calls", calls, path_names, PMPI_PATH_N);
+        fprintf(f, ", ");
+        json_counts(f, "bytes", bytes, path_names, PMPI_PATH_N);
+        fprintf(f, ", ");
+        json_counts(f, "alg", alg, s->alg_names, PMPI_STAT_ALGS);
+        fprintf(f, ", ");
+        json_counts(f, "why", why, (const char *const *)pmpi_why_names, PMPI_WHY_N);
+        fprintf(f, ", ");
+        json_counts(f, "extra", extra, s->extra_names, PMPI_STAT_EXTRA);
+        fprintf(f, "}");
+    }
+    fprintf(f, "],\n \"pass\": [");
+    const uint64_t *pass = all + (size_t)stats_count * STAT_WORDS;
+    first = 1;
+    for (int r = 0; r < pmpi_pass_n; r++) {
+        const uint64_t *w = pass + (size_t)r * PMPI_PASS_WORDS;
+        if (!(w[0] | w[1] | w[2]))
+            continue;
+        fprintf(f, "%s\n  {\"name\": \"%s\", \"moves\": %s, ", first ? "" : ",", pmpi_pass_names[r],
+                pmpi_pass_moves[r] ? "true" : "false");
+        first = 0;
+        json_counts(f, "calls", w, where_names, PMPI_PASS_WHERE);
+        fprintf(f, ", ");
+        json_counts(f, "bytes", w + PMPI_PASS_WHERE, where_names, PMPI_PASS_WHERE);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]}\n");
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        util_warn("BOBCAT_STATS_DIR: cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
 void pmpi_stats_report(void)
 {
     const pmpi_layer_t *L = &pmpi_layer;
     if (!pmpi_stats_on)
         return;
-    size_t words = (size_t)stats_count * STAT_WORDS;
+    size_t words = (size_t)stats_count * STAT_WORDS + (size_t)pmpi_pass_n * PMPI_PASS_WORDS;
     uint64_t *mine = calloc(words + 1, sizeof(uint64_t)), *sum = calloc(words + 1, sizeof(uint64_t));
     if (!mine || !sum)
         goto out;
     int i = 0;
     for (pmpi_stat_t *s = stats_head; s; s = s->next, i++)
         flatten(s, mine + (size_t)i * STAT_WORDS);
+    memcpy(mine + (size_t)stats_count * STAT_WORDS, pmpi_pass_acct, (size_t)pmpi_pass_n * PMPI_PASS_WORDS * sizeof(uint64_t));
+    if (L->opt->STATS_DIR[0])
+        write_json(L->opt->STATS_DIR, mine);
+    if (!pmpi_stats_print)
+        goto out;
     char who[64];
     if (!strcmp(L->opt->STATS, "node")) {
         /* The plan's node (simulated or not); without a plan, MPI's idea of a shared-memory node. */

@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_pass import PROTO, QUALIFIERS, defined_in, names_of  # noqa: E402
+from gen_pass import PROTO, QUALIFIERS, bytes_expr, defined_in, names_of, shape  # noqa: E402
 
 # The C handle type's name in MPI_X_f2c / MPI_X_c2f.
 def f2c(base):
@@ -107,6 +107,22 @@ def forwarder(name, params):
     """C text of an entry point that hands the call to the MPI's own Fortran profiling entry."""
     n = len(params)
     lens = sum(1 for p in params if parse(p)[0] == "char")  # a hidden length per CHARACTER argument
+    # The account's view of the arguments, as C values (only evaluated while counting).
+    views = []
+    for i, p in enumerate(params):
+        base, ptr = shape(p)
+        if base == "void" and ptr == 1:
+            views.append(f"fort_buf(a{i})")
+        elif base in ("int", "MPI_Count") and ptr == 0:
+            views.append(f"*({'MPI_Fint' if base == 'int' else base} *)a{i}")
+        elif base == "MPI_Datatype" and ptr == 0:
+            views.append(f"MPI_Type_f2c(*(MPI_Fint *)a{i})")
+        elif base == "MPI_Comm" and ptr == 0:
+            views.append(f"MPI_Comm_f2c(*(MPI_Fint *)a{i})")
+        else:
+            views.append(f"a{i}")
+    comm = next((v for p, v in zip(params, views) if shape(p) == ("MPI_Comm", 0)), None)
+    count = f"pmpi_pass_count(idx, {comm or 'MPI_COMM_NULL'}, {bytes_expr(name, params, views, comm)})"
     fparams = [f"void *a{i}" for i in range(n)] + ["MPI_Fint *ierr"] + [f"size_t l{i}" for i in range(lens)]
     fargs = [f"a{i}" for i in range(n)] + ["ierr"] + [f"l{i}" for i in range(lens)]
     sig = ", ".join(fparams)
@@ -114,6 +130,10 @@ def forwarder(name, params):
     text = (f"static void fort_{lower}({sig})\n{{\n"
             f"    static void (*fn)({sig});\n"
             f"    if (!fn)\n        fn = (void (*)({sig}))fort_profiling_entry(\"pmpi_{lower}_\");\n"
+            f"    static int idx = -2; /* its row in the account, when a pass-through */\n"
+            f"    if (__builtin_expect(pmpi_stats_on, 0)) {{\n"
+            f"        if (idx == -2)\n            idx = pmpi_pass_index(\"{name}\");\n"
+            f"        if (idx >= 0)\n            {count};\n    }}\n"
             f"    int away = bobcat_msg_away_begin();\n"
             f"    fn({', '.join(fargs)});\n"
             f"    bobcat_msg_away_end(away);\n}}\n")

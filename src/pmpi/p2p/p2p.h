@@ -38,6 +38,9 @@ typedef struct p2p_req p2p_req_t;
 
 /* Tests of an unmatched rendezvous send before it is copied aside and completed. */
 #define P2P_DETACH_POLLS 2000
+/* The bytes of a call bobcat hands to the real MPI, for BOBCAT_STATS (a receive: what it posted);
+ * the type's size is asked only while counting. */
+#define P2P_MPI_BYTES(count, dt) (pmpi_stats_on ? pmpi_pass_bytes((count), (dt)) : 0)
 
 /* Send modes; MODE_RECV marks a receive where one code path serves both. */
 enum { MODE_STD = 0, MODE_SYNC = 1, MODE_READY = 2, MODE_BUF = 3, MODE_RECV = -1 };

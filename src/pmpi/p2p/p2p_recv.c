@@ -90,12 +90,12 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
         return p2p_new_null(MODE_RECV, comm, req);
     if (to == P2P_TO_MPI) {
         if (pmpi_stats_on)
-            pmpi_stat_mpi(&p2p_st_recv, p2p_why_not(comm), 0);
+            pmpi_stat_mpi(&p2p_st_recv, p2p_why_not(comm), P2P_MPI_BYTES(count, dt));
         return p2p_real(P2P_NONBLOCKING, MODE_RECV, buf, count, dt, src, tag, comm, req, NULL);
     }
     int off_only = to == P2P_TO_OFFNODE;
     if (off_only && !p2p_offq_has_comm(comm)) {
-        pmpi_stat_mpi(&p2p_st_recv, PMPI_WHY_OFFNODE, 0);
+        pmpi_stat_mpi(&p2p_st_recv, PMPI_WHY_OFFNODE, P2P_MPI_BYTES(count, dt));
         return p2p_real(P2P_NONBLOCKING, MODE_RECV, buf, count, dt, src, tag, comm, req, NULL);
     }
     p2p_req_t *r = p2p_req_new();
@@ -167,7 +167,8 @@ static __attribute__((noinline)) int p2p_recv(void *buf, MPI_Count count, MPI_Da
      * MPI_COMM_WORLD's). */
     p2p_to_t to = p2p_route(c, src, tag, count, 1);
     if ((to == P2P_TO_MPI || to == P2P_TO_OFFNODE) && !p2p_need_progress()) {
-        pmpi_stat_mpi(&p2p_st_recv, to == P2P_TO_OFFNODE ? PMPI_WHY_OFFNODE : p2p_why_not(comm), 0);
+        pmpi_stat_mpi(&p2p_st_recv, to == P2P_TO_OFFNODE ? PMPI_WHY_OFFNODE : p2p_why_not(comm),
+                      P2P_MPI_BYTES(count, dt));
         return p2p_real(P2P_BLOCKING, MODE_RECV, buf, count, dt, src, tag, comm, NULL, st);
     }
     int rc;

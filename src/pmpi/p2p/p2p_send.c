@@ -67,10 +67,10 @@ static __attribute__((noinline)) int isend_general(const void *buf, MPI_Count co
         return p2p_new_null(mode, comm, req);
     case P2P_TO_MPI:
         if (pmpi_stats_on)
-            pmpi_stat_mpi(&p2p_st_send, p2p_why_not(comm), 0);
+            pmpi_stat_mpi(&p2p_st_send, p2p_why_not(comm), P2P_MPI_BYTES(count, dt));
         return p2p_real(P2P_NONBLOCKING, mode, buf, count, dt, dest, tag, comm, req, NULL); /* it reports errors */
     case P2P_TO_OFFNODE:
-        pmpi_stat_mpi(&p2p_st_send, PMPI_WHY_OFFNODE, 0);
+        pmpi_stat_mpi(&p2p_st_send, PMPI_WHY_OFFNODE, P2P_MPI_BYTES(count, dt));
         return p2p_real(P2P_NONBLOCKING, mode, buf, count, dt, dest, tag, comm, req, NULL);
     case P2P_TO_ENGINE:
         break;
@@ -198,7 +198,8 @@ static __attribute__((noinline)) int p2p_send(const void *buf, MPI_Count count, 
         return send_small(buf, bytes, d, dest, tag, c);
     p2p_to_t to = p2p_route(c, dest, tag, count, 0);
     if ((to == P2P_TO_MPI || to == P2P_TO_OFFNODE) && !p2p_need_progress()) {
-        pmpi_stat_mpi(&p2p_st_send, to == P2P_TO_OFFNODE ? PMPI_WHY_OFFNODE : p2p_why_not(comm), 0);
+        pmpi_stat_mpi(&p2p_st_send, to == P2P_TO_OFFNODE ? PMPI_WHY_OFFNODE : p2p_why_not(comm),
+                      P2P_MPI_BYTES(count, dt));
         return p2p_real(P2P_BLOCKING, mode, buf, count, dt, dest, tag, comm, NULL, NULL);
     }
     if (to == P2P_TO_ENGINE && send_large(buf, count, dt, dest, tag, c, mode))
