@@ -63,6 +63,7 @@ class Options:
         self.tlimit: float | None = None
         self.verbose = False
         self.node_file: str | None = None     # --node-file: where the nodes' status lines go
+        self.stats: str | None = None         # --stats: where the job's account goes (JSON)
         self.mpi: str | None = None
         self.hostfile: str | None = None
         self.oversubscribe = False
@@ -142,7 +143,7 @@ def resolve_program(prog: str, where: str) -> str:
 
 # Long options taking a value; '--opt=value' is accepted for each of them.
 _VALUED = {"-np", "-F", "--heap", "--heap-node", "--pages", "--windows", "-tlimit", "--tlimit", "--mpi",
-           "--hostfile", "--launcher-arg", "-n", "--node-file"}
+           "--hostfile", "--launcher-arg", "-n", "--node-file", "--stats"}
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -200,6 +201,12 @@ def parse_args(argv: list[str]) -> Options:
             o.verbose = True
         elif name == "--node-file":
             o.node_file = val
+        elif name == "--stats":
+            d = os.path.dirname(os.path.abspath(val))
+            if not os.path.isdir(d) or not os.access(d, os.W_OK):
+                raise UsageError(f"--stats {val}: directory {d} does not exist or is not writable; "
+                                 "give a file in a writable directory")
+            o.stats = os.path.abspath(val)
         elif name == "--mpi":
             if val not in MPIS:
                 raise UsageError(f"--mpi {val!r}: choose openmpi or mpich")

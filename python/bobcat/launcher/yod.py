@@ -44,6 +44,8 @@ options:
   --launcher-arg ARG  extra argument for the MPI launcher (repeatable)
   --verbose, -v       print the plan and the page size the ranks got
   --node-file FILE    write each node's status line (heap, page kind, populate time) to FILE
+  --stats FILE        count every MPI call of every rank (BOBCAT_STATS_DIR) and write the job's
+                      account to FILE (JSON); print the share of on-node traffic on bobcat's path
   --dry-run           print the plan and the launcher command; launch nothing
   --help, --version
 exit status: 0 all ranks exited 0; 1 job failed; 2 bad input; 3 start-up failure;
@@ -333,6 +335,19 @@ class Yod:
             except OSError as e:
                 _err(f"--node-file {self.opts.node_file}: cannot write it: {e.strerror}")
                 return EXIT_USAGE
+        stats_dir = None
+        if self.opts.stats:
+            import tempfile
+            # Beside FILE rather than in /tmp: under srun the ranks of other nodes write there too.
+            try:
+                stats_dir = tempfile.mkdtemp(prefix=".yod-stats-", dir=os.path.dirname(self.opts.stats))
+            except OSError as e:
+                _err(f"--stats {self.opts.stats}: cannot make a directory beside it: {e.strerror}")
+                return EXIT_USAGE
+            self.env["BOBCAT_STATS_DIR"] = stats_dir
+            if self.kind == "openmpi" and "BOBCAT_STATS_DIR" not in self.launch.env_names:
+                # mpirun passes on only the variables it is told to (-x), for the remote nodes.
+                self.launch.argv[1:1] = ["-x", "BOBCAT_STATS_DIR"]
         job = Job(self.launch.argv, self.env, self.job_id, self.plan.ranks, self.opts.tlimit,
                   self.on_status, scan_always=self.kind == "srun")
         try:
@@ -343,6 +358,14 @@ class Yod:
         finally:
             if self.node_out is not None:
                 self.node_out.close()
+            if stats_dir is not None:
+                import shutil
+                from .stats import collect
+                try:
+                    for line in collect(stats_dir, self.plan.ranks, self.opts.stats):
+                        _err(line)
+                finally:
+                    shutil.rmtree(stats_dir, ignore_errors=True)
         return self.verdict(out)
 
     def _prog_of(self, rank: int) -> str:

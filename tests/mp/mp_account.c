@@ -1,0 +1,59 @@
+/* mp_account: calls whose numbers are known, for the account (yod --stats, issue 28): the test
+ * (tests/python/test_account.py) checks the merged totals against these counts exactly.
+ * Per rank: 5 MPI_Comm_rank, 3 MPI_Alltoallv of 4 ints to every rank (16 * size bytes sent each),
+ * 2 MPI_Ibarrier + MPI_Wait, 7 MPI_Allreduce of one double, and a ring of 4 MPI_Send/MPI_Recv of
+ * 8 ints (Send/Recv are bobcat's own: rows "p2p send"/"p2p recv"). */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+    int rank = 0, size = 0, bad = 0;
+    MPI_Init(&argc, &argv);
+    for (int i = 0; i < 5; i++)
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int *sb = malloc(sizeof(int) * 4 * size), *rb = malloc(sizeof(int) * 4 * size);
+    int *cnt = malloc(sizeof(int) * size), *dsp = malloc(sizeof(int) * size);
+    for (int r = 0; r < size; r++) {
+        cnt[r] = 4;
+        dsp[r] = 4 * r;
+        for (int k = 0; k < 4; k++)
+            sb[4 * r + k] = rank * 1000 + r * 10 + k;
+    }
+    for (int i = 0; i < 3; i++) {
+        MPI_Alltoallv(sb, cnt, dsp, MPI_INT, rb, cnt, dsp, MPI_INT, MPI_COMM_WORLD);
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < 4; k++)
+                bad += rb[4 * r + k] != r * 1000 + rank * 10 + k;
+    }
+    for (int i = 0; i < 2; i++) {
+        MPI_Request q;
+        MPI_Ibarrier(MPI_COMM_WORLD, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+    }
+    double x = 1.0, y = 0;
+    for (int i = 0; i < 7; i++) {
+        MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        bad += y != size;
+    }
+    int v[8] = {0}, w[8];
+    for (int i = 0; i < 4; i++) {
+        v[0] = rank + i;
+        if (rank % 2 == 0) {
+            MPI_Send(v, 8, MPI_INT, (rank + 1) % size, i, MPI_COMM_WORLD);
+            MPI_Recv(w, 8, MPI_INT, (rank - 1 + size) % size, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(w, 8, MPI_INT, (rank - 1 + size) % size, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(v, 8, MPI_INT, (rank + 1) % size, i, MPI_COMM_WORLD);
+        }
+        bad += w[0] != (rank - 1 + size) % size + i;
+    }
+    if (bad)
+        printf("mp_account: rank %d: %d FAILED checks\n", rank, bad);
+    else if (rank == 0)
+        printf("mp_account: ok\n");
+    MPI_Finalize();
+    return bad != 0;
+}
