@@ -244,19 +244,28 @@ static void some_done(int rc, fort_tmp_t *t, MPI_Fint *reqs, int outc, MPI_Fint 
     }
 }
 
-static void fort_waitsome(MPI_Fint *incount, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices,
-                          MPI_Fint *statuses, MPI_Fint *ierr)
+/* Waitsome and Testsome have the same arguments: one body for both. */
+typedef int (*some_fn)(int, MPI_Request *, int *, int *, MPI_Status *);
+
+static void some(some_fn fn, MPI_Fint *incount, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices,
+                 MPI_Fint *statuses, MPI_Fint *ierr)
 {
     fort_tmp_t t;
     int n = *incount, outc = 0, rc = tmp_get(&t, n, reqs);
     if (rc == MPI_SUCCESS) {
         int ign = fort_statuses_ignore(statuses);
-        rc = MPI_Waitsome(n, t.r, &outc, indices, ign ? MPI_STATUSES_IGNORE : t.s);
+        rc = fn(n, t.r, &outc, indices, ign ? MPI_STATUSES_IGNORE : t.s);
         some_done(rc, &t, reqs, outc, outcount, indices, statuses, ign);
         tmp_put(&t);
     }
     if (ierr)
         *ierr = rc;
+}
+
+static void fort_waitsome(MPI_Fint *incount, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices,
+                          MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    some(MPI_Waitsome, incount, reqs, outcount, indices, statuses, ierr);
 }
 FORT_NAMES(waitsome, MPI_WAITSOME, fort_waitsome,
            (MPI_Fint *incount, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *statuses,
@@ -265,16 +274,7 @@ FORT_NAMES(waitsome, MPI_WAITSOME, fort_waitsome,
 static void fort_testsome(MPI_Fint *incount, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices,
                           MPI_Fint *statuses, MPI_Fint *ierr)
 {
-    fort_tmp_t t;
-    int n = *incount, outc = 0, rc = tmp_get(&t, n, reqs);
-    if (rc == MPI_SUCCESS) {
-        int ign = fort_statuses_ignore(statuses);
-        rc = MPI_Testsome(n, t.r, &outc, indices, ign ? MPI_STATUSES_IGNORE : t.s);
-        some_done(rc, &t, reqs, outc, outcount, indices, statuses, ign);
-        tmp_put(&t);
-    }
-    if (ierr)
-        *ierr = rc;
+    some(MPI_Testsome, incount, reqs, outcount, indices, statuses, ierr);
 }
 FORT_NAMES(testsome, MPI_TESTSOME, fort_testsome,
            (MPI_Fint *incount, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *statuses,
