@@ -372,7 +372,7 @@ void pmpi_comm_layer_init(void)
         L->off_reason = "malformed-BOBCAT-knob";
         return;
     }
-    pmpi_stats_on = strcmp(L->opt->STATS, "off") && strcmp(L->opt->STATS, "0");
+    pmpi_stats_on = L->opt->STATS != UTIL_V_OFF;
     if (L->world_size == 0) {
         L->off_reason = "not-started-by-yod";
         return;

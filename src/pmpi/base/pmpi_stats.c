@@ -117,7 +117,7 @@ void pmpi_stats_report(void)
     for (pmpi_stat_t *s = stats_head; s; s = s->next, i++)
         flatten(s, mine + (size_t)i * STAT_WORDS);
     char who[64];
-    if (!strcmp(L->opt->STATS, "node")) {
+    if (L->opt->STATS == UTIL_V_NODE) {
         /* The plan's node (simulated or not); without a plan, MPI's idea of a shared-memory node. */
         MPI_Comm nc;
         int node = L->world_node ? L->node : -1, nrank = 0, nsize = 1;
