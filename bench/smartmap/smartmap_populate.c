@@ -46,7 +46,12 @@ int main(int argc, char **argv)
         for (int k = 0; k < nk; k++) {
             sys_segment_t seg;
             const char *why = NULL;
-            if (sys_segment_create(at, size, kinds[k], &seg, &why) != BOBCAT_OK) {
+            util_word_t policy;
+            if (util_option_word("PAGES", kinds[k], &policy) != BOBCAT_OK) {
+                fprintf(stderr, "smartmap-populate: --kinds takes huge, thp, small (BOBCAT_PAGES), not '%s'\n", kinds[k]);
+                return 2;
+            }
+            if (sys_segment_create(at, size, policy, &seg, &why) != BOBCAT_OK) {
                 printf("{\"bench\": \"smartmap-populate\", \"metric\": \"unavailable\", \"value\": 0, \"unit\": \"\", "
                        "\"better\": \"higher\", \"params\": {\"pages\": \"%s\", \"rep\": %d}}\n", kinds[k], rep);
                 continue;

@@ -249,7 +249,7 @@ __attribute__((constructor(101))) static void smartmap_start(void)
         fail_start(BOBCAT_ERR_LIMIT);
     }
     /* Bind before touching the heap, so its pages come from this core's memory. */
-    if (!strcmp(o.BIND, "core")) {
+    if (o.BIND == UTIL_V_CORE) {
         int idx = boot_env_host_local_index(), core = -1;
         if (idx < 0)
             idx = pl->local_rank;
@@ -278,7 +278,7 @@ __attribute__((constructor(101))) static void smartmap_start(void)
               *why ? "; best pages not used: " : "", why);
 
     s->slot_shift = smap_layout_shift(seg.size);
-    s->windows_eager = !strcmp(o.WINDOWS, "eager") ? 1 : !strcmp(o.WINDOWS, "lazy") ? 0 : -1;
+    s->windows_eager = o.WINDOWS == UTIL_V_EAGER ? 1 : o.WINDOWS == UTIL_V_LAZY ? 0 : -1;
     boot_seg_desc_t own = {seg.size, seg.pages, seg.page_size};
     /* Wall time includes waiting for the node's other ranks to start; CPU time is this rank's
      * own cost of the bootstrap and the window mapping (what must stay linear in the ranks). */

@@ -16,11 +16,11 @@ typedef struct {
     double populate_s;   /* seconds spent populating */
 } sys_segment_t;
 
-/* Create a memfd of `size` bytes under `policy` ("auto", "huge", "thp", "small"), map it at
+/* Create a memfd of `size` bytes under `policy` (BOBCAT_PAGES: UTIL_V_AUTO, _HUGE, _THP, _SMALL), map it at
  * `addr` (MAP_FIXED_NOREPLACE) and populate every page. On failure nothing stays mapped or open;
  * an impossible explicit policy is BOBCAT_ERR_PAGES with the reason logged. `why_p` (may be NULL)
  * receives a static text explaining a fallback under "auto" ("" when none). */
-bobcat_status_t sys_segment_create(void *addr, size_t size, const char *policy, sys_segment_t *seg_p,
+bobcat_status_t sys_segment_create(void *addr, size_t size, util_word_t policy, sys_segment_t *seg_p,
                                    const char **why_p);
 
 /* Map an existing segment fd at `addr`, shared. With `populate` the page tables are filled now

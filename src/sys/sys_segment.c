@@ -199,18 +199,18 @@ close_fd:
     return st;
 }
 
-bobcat_status_t sys_segment_create(void *addr, size_t size, const char *policy, sys_segment_t *seg_p,
+bobcat_status_t sys_segment_create(void *addr, size_t size, util_word_t policy, sys_segment_t *seg_p,
                                    const char **why_p)
 {
     size = (size + SYS_HUGE_PAGE - 1) & ~(SYS_HUGE_PAGE - 1);
     smap_pages_t order[3];
     int n = 0;
-    if (!strcmp(policy, "auto")) {
+    if (policy == UTIL_V_AUTO) {
         order[n++] = SMAP_PAGES_HUGE;
         order[n++] = SMAP_PAGES_THP;
         order[n++] = SMAP_PAGES_SMALL;
     } else {
-        order[n++] = !strcmp(policy, "huge") ? SMAP_PAGES_HUGE : !strcmp(policy, "thp") ? SMAP_PAGES_THP : SMAP_PAGES_SMALL;
+        order[n++] = policy == UTIL_V_HUGE ? SMAP_PAGES_HUGE : policy == UTIL_V_THP ? SMAP_PAGES_THP : SMAP_PAGES_SMALL;
     }
     const char *why = "";
     for (int i = 0; i < n; i++) {
@@ -224,7 +224,7 @@ bobcat_status_t sys_segment_create(void *addr, size_t size, const char *policy, 
         if (st != BOBCAT_ERR_PAGES)
             return st;
         if (n == 1) {
-            util_error("--pages=%s cannot be honoured: %s", policy, this_why);
+            util_error("--pages=%s cannot be honoured: %s", util_word_name(policy), this_why);
             return st;
         }
         if (!*why)

@@ -31,16 +31,22 @@ BOBCAT_LAYER_API void *util_alloc_or_die(size_t bytes, const char *what);
 #define util_info(...) util_log(UTIL_LOG_INFO, __VA_ARGS__)
 #define util_debug(...) util_log(UTIL_LOG_DEBUG, __VA_ARGS__)
 
+/* The words of the enum knobs (options.def): an enum knob's field holds one of these. */
+typedef enum {
+#define BOBCAT_WORD(WORD, SPELLING) UTIL_V_##WORD,
+#include "options.def"
+    UTIL_V_N
+} util_word_t;
+
 /* Options (knobs) from options.def: values after util_options_load(). */
 typedef struct {
 #define BOBCAT_OPT(NAME, TYPE, DEF, CAT, DOC) UTIL_OPT_FIELD_##TYPE(NAME)
 #define UTIL_OPT_FIELD_SIZE(N) size_t N;
-#define UTIL_OPT_FIELD_ENUM(N) const char *N;
+#define UTIL_OPT_FIELD_ENUM(N) util_word_t N;
 #define UTIL_OPT_FIELD_BOOL(N) int N;
 #define UTIL_OPT_FIELD_DOUBLE(N) double N;
 #define UTIL_OPT_FIELD_STRING(N) const char *N;
 #include "options.def"
-#undef BOBCAT_OPT
 } util_options_t;
 
 /* Parse every knob from the environment; warns about unknown BOBCAT_* variables.
@@ -53,6 +59,11 @@ const util_options_t *util_options(void);
 /* "512M", "4k", "1G", "123" -> bytes. Returns BOBCAT_ERR_INVAL on junk or overflow. */
 bobcat_status_t util_parse_size(const char *text, size_t *bytes_p);
 bobcat_status_t util_parse_bool(const char *text, int *value_p);
+/* `text` as a value of enum knob `knob` ("PAGES"), as the environment would give it; BOBCAT_ERR_INVAL if
+ * the knob takes no such word (or is no enum knob). For tools that take a knob's values as arguments. */
+bobcat_status_t util_option_word(const char *knob, const char *text, util_word_t *word_p);
+/* The spelling of an enum knob's word ("huge"; aliases after '|': "off|0"), for messages. */
+const char *util_word_name(util_word_t word);
 
 double util_now(void); /* monotonic seconds */
 

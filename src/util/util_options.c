@@ -20,48 +20,48 @@ typedef struct {
     const char *name, *def, *category, *doc;
     opt_type_t type;
     size_t offset;
+    const util_word_t *words; /* ENUM: the words the knob takes, ending with UTIL_V_N */
 } opt_desc_t;
 
 static const opt_desc_t opt_table[] = {
-#define BOBCAT_OPT(NAME, TYPE, DEF, CAT, DOC) {#NAME, DEF, CAT, DOC, T_##TYPE, offsetof(util_options_t, NAME)},
+#define BOBCAT_OPT(NAME, TYPE, DEF, CAT, DOC) {#NAME, DEF, CAT, DOC, T_##TYPE, offsetof(util_options_t, NAME), NULL},
+#define BOBCAT_OPT_ENUM(NAME, DEF, CAT, VALUES, DOC)                                                                  \
+    {#NAME, DEF, CAT, DOC, T_ENUM, offsetof(util_options_t, NAME), (const util_word_t[]){VALUES UTIL_V_N}},
+#define V(WORD) UTIL_V_##WORD,
 #include "options.def"
-#undef BOBCAT_OPT
+#undef V
 };
 #define N_OPTS (sizeof opt_table / sizeof opt_table[0])
 
-/* Allowed values of the ENUM knobs. */
-static const char *const enum_pages[] = {"auto", "huge", "thp", "small", NULL};
-static const char *const enum_bind[] = {"core", "none", NULL};
-static const char *const enum_windows[] = {"auto", "eager", "lazy", NULL};
-static const char *const enum_stats[] = {"0", "off", "1", "rank", "node", NULL};
-static const char *const enum_coll_plain[] = {"auto", "inplace", "mpi", NULL};
-static const char *const enum_coll_reduce[] = {"auto", "serial", "parallel", "mpi", NULL};
-static const char *const enum_coll_allreduce[] = {"auto", "auto-parallel", "serial", "parallel", "fused", "mpi", NULL};
-static const char *const enum_coll_bcast[] = {"auto", "inplace", "split", "mpi", NULL};
-static const char *const enum_coll_barrier[] = {"auto", "counter", "mpi", NULL};
+static const char *const word_spelling[UTIL_V_N] = {
+#define BOBCAT_WORD(WORD, SPELLING) [UTIL_V_##WORD] = SPELLING,
+#include "options.def"
+};
 
-static const char *const *enum_values(const char *name)
+const char *util_word_name(util_word_t word) { return (unsigned)word < UTIL_V_N ? word_spelling[word] : "?"; }
+
+/* text is one of the '|'-separated spellings of `spelling`. */
+static int spelled(const char *spelling, const char *text)
 {
-    if (!strcmp(name, "PAGES"))
-        return enum_pages;
-    if (!strcmp(name, "BIND"))
-        return enum_bind;
-    if (!strcmp(name, "WINDOWS"))
-        return enum_windows;
-    if (!strcmp(name, "STATS"))
-        return enum_stats;
-    if (!strcmp(name, "COLL_BARRIER"))
-        return enum_coll_barrier;
-    if (!strcmp(name, "COLL_ALLREDUCE"))
-        return enum_coll_allreduce;
-    if (!strcmp(name, "COLL_BCAST"))
-        return enum_coll_bcast;
-    if (!strcmp(name, "COLL_REDUCE") || !strcmp(name, "COLL_REDUCE_SCATTER"))
-        return enum_coll_reduce;
-    if (!strncmp(name, "COLL_", 5) && strcmp(name, "COLL_SPIN") && strcmp(name, "COLL_PARALLEL_MIN") &&
-        strcmp(name, "COLL_HIER") && strcmp(name, "COLL_SPLIT_MIN") && strcmp(name, "COLL_FUSED_FOLD"))
-        return enum_coll_plain;
-    return NULL;
+    size_t n = strlen(text);
+    for (const char *s = spelling;; s++) {
+        const char *bar = strchr(s, '|');
+        size_t len = bar ? (size_t)(bar - s) : strlen(s);
+        if (len == n && !strncmp(s, text, n))
+            return 1;
+        if (!bar)
+            return 0;
+        s = bar;
+    }
+}
+
+/* The words an enum knob takes, as "auto|huge|thp|small" (sep between them), into buf. */
+static const char *words_text(const opt_desc_t *d, const char *sep, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int i = 0; d->words && d->words[i] != UTIL_V_N; i++)
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", i ? sep : "", word_spelling[d->words[i]]);
+    return buf;
 }
 
 bobcat_status_t util_parse_size(const char *text, size_t *bytes_p)
@@ -123,17 +123,28 @@ static bobcat_status_t parse_one(const opt_desc_t *d, const char *text, util_opt
         *(double *)field = v;
         return BOBCAT_OK;
     }
-    case T_ENUM: {
-        const char *const *vals = enum_values(d->name);
-        for (int i = 0; vals && vals[i]; i++)
-            if (!strcmp(vals[i], text))
-                return *(const char **)field = vals[i], BOBCAT_OK;
+    case T_ENUM:
+        for (int i = 0; d->words[i] != UTIL_V_N; i++)
+            if (spelled(word_spelling[d->words[i]], text))
+                return *(util_word_t *)field = d->words[i], BOBCAT_OK;
         return BOBCAT_ERR_INVAL;
-    }
     case T_STRING:
         *(const char **)field = text;
         return BOBCAT_OK;
     }
+    return BOBCAT_ERR_INVAL;
+}
+
+bobcat_status_t util_option_word(const char *knob, const char *text, util_word_t *word_p)
+{
+    util_options_t o;
+    for (size_t i = 0; i < N_OPTS; i++)
+        if (opt_table[i].type == T_ENUM && !strcmp(opt_table[i].name, knob)) {
+            if (parse_one(&opt_table[i], text, &o) != BOBCAT_OK)
+                return BOBCAT_ERR_INVAL;
+            *word_p = *(const util_word_t *)((const char *)&o + opt_table[i].offset);
+            return BOBCAT_OK;
+        }
     return BOBCAT_ERR_INVAL;
 }
 
@@ -165,14 +176,11 @@ bobcat_status_t util_options_load(util_options_t *opts_p)
             continue;
         }
         if (parse_one(d, eq + 1, &opts) != BOBCAT_OK) {
-            const char *const *vals = enum_values(d->name);
-            char allowed[128] = "";
-            for (int i = 0; vals && vals[i]; i++)
-                snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s", i ? "|" : "", vals[i]);
+            char allowed[160];
             util_error("BOBCAT_%s='%s' is not a valid %s%s%s", d->name, eq + 1,
                        d->type == T_SIZE ? "size (like 512M or 2G)" : d->type == T_BOOL ? "boolean (1/0, yes/no, on/off)"
                        : d->type == T_DOUBLE ? "non-negative number" : "value",
-                       vals ? ": use " : "", allowed);
+                       d->words ? ": use " : "", d->words ? words_text(d, "|", allowed, sizeof allowed) : "");
             return BOBCAT_ERR_INVAL;
         }
     }
@@ -203,15 +211,35 @@ BOBCAT_EXPORT void bobcat_options_print(int fd, int markdown)
     if (markdown)
         fprintf(f, "# libbobcat knobs\n\nGenerated from `src/util/options.def` by `bobcat-options --markdown`. "
                    "Each knob is the environment variable `BOBCAT_<NAME>`; unknown `BOBCAT_*` variables get a warning. "
-                   "Sizes accept `4k`, `2M`, `1G`; booleans `1/yes/on` and `0/no/off`. Knobs of category `yod` are set by yod "
+                   "Sizes accept `4k`, `2M`, `1G`; booleans `1/yes/on` and `0/no/off`; an enum takes one of the words listed "
+                   "after its type (`a/b`: two spellings of one word), any other is an error at start-up. Knobs of category `yod` are set by yod "
                    "for every rank.\n\n| variable | type | default | category | meaning |\n|---|---|---|---|---|\n");
     for (size_t i = 0; i < N_OPTS; i++) {
         const opt_desc_t *d = &opt_table[i];
-        if (markdown)
-            fprintf(f, "| `BOBCAT_%s` | %s | `%s` | %s | %s |\n", d->name, type_names[d->type], d->def, d->category, d->doc);
-        else
-            fprintf(f, "BOBCAT_%-15s %-6s default=%-6s [%s] %s\n", d->name, type_names[d->type], *d->def ? d->def : "\"\"",
-                    d->category, d->doc);
+        char words[160];
+        if (markdown) {
+            /* the words in code spans, aliases joined by '/': a '|' would end the table's cell */
+            char type[200];
+            snprintf(type, sizeof type, "%s", type_names[d->type]);
+            if (d->words) {
+                words_text(d, "`, `", words, sizeof words);
+                for (char *c = words; *c; c++)
+                    if (*c == '|')
+                        *c = '/';
+                snprintf(type + strlen(type), sizeof type - strlen(type), ": `%s`", words);
+            }
+            fprintf(f, "| `BOBCAT_%s` | %s | `%s` | %s | ", d->name, type, d->def, d->category);
+            for (const char *c = d->doc; *c; c++) {
+                if (*c == '|')
+                    fputc('\\', f); /* a bare '|' would split the table's cell */
+                fputc(*c, f);
+            }
+            fputs(" |\n", f);
+        } else {
+            fprintf(f, "BOBCAT_%-15s %-6s default=%-6s [%s]%s%s%s %s\n", d->name, type_names[d->type],
+                    *d->def ? d->def : "\"\"", d->category, d->words ? " {" : "",
+                    d->words ? words_text(d, ", ", words, sizeof words) : "", d->words ? "}" : "", d->doc);
+        }
     }
     fclose(f);
 }

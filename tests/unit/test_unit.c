@@ -1,5 +1,5 @@
-/* test_unit: single-process tests of libbobcat's internals: sizes, booleans, the node plan, the
- * SMARTMAP layout arithmetic, the bulk copy. */
+/* test_unit: single-process tests of libbobcat's internals: sizes, booleans, enum knobs, the node
+ * plan, the SMARTMAP layout arithmetic, the bulk copy. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +22,35 @@ static void sizes(void)
     CHECK(util_parse_bool("yes", &b) == BOBCAT_OK && b == 1, "yes");
     CHECK(util_parse_bool("off", &b) == BOBCAT_OK && b == 0, "off");
     CHECK(util_parse_bool("maybe", &b) == BOBCAT_ERR_INVAL, "maybe");
+}
+
+/* Enum knobs (options.def): a listed word or alias gives its constant, defaults hold, any other
+ * word, or one another knob takes, is refused. */
+static void enums(void)
+{
+    util_options_t o;
+    setenv("BOBCAT_COLL_BARRIER", "counter", 1);
+    setenv("BOBCAT_STATS", "1", 1);
+    setenv("BOBCAT_COLL_ALLREDUCE", "auto-parallel", 1);
+    CHECK(util_options_load(&o) == BOBCAT_OK, "load");
+    CHECK(o.COLL_BARRIER == UTIL_V_COUNTER && o.STATS == UTIL_V_RANK && o.COLL_ALLREDUCE == UTIL_V_AUTO_PARALLEL,
+          "barrier %d stats %d allreduce %d", o.COLL_BARRIER, o.STATS, o.COLL_ALLREDUCE);
+    CHECK(o.PAGES == UTIL_V_AUTO && o.BIND == UTIL_V_CORE && o.COLL_BCAST == UTIL_V_AUTO, "defaults");
+    CHECK(!strcmp(util_word_name(UTIL_V_OFF), "off|0"), "spelling %s", util_word_name(UTIL_V_OFF));
+    setenv("BOBCAT_STATS", "0", 1);
+    CHECK(util_options_load(&o) == BOBCAT_OK && o.STATS == UTIL_V_OFF, "alias 0");
+    static const char *const bad[][2] = {{"COLL_BARRIER", "inplace"}, {"PAGES", "lazy"}, {"STATS", "2"},
+                                         {"BIND", "Core"}, {"COLL_BCAST", ""}};
+    unsetenv("BOBCAT_COLL_BARRIER");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "BOBCAT_%s", bad[i][0]);
+        setenv(name, bad[i][1], 1);
+        CHECK(util_options_load(&o) == BOBCAT_ERR_INVAL, "accepted %s='%s'", name, bad[i][1]);
+        unsetenv(name);
+    }
+    unsetenv("BOBCAT_STATS");
+    unsetenv("BOBCAT_COLL_ALLREDUCE");
 }
 
 static void plan(void)
@@ -125,6 +154,7 @@ static void copies(void)
 int main(void)
 {
     sizes();
+    enums();
     copies();
     plan();
     layout();

@@ -387,7 +387,7 @@ void pmpi_comm_layer_init(void)
         L->off_reason = "malformed-BOBCAT-knob";
         return;
     }
-    pmpi_stats_print = strcmp(L->opt->STATS, "off") && strcmp(L->opt->STATS, "0");
+    pmpi_stats_print = L->opt->STATS != UTIL_V_OFF;
     pmpi_stats_on = pmpi_stats_print || L->opt->STATS_DIR[0];
     if (L->world_size == 0) {
         L->off_reason = "not-started-by-yod";

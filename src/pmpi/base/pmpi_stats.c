@@ -273,7 +273,7 @@ void pmpi_stats_report(void)
     if (!pmpi_stats_print)
         goto out;
     char who[64];
-    if (!strcmp(L->opt->STATS, "node")) {
+    if (L->opt->STATS == UTIL_V_NODE) {
         /* The plan's node (simulated or not); without a plan, MPI's idea of a shared-memory node. */
         MPI_Comm nc;
         int node = L->world_node ? L->node : -1, nrank = 0, nsize = 1;

@@ -10,23 +10,21 @@
 
 pc_knobs_t pc_knobs;
 
-static pc_alg_t alg_of(const char *v)
+/* A collective knob's word (options.def lists the words each takes; the parser checked it) as coll's
+ * algorithm. Barrier's `counter` is its in-place algorithm. */
+static pc_alg_t alg_of(util_word_t w)
 {
-    if (!strcmp(v, "mpi"))
-        return PC_MPI;
-    if (!strcmp(v, "serial"))
-        return PC_SERIAL;
-    if (!strcmp(v, "parallel"))
-        return PC_PARALLEL;
-    if (!strcmp(v, "fused"))
-        return PC_FUSED;
-    if (!strcmp(v, "auto-parallel"))
-        return PC_AUTO_PARALLEL;
-    if (!strcmp(v, "split"))
-        return PC_SPLIT;
-    if (!strcmp(v, "inplace") || !strcmp(v, "counter"))
-        return PC_INPLACE;
-    return PC_AUTO;
+    switch (w) {
+    case UTIL_V_MPI: return PC_MPI;
+    case UTIL_V_SERIAL: return PC_SERIAL;
+    case UTIL_V_PARALLEL: return PC_PARALLEL;
+    case UTIL_V_FUSED: return PC_FUSED;
+    case UTIL_V_AUTO_PARALLEL: return PC_AUTO_PARALLEL;
+    case UTIL_V_SPLIT: return PC_SPLIT;
+    case UTIL_V_INPLACE:
+    case UTIL_V_COUNTER: return PC_INPLACE;
+    default: return PC_AUTO;
+    }
 }
 
 /* Predefined datatypes coll/ has loops for, checked against the MPI's own sizes at start-up (a

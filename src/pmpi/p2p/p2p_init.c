@@ -77,8 +77,10 @@ void p2p_finalize(void)
  * printing nothing. */
 __attribute__((destructor)) static void p2p_unseen_report(void)
 {
-    const char *v = getenv("BOBCAT_STATS");
-    if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "off") || p2p_set.init_seen || smap_world_size() == 0)
+    if (p2p_set.init_seen || smap_world_size() == 0)
+        return;
+    const util_options_t *o = util_options(); /* parsed when libbobcat started this rank */
+    if (!o || o->STATS == UTIL_V_OFF)
         return;
     int init = 0, fin = 0;
     PMPI_Initialized(&init);
