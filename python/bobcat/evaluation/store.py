@@ -2,7 +2,7 @@
 speaks SQL: the evaluation writes through Store, and compare, export and the report read through
 Store and read_contents.
 
-Durability rule: a run and its metrics are written in one transaction, in WAL mode with
+Durability rule: a run, its metrics and its account are written in one transaction, in WAL mode with
 synchronous=FULL, so a Ctrl-C, a crash or a SIGKILL of bobcat never leaves half a run and never
 loses a completed one.  Campaign rows carry the expanded spec so `--resume` can continue them.
 """
@@ -17,7 +17,10 @@ from typing import Any, Iterator
 
 from .parsers import Metric
 
-SCHEMA_VERSION = "1"
+# 2 added the accounts table. A database of an older version this bobcat still reads (READABLE) is
+# read as it is, and brought to SCHEMA_VERSION when opened for writing: every change so far only adds.
+SCHEMA_VERSION = "2"
+READABLE_VERSIONS = ("1", "2")
 DEFAULT_DB = Path("results") / "bobcat.db"
 
 SCHEMA = """
@@ -34,6 +37,12 @@ CREATE TABLE IF NOT EXISTS runs      (id INTEGER PRIMARY KEY, campaign_id INTEGE
                                       command TEXT, raw_stdout TEXT, raw_stderr TEXT);
 CREATE TABLE IF NOT EXISTS metrics   (run_id INTEGER REFERENCES runs(id), bench TEXT, name TEXT,
                                       value REAL, unit TEXT, better TEXT, size INTEGER, params TEXT);
+CREATE TABLE IF NOT EXISTS accounts  (run_id INTEGER PRIMARY KEY REFERENCES runs(id), ranks INTEGER,
+                                      missing_ranks TEXT, layer TEXT, off_reasons TEXT,
+                                      on_node_calls INTEGER, on_node_bytes INTEGER,
+                                      bobcat_calls INTEGER, bobcat_bytes INTEGER,
+                                      bobcat_call_share REAL, bobcat_byte_share REAL,
+                                      top_missed TEXT, totals TEXT);
 CREATE INDEX IF NOT EXISTS runs_campaign ON runs(campaign_id, seq);
 CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id);
 """
@@ -65,6 +74,9 @@ class RunRecord:
     raw_stdout: str
     raw_stderr: str
     metrics: list[Metric] = field(default_factory=list)
+    # yod --stats FILE's account of the run (launcher/stats.py's merge, without per_rank); None
+    # for a run that did not record one (not under yod, or the campaign did not ask).
+    account: dict[str, Any] | None = None
     campaign_id: int | None = None
     seq: int | None = None
     repetition: int | None = None
@@ -90,6 +102,7 @@ class Contents:
     campaigns: list[dict[str, Any]]
     runs: list[dict[str, Any]]
     metrics: list[dict[str, Any]]
+    accounts: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_contents(path: Path | str) -> Contents:
@@ -107,7 +120,7 @@ def read_contents(path: Path | str) -> Contents:
 
         return Contents(meta={r["key"]: r["value"] for r in rows("meta")},
                         campaigns=rows("campaigns", " ORDER BY id"), runs=rows("runs", " ORDER BY id"),
-                        metrics=rows("metrics"))
+                        metrics=rows("metrics"), accounts=rows("accounts"))
     finally:
         db.close()
 
@@ -133,11 +146,15 @@ class Store:
                     self.db.execute("ALTER TABLE campaigns ADD COLUMN summary TEXT")
                 self.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
                                 (SCHEMA_VERSION,))
+                # An older version's database: the script above added what it lacked.
+                self.db.execute("UPDATE meta SET value=? WHERE key='schema_version' AND value IN (%s)"
+                                % ",".join("?" * len(READABLE_VERSIONS)),
+                                (SCHEMA_VERSION, *READABLE_VERSIONS))
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None or row[0] != SCHEMA_VERSION:
+        if row is None or row[0] not in READABLE_VERSIONS:
             found = row[0] if row else "none"
             raise StoreError(f"{self.path}: schema version {found}, this bobcat reads "
-                             f"{SCHEMA_VERSION}; use another --db")
+                             f"{', '.join(READABLE_VERSIONS)}; use another --db")
 
     def close(self) -> None:
         self.db.close()
@@ -195,7 +212,21 @@ class Store:
                 " VALUES (?,?,?,?,?,?,?,?)",
                 [(run_id, m.bench, m.name, m.value, m.unit, m.better, m.size, _json(m.params))
                  for m in r.metrics])
+            a = r.account
+            if a is not None:
+                s = a.get("summary", {})
+                self.db.execute(
+                    "INSERT INTO accounts(run_id, ranks, missing_ranks, layer, off_reasons,"
+                    " on_node_calls, on_node_bytes, bobcat_calls, bobcat_bytes, bobcat_call_share,"
+                    " bobcat_byte_share, top_missed, totals) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (run_id, a.get("ranks"), _json(a.get("missing_ranks")), _json(a.get("layer")),
+                     _json(a.get("off_reasons")), s.get("on_node_calls"), s.get("on_node_bytes"),
+                     s.get("bobcat_calls"), s.get("bobcat_bytes"), s.get("bobcat_call_share"),
+                     s.get("bobcat_byte_share"), _json(s.get("top_missed")), _json(a.get("totals"))))
         return run_id
+
+    def account_of(self, run_id: int) -> sqlite3.Row | None:
+        return self.db.execute("SELECT * FROM accounts WHERE run_id=?", (run_id,)).fetchone()
 
     def metric_rows(self, configs: list[str] | None = None, benchmark: str | None = None,
                     bench: str | None = None, statuses: tuple[str, ...] = ("ok",)) -> Iterator[sqlite3.Row]:
