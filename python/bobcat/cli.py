@@ -123,7 +123,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         c = _campaign_for(args, cs)
     runnable, skipped = campaign.plan(c, cs)
     err.print(f"campaign [bold]{c.name}[/bold]{f' (resuming #{resume_id})' if resume_id else ''}: "
-              f"{len(runnable)} runs, {c.repetitions} repetitions, interleaved; "
+              f"{len(runnable)} runs, {c.repetitions} repetitions, interleaved"
+              + (f", {sum(1 for p in runnable if not p.spec.timed)} of them untimed for the account"
+                 if any(not p.spec.timed for p in runnable) else "") + "; "
               f"estimate ~{campaign.estimate_s(runnable) / 60:.1f} min", highlight=False)
     for s in skipped:
         err.print(f"  skipped {s.benchmark} {s.config}/{s.mpi}/{s.mode} ({s.runs} runs): {s.reason}",

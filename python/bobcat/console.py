@@ -126,7 +126,8 @@ def run_label(p: Point) -> str:
             i += 1
     if s.benchmark == "hpcc":
         what += [f"{k}={v}" for k, v in s.run_params().items() if k in ("N", "NB", "P", "Q")]
-    return f"{' '.join(what)} {s.config} {s.mpi} {s.mode} rep {p.repetition + 1}"
+    which = "account (untimed)" if not s.timed else f"rep {p.repetition + 1}"
+    return f"{' '.join(what)} {s.config} {s.mpi} {s.mode} {which}"
 
 
 def failure_reason(rec: RunRecord) -> str:

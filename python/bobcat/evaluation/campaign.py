@@ -50,6 +50,10 @@ class Campaign:
     mpis: list[str]
     benches: list[BenchEntry]
     source: str = ""
+    # Which runs record yod's account (ACCOUNT_CHOICES): "separate" = one extra, untimed run per
+    # measurement of a yod configuration after the timed repetitions; "every" = every yod run
+    # counts; "none".
+    account: str = "separate"
     # The configurations that run under yod (a bench entry's `pages` applies to them only);
     # derived from the configuration set, not read from the file.
     yod_configs: list[str] = field(default_factory=list)
@@ -68,7 +72,8 @@ class Point:
         s = self.spec
         what = s.benchmark + (f" {' '.join(s.args)}" if s.args else "") + \
             (f" pages={s.pages}" if s.pages else "")
-        return f"{what[:40]} {s.config}/{s.mpi}/{s.mode} rep {self.repetition + 1}"
+        which = "account" if not s.timed else f"rep {self.repetition + 1}"
+        return f"{what[:40]} {s.config}/{s.mpi}/{s.mode} {which}"
 
 
 @dataclass
@@ -83,10 +88,12 @@ class Skip:
 
 # --- loading and validation -------------------------------------------------------------------
 
-_TOP_KEYS = {"name", "description", "repetitions", "ranks", "timeout_s", "configs", "modes", "mpis"}
+_TOP_KEYS = {"name", "description", "repetitions", "ranks", "timeout_s", "configs", "modes", "mpis",
+             "account"}
 _BENCH_KEYS = {"name", "args", "points", "sizes", "size_arg", "params", "configs", "modes", "mpis",
                "ranks", "timeout_s", "pages"}
 PAGE_SIZES = ("large", "small")
+ACCOUNT_CHOICES = ("separate", "every", "none")
 
 
 def _strlist(v: Any, where: str) -> list[str]:
@@ -137,8 +144,10 @@ def from_doc(doc: dict[str, Any], source: str, cs: configs.ConfigSet) -> Campaig
         configs=_strlist(top.get("configs", ["linux-shm", "linux-nic"]), f"{where} configs"),
         modes=_strlist(top.get("modes", ["VN2"]), f"{where} modes"),
         mpis=_strlist(top.get("mpis", list(configs.VENDORS)), f"{where} mpis"),
-        benches=[], source=source,
+        benches=[], source=source, account=top.get("account", "separate"),
         yod_configs=[n for n, cfg in cs.configs.items() if cfg.via_yod])
+    if c.account not in ACCOUNT_CHOICES:
+        raise CampaignError(f"{where} account: one of {', '.join(ACCOUNT_CHOICES)}, not {c.account!r}")
     _check_names(c.configs, cs.configs, "configuration", f"{where} configs")
     _check_names(c.modes, configs.MODES, "mode", f"{where} modes")
     _check_names(c.mpis, configs.VENDORS, "MPI", f"{where} mpis")
@@ -242,7 +251,11 @@ def from_spec(spec: dict[str, Any], cs: configs.ConfigSet) -> Campaign:
 # --- expansion --------------------------------------------------------------------------------
 
 def expand(c: Campaign) -> list[Point]:
-    """Every run of the campaign, in execution order; seq is the index in this list."""
+    """Every run of the campaign, in execution order; seq is the index in this list.
+
+    The account runs (account = "separate") come after every timed repetition, so they neither
+    change the timed runs' seqs (a campaign stored before them resumes the same) nor sit between
+    the variants being compared."""
     out: list[Point] = []
     for rep in range(c.repetitions):
         for b in c.benches:
@@ -258,8 +271,28 @@ def expand(c: Campaign) -> list[Point]:
                                     benchmark=b.name, config=cfg, mpi=mpi, mode=mode,
                                     ranks=b.ranks or c.ranks, args=[*b.args, *point],
                                     params=dict(b.params), timeout=b.timeout_s or c.timeout_s,
-                                    pages=None if pg == "large" else pg)
+                                    pages=None if pg == "large" else pg,
+                                    account=c.account == "every" and cfg in c.yod_configs)
                                 out.append(Point(len(out), rep, spec))
+    if c.account != "separate":
+        return out
+    # One run per measurement is enough: which path a call takes does not depend on the
+    # repetition, nor on the heap's page size.
+    for b in c.benches:
+        if b.name in runner.NOT_MPI:
+            continue
+        for point in b.points:
+            for cfg in b.configs or c.configs:
+                if cfg not in c.yod_configs:
+                    continue
+                for mode in b.modes or c.modes:
+                    for mpi in b.mpis or c.mpis:
+                        spec = runner.RunSpec(
+                            benchmark=b.name, config=cfg, mpi=mpi, mode=mode,
+                            ranks=b.ranks or c.ranks, args=[*b.args, *point],
+                            params=dict(b.params), timeout=b.timeout_s or c.timeout_s,
+                            account=True, timed=False)
+                        out.append(Point(len(out), c.repetitions, spec))
     return out
 
 

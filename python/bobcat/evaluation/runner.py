@@ -7,6 +7,7 @@ so every run is bracketed by the core-to-core cache-line probe and carries the p
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import re
 import selectors
@@ -56,6 +57,9 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               "barrier_all, 2 PEs on one node: bobcat's under lwk, Open MPI's oshmem otherwise"),
 )}
 
+
+# Benchmarks that are not MPI programs (the probe; OpenSHMEM's pair) never carry an account.
+NOT_MPI = frozenset({"probe", "shmem"})
 
 # RunSpec.pages: yod's default heap pages (2 MiB when it can get them) or 4 KiB.
 PAGE_CHOICES = (None, "small")
@@ -235,6 +239,11 @@ class RunSpec:
     # Heap pages of a yod configuration: None = yod's default (2 MiB pages when it can get them,
     # Catamount's default), "small" = 4 KiB pages (yod --pages small, Catamount's -small_pages).
     pages: str | None = None
+    # Record the account (yod --stats) of a yod configuration's run. timed=False: the run is there
+    # for its account only and its metrics are not recorded, so numbers measured while every
+    # call was counted never pool with the timed ones (docs/evaluation.md "The account").
+    account: bool = False
+    timed: bool = True
 
     def run_params(self) -> dict[str, Any]:
         extra = {"pages": self.pages} if self.pages else {}
@@ -296,6 +305,28 @@ def heap_pages(node_file: Path) -> dict[str, Any]:
     return {"heap_pages": worst, "heap_nodes": nodes}
 
 
+def counts_account(spec: RunSpec, config: configs.Config) -> bool:
+    """Whether this run records yod's account: asked for, under yod, and an MPI program."""
+    return spec.account and config.via_yod and spec.benchmark not in NOT_MPI
+
+
+def read_account(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """yod --stats FILE's account without its per-rank records (the totals hold what the report
+    needs), or None and why there is none."""
+    try:
+        acct = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"yod wrote no account to {path.name} (the job ended before yod merged it)"
+    except (OSError, ValueError) as e:
+        return None, f"cannot read yod's account {path.name}: {e}"
+    if not isinstance(acct, dict) or not isinstance(acct.get("summary"), dict):
+        return None, f"yod's account {path.name} has no summary"
+    if len(acct.get("missing_ranks") or []) >= int(acct.get("ranks") or 0):
+        return None, "no rank wrote an account (none reached MPI_Finalize?)"
+    acct.pop("per_rank", None)
+    return acct, None
+
+
 def run(spec: RunSpec, cs: configs.ConfigSet,
         on_phase: Callable[[str], None] | None = None) -> RunRecord:
     """Probe, run the benchmark, probe; return the record (not yet stored)."""
@@ -322,6 +353,12 @@ def run(spec: RunSpec, cs: configs.ConfigSet,
             launch.argv[1:1] = ["--node-file", str(node_file)] + \
                 (["--pages", spec.pages] if spec.pages else [])
             launch.detail["pages_policy"] = spec.pages or "auto"
+        stats_file = Path(tmp, "yod-stats.json")
+        counted = counts_account(spec, config)
+        if counted:
+            # Every rank counts every MPI call and yod merges the counts into stats_file.
+            launch.argv[1:1] = ["--stats", str(stats_file)]
+            launch.detail["account"] = "recorded" if spec.timed else "recorded; metrics not kept (untimed)"
         if spec.benchmark == "probe":
             # The probe is not an MPI program: it pins its own two threads, so no launcher.
             launch.argv = program
@@ -339,6 +376,7 @@ def run(spec: RunSpec, cs: configs.ConfigSet,
             parsed = parsers.parse_jsonl(c.stdout)
         if config.via_yod:
             launch.detail.update(heap_pages(node_file))
+        account, no_account = read_account(stats_file) if counted else (None, None)
     phase("probe")
     after = run_probe()
     # A peer with a known defect after its results (oshmem's crash in shmem_finalize): the
@@ -370,10 +408,14 @@ def run(spec: RunSpec, cs: configs.ConfigSet,
         detail["ended_after_done_s"] = DONE_GRACE_S
     if parsed.done is not None:
         detail["done"] = parsed.done
+    if no_account:
+        detail["account"] = f"none: {no_account}"
+        stderr += f"\n--- bobcat: no account: {no_account} ---\n"
     return RunRecord(
         benchmark=spec.benchmark, config=spec.config, mpi=spec.mpi, mode=spec.mode,
         ranks=spec.ranks, params=params, started=started, duration=c.duration, status=status,
         exit_code=c.returncode, machine=machine.facts(), config_detail=detail,
         probe_before=before, probe_after=after,
         placement=parsers.run_placement(before, after), git_rev=machine.git_rev(),
-        command=launch.argv, raw_stdout=stdout, raw_stderr=stderr, metrics=parsed.metrics)
+        command=launch.argv, raw_stdout=stdout, raw_stderr=stderr,
+        metrics=parsed.metrics if spec.timed else [], account=account)
