@@ -103,7 +103,7 @@ def summarize(totals: dict) -> dict:
             "top_missed": missed[:8]}
 
 
-def _size(n: int) -> str:
+def fmt_bytes(n: int) -> str:
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if n >= 1 << shift:
             return f"{n / (1 << shift):.1f} {unit}"
@@ -122,10 +122,10 @@ def report_lines(acct: dict, path: str) -> list[str]:
     if acct["missing_ranks"]:
         out.append(f"stats: no account from rank(s) {acct['missing_ranks']} (ended before MPI_Finalize?)")
     out.append(f"stats: on-node traffic on bobcat's path: {_pct(s['bobcat_call_share'])} of "
-               f"{s['on_node_calls']} calls, {_pct(s['bobcat_byte_share'])} of {_size(s['on_node_bytes'])}")
+               f"{s['on_node_calls']} calls, {_pct(s['bobcat_byte_share'])} of {fmt_bytes(s['on_node_bytes'])}")
     for m in s["top_missed"]:
         why = ", ".join(f"{k} {v}" for k, v in sorted(m["why"].items(), key=lambda kv: -kv[1]))
-        out.append(f"stats:   to the real MPI: {m['routine']:<24} {m['calls']:>9} calls {_size(m['bytes']):>10}"
+        out.append(f"stats:   to the real MPI: {m['routine']:<24} {m['calls']:>9} calls {fmt_bytes(m['bytes']):>10}"
                    + (f"  ({why})" if why else ""))
     return out
 

@@ -72,6 +72,10 @@ class Run:
     # when it died after printing valid results (runs.config_detail.crashed_after_done).
     shmem_impl: str | None = None
     crash: dict[str, Any] | None = None
+    # yod's account of the run (the accounts table: on_node_calls, on_node_bytes, bobcat_calls,
+    # bobcat_bytes, top_missed ...), None when the run recorded none (not under yod, or a database
+    # from before schema 2).
+    account: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,7 @@ def _shmem_impl(detail: dict[str, Any]) -> str | None:
 def load(db_path: str | os.PathLike, placements: str = "all") -> Dataset:
     """Read a results database (through the store, which never writes to it here)."""
     db = read_contents(db_path)
+    accounts = {a["run_id"]: dict(a, top_missed=_json(a["top_missed"]) or []) for a in db.accounts}
     runs: dict[int, Run] = {}
     for r in db.runs:
         detail = json_dict(r["config_detail"])
@@ -229,7 +234,8 @@ def load(db_path: str | os.PathLike, placements: str = "all") -> Dataset:
             probe_before=_json(r["probe_before"]), probe_after=_json(r["probe_after"]),
             heap_pages=_heap_pages(detail), shmem_impl=_shmem_impl(detail),
             crash=detail.get("crashed_after_done")
-            if isinstance(detail.get("crashed_after_done"), dict) else None)
+            if isinstance(detail.get("crashed_after_done"), dict) else None,
+            account=accounts.get(r["id"]))
     samples: list[Sample] = []
     for m in db.metrics:
         run = runs.get(m["run_id"])

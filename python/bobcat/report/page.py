@@ -18,8 +18,8 @@ from typing import Any
 from . import plots
 from .data import NOISE_PARAMS, Dataset, Table, at_default_pages, fmt, load
 from .shmem_tables import shmem_table
-from .tables import (config_ratios, headline, matrix, pages_table, pallas_tables, placement_tables,
-                     selfish_table, sn_vs_vn, utilization_table, variability)
+from .tables import (account_table, config_ratios, headline, matrix, pages_table, pallas_tables,
+                     placement_tables, selfish_table, sn_vs_vn, utilization_table, variability)
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 1em 2em;
@@ -169,6 +169,7 @@ def render(db_path: str | os.PathLike, out_dir: str | os.PathLike, *,
         '<nav><ol><li><a href="#headline">Headline numbers</a></li>'
         '<li><a href="#machine">Machine</a></li><li><a href="#figures">Figures 1–13</a></li>'
         '<li><a href="#shmem-sec">OpenSHMEM</a></li>'
+        '<li><a href="#account">bobcat\'s share of on-node traffic</a></li>'
         '<li><a href="#cnw">CNW tables</a></li><li><a href="#variability">Variability</a></li>'
         '<li><a href="#placement-sec">Placement</a></li>'
         '<li><a href="#other">Other measurements</a></li></ol></nav>',
@@ -189,6 +190,7 @@ def render(db_path: str | os.PathLike, out_dir: str | os.PathLike, *,
              "the same benchmark source (bench/shmem/shmem_bench.c).</p>",
              _figure(by_num["S3"]), _table(shmem_table(ds), 4)]
 
+    body += ['<h2 id="account-sec">Which path the on-node traffic took</h2>', _table(account_table(ds))]
     body += ['<h2 id="cnw">Tables of the CNW report</h2>', _table(sn_vs_vn(ds))]
     body += [_table(t) for t in config_ratios(ds, ref)]
     body.append(_table(pages_table(ds)))

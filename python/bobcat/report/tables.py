@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from ..launcher.stats import fmt_bytes
 from .data import (HPCC_KEYS, LARGE_PAGES, NOISE_PARAMS, NOT_WORK, SMALL_PAGES, Dataset, Sample, Table,
                    asked_pages, at_default_pages, cov, effective_utilization, fmt, improvement_pct,
                    json_dict, medians, per_node, per_run_values, performance, summarize)
@@ -429,3 +430,53 @@ def placement_tables(ds: Dataset) -> tuple[Table, Table]:
                   "status kept the run.",
                   ["run", "benchmark", "config", "mpi", "mode", "np", "rep", "status",
                    "placement", "probe before", "probe after", "used"], runs))
+
+
+# Benchmarks that are real applications rather than bobcat's own small programs.
+APPLICATIONS = frozenset({"hpcc"})
+
+
+def account_table(ds: Dataset, top: int = 3) -> Table:
+    """How much of each benchmark's on-node MPI traffic bobcat carried (yod --stats, per run in
+    the accounts table), and what went to the real MPI instead."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for r in ds.runs:
+        if r.status == "ok" and r.account is not None:
+            what = r.benchmark + (f"/{r.params['test']}" if "test" in r.params else "") + \
+                (" (application)" if r.benchmark in APPLICATIONS else "")
+            groups[(what, r.config, r.mpi, r.mode)].append(r.account)
+
+    def share(part: int, whole: int) -> str:
+        return f"{100 * part / whole:.1f} %" if whole else "—"
+
+    rows = []
+    for key in sorted(groups):
+        accts = groups[key]
+        total = {k: sum(int(a.get(k) or 0) for a in accts)
+                 for k in ("on_node_calls", "on_node_bytes", "bobcat_calls", "bobcat_bytes")}
+        missed: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for a in accts:
+            for m in a.get("top_missed") or []:
+                if isinstance(m, dict) and m.get("routine"):
+                    missed[m["routine"]][0] += int(m.get("calls") or 0)
+                    missed[m["routine"]][1] += int(m.get("bytes") or 0)
+        worst = sorted(missed.items(), key=lambda kv: (kv[1][1], kv[1][0]), reverse=True)[:top]
+        rows.append([*key, len(accts), total["on_node_calls"],
+                     share(total["bobcat_calls"], total["on_node_calls"]),
+                     fmt_bytes(total["on_node_bytes"]),
+                     share(total["bobcat_bytes"], total["on_node_bytes"]),
+                     "; ".join(f"{name} {c} calls, {fmt_bytes(b)}" for name, (c, b) in worst)
+                     or "none"])
+    why = None if rows else (
+        "no run recorded an account: runs under yod record one (campaign key account), runs of "
+        "bare MPI peers never do, and databases before schema version 2 hold none")
+    return Table(
+        "account", "bobcat's share of on-node MPI traffic (yod --stats)",
+        "Per benchmark and configuration: the MPI calls and bytes between ranks of one node that "
+        "moved data or synchronised ranks, the share of them bobcat's own paths carried, and the "
+        "routines that most went to the real MPI (by bytes; summed over the counted runs). "
+        "Counted in runs recorded for the account (docs/evaluation.md), whose timings are not "
+        "used elsewhere when the campaign runs them separately; only yod configurations have one.",
+        ["benchmark", "config", "mpi", "mode", "runs", "on-node calls", "on bobcat's path (calls)",
+         "on-node bytes", "on bobcat's path (bytes)", f"to the real MPI (top {top})"],
+        rows, empty_reason=why)
