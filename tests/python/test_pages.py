@@ -358,10 +358,16 @@ pages = ["large", "small"]
     assert "small vs large pages: stream run on 4 KiB pages" in r.stderr
     assert "hugetlb pool" in r.stderr or "hugetlb pages" in r.stderr
     st = Store(db, read_only=True)
+    rows = st.db.execute("SELECT id, params, config_detail, command FROM runs ORDER BY seq").fetchall()
     runs = [(json.loads(x["params"]), json.loads(x["config_detail"]), json.loads(x["command"]))
-            for x in st.db.execute("SELECT params, config_detail, command FROM runs ORDER BY seq")]
+            for x in rows]
+    # The third run is the campaign's untimed one for the account, at yod's default pages.
+    (p_large, d_large, c_large), (p_small, d_small, c_small), (p_acct, d_acct, c_acct) = runs
+    assert "pages" not in p_acct and "--pages" not in c_acct and "--stats" in c_acct
+    assert "untimed" in d_acct["account"] and not st.metrics_of(rows[2]["id"])
+    assert st.account_of(rows[2]["id"])["on_node_calls"] >= 0
+    assert st.account_of(rows[0]["id"]) is None and "--stats" not in c_large
     st.close()
-    (p_large, d_large, c_large), (p_small, d_small, c_small) = runs
     assert "pages" not in p_large and p_small["pages"] == "small"
     assert "--pages" not in c_large and c_small[c_small.index("--pages") + 1] == "small"
     # What yod's node line said, per node and as the run's kind.
