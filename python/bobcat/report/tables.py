@@ -4,6 +4,7 @@ Table computed from a Dataset (data.py) and nothing else.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -447,7 +448,8 @@ def account_table(ds: Dataset, top: int = 3) -> Table:
             groups[(what, r.config, r.mpi, r.mode)].append(r.account)
 
     def share(part: int, whole: int) -> str:
-        return f"{100 * part / whole:.1f} %" if whole else "—"
+        # Rounded down, so 100.0 % means every call, not 99.97 %.
+        return f"{math.floor(1000 * part / whole) / 10:.1f} %" if whole else "—"
 
     rows = []
     for key in sorted(groups):
@@ -455,17 +457,24 @@ def account_table(ds: Dataset, top: int = 3) -> Table:
         total = {k: sum(int(a.get(k) or 0) for a in accts)
                  for k in ("on_node_calls", "on_node_bytes", "bobcat_calls", "bobcat_bytes")}
         missed: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        why: dict[str, Counter] = defaultdict(Counter)
         for a in accts:
             for m in a.get("top_missed") or []:
                 if isinstance(m, dict) and m.get("routine"):
                     missed[m["routine"]][0] += int(m.get("calls") or 0)
                     missed[m["routine"]][1] += int(m.get("bytes") or 0)
+                    why[m["routine"]].update({k: int(v) for k, v in (m.get("why") or {}).items()})
         worst = sorted(missed.items(), key=lambda kv: (kv[1][1], kv[1][0]), reverse=True)[:top]
+
+        def reasons(name: str) -> str:
+            text = ", ".join(f"{k} {v}" for k, v in why[name].most_common(2))
+            return f" ({text})" if text else ""
         rows.append([*key, len(accts), total["on_node_calls"],
                      share(total["bobcat_calls"], total["on_node_calls"]),
                      fmt_bytes(total["on_node_bytes"]),
                      share(total["bobcat_bytes"], total["on_node_bytes"]),
-                     "; ".join(f"{name} {c} calls, {fmt_bytes(b)}" for name, (c, b) in worst)
+                     "; ".join(f"{name} {c} calls, {fmt_bytes(b)}{reasons(name)}"
+                               for name, (c, b) in worst)
                      or "none"])
     why = None if rows else (
         "no run recorded an account: runs under yod record one (campaign key account), runs of "
@@ -474,7 +483,8 @@ def account_table(ds: Dataset, top: int = 3) -> Table:
         "account", "bobcat's share of on-node MPI traffic (yod --stats)",
         "Per benchmark and configuration: the MPI calls and bytes between ranks of one node that "
         "moved data or synchronised ranks, the share of them bobcat's own paths carried, and the "
-        "routines that most went to the real MPI (by bytes; summed over the counted runs). "
+        "routines that most went to the real MPI (by bytes; summed over the counted runs) with "
+        "bobcat's main reasons for handing them over. Shares are rounded down. "
         "Counted in runs recorded for the account (docs/evaluation.md), whose timings are not "
         "used elsewhere when the campaign runs them separately; only yod configurations have one.",
         ["benchmark", "config", "mpi", "mode", "runs", "on-node calls", "on bobcat's path (calls)",
