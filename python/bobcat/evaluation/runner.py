@@ -333,8 +333,10 @@ def run(spec: RunSpec, cs: configs.ConfigSet,
     phase = on_phase or (lambda _s: None)
     config = cs.get(spec.config)
     params = spec.run_params()
-    phase("probe")
-    before = run_probe()
+    # The probes qualify timings with the placement they ran in; an untimed run has none.
+    if spec.timed:
+        phase("probe")
+    before = run_probe() if spec.timed else None
     with tempfile.TemporaryDirectory(prefix=f"bobcat-{spec.benchmark}-") as tmp:
         if spec.benchmark == "hpcc":
             # HPCC reads hpccinf.txt from its cwd and appends to hpccoutf.txt there.
@@ -377,8 +379,9 @@ def run(spec: RunSpec, cs: configs.ConfigSet,
         if config.via_yod:
             launch.detail.update(heap_pages(node_file))
         account, no_account = read_account(stats_file) if counted else (None, None)
-    phase("probe")
-    after = run_probe()
+    if spec.timed:
+        phase("probe")
+    after = run_probe() if spec.timed else None
     # A peer with a known defect after its results (oshmem's crash in shmem_finalize): the
     # results count, and the record says how the job ended.
     known = launch.detail.get("known_crash_after_done")
