@@ -97,6 +97,31 @@ int pmpi_pass_index(const char *name)
 #define STAT_EXTRA_AT (2 * PMPI_PATH_N + PMPI_STAT_ALGS + PMPI_WHY_N)
 #define STAT_WORDS (STAT_EXTRA_AT + PMPI_STAT_EXTRA)
 
+/* Row i of a flattened run (see flatten), by part; 0 if it counted nothing (then it is not shown). */
+typedef struct {
+    const uint64_t *calls, *bytes, *alg, *why, *extra;
+} row_view_t;
+
+static int row_at(const pmpi_stat_t *s, const uint64_t *all, int i, row_view_t *v)
+{
+    const uint64_t *w = all + (size_t)i * STAT_WORDS;
+    v->calls = w;
+    v->bytes = w + PMPI_PATH_N;
+    v->alg = w + 2 * PMPI_PATH_N;
+    v->why = w + 2 * PMPI_PATH_N + PMPI_STAT_ALGS;
+    v->extra = w + STAT_EXTRA_AT;
+    uint64_t any = v->calls[0] | v->calls[1] | v->calls[2];
+    for (int x = 0; x < PMPI_STAT_EXTRA && s->extra_names[x]; x++)
+        any |= v->extra[x];
+    return any != 0;
+}
+
+static const char *thread_name(int level)
+{
+    static const char *const levels[] = {"single", "funneled", "serialized", "multiple"};
+    return level >= MPI_THREAD_SINGLE && level <= MPI_THREAD_MULTIPLE ? levels[level - MPI_THREAD_SINGLE] : levels[0];
+}
+
 static void flatten(pmpi_stat_t *s, uint64_t *w)
 {
     if (s->refresh)
@@ -111,28 +136,21 @@ static void flatten(pmpi_stat_t *s, uint64_t *w)
 static void print_block(const char *who, const uint64_t *all, int ranks)
 {
     const pmpi_layer_t *L = &pmpi_layer;
-    static const char *const levels[] = {"single", "funneled", "serialized", "multiple"};
     size_t cap = 512 + (size_t)(stats_count + pmpi_pass_n) * 512, len = 0;
     char *out = malloc(cap);
     if (!out)
         return;
-    const char *lvl = L->thread_level == MPI_THREAD_SINGLE ? levels[0]
-                      : L->thread_level == MPI_THREAD_FUNNELED ? levels[1]
-                      : L->thread_level == MPI_THREAD_SERIALIZED ? levels[2] : levels[3];
     (void)ranks;
     len += (size_t)snprintf(out + len, cap - len, "bobcat: stats %s: layer=%s%s%s thread=%s\n", who,
                             L->on || !L->off_reason ? "on" : "off", L->off_reason ? " reason=" : "",
-                            L->off_reason ? L->off_reason : "", lvl);
+                            L->off_reason ? L->off_reason : "", thread_name(L->thread_level));
     int i = 0;
     for (const pmpi_stat_t *s = stats_head; s; s = s->next, i++) {
-        const uint64_t *w = all + (size_t)i * STAT_WORDS, *calls = w, *bytes = w + PMPI_PATH_N,
-                       *alg = w + 2 * PMPI_PATH_N, *why = w + 2 * PMPI_PATH_N + PMPI_STAT_ALGS;
-        const uint64_t *extra = w + STAT_EXTRA_AT;
-        uint64_t total = calls[0] + calls[1] + calls[2], extras = 0;
-        for (int x = 0; x < PMPI_STAT_EXTRA && s->extra_names[x]; x++)
-            extras |= extra[x];
-        if (!total && !extras)
+        row_view_t v;
+        if (!row_at(s, all, i, &v))
             continue;
+        const uint64_t *calls = v.calls, *bytes = v.bytes, *alg = v.alg, *why = v.why, *extra = v.extra;
+        uint64_t total = calls[0] + calls[1] + calls[2];
         len += (size_t)snprintf(out + len, cap - len, "bobcat: stats %s: %s", who, s->name);
         if (total) {
             len += (size_t)snprintf(out + len, cap - len, " calls=%llu", (unsigned long long)total);
@@ -196,7 +214,6 @@ static void json_counts(FILE *f, const char *key, const uint64_t *v, const char 
 static void write_json(const char *dir, const uint64_t *all)
 {
     const pmpi_layer_t *L = &pmpi_layer;
-    static const char *const levels[] = {"single", "funneled", "serialized", "multiple"};
     char path[4096], tmp[4200];
     snprintf(path, sizeof path, "%s/rank-%d.json", dir, L->world_rank);
     snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
@@ -205,32 +222,26 @@ static void write_json(const char *dir, const uint64_t *all)
         util_warn("BOBCAT_STATS_DIR: cannot write %s: %s (is the directory there and writable?)", tmp, strerror(errno));
         return;
     }
-    int lvl = L->thread_level >= MPI_THREAD_SINGLE && L->thread_level <= MPI_THREAD_MULTIPLE ? L->thread_level : 0;
     fprintf(f, "{\"version\": 1, \"rank\": %d, \"node\": %d, \"ranks\": %d, \"node_ranks\": %d, ",
             L->world_rank, L->world_node ? L->node : 0, L->world_size, L->local_size);
     fprintf(f, "\"layer\": \"%s\", \"reason\": \"%s\", \"thread\": \"%s\",\n \"rows\": [",
-            L->on || !L->off_reason ? "on" : "off", L->off_reason ? L->off_reason : "", levels[lvl]);
+            L->on || !L->off_reason ? "on" : "off", L->off_reason ? L->off_reason : "", thread_name(L->thread_level));
     int i = 0, first = 1;
     for (const pmpi_stat_t *s = stats_head; s; s = s->next, i++) {
-        const uint64_t *w = all + (size_t)i * STAT_WORDS, *calls = w, *bytes = w + PMPI_PATH_N,
-                       *alg = w + 2 * PMPI_PATH_N, *why = w + 2 * PMPI_PATH_N + PMPI_STAT_ALGS;
-        const uint64_t *extra = w + STAT_EXTRA_AT;
-        uint64_t any = calls[0] | calls[1] | calls[2];
-        for (int x = 0; x < PMPI_STAT_EXTRA && s->extra_names[x]; x++)
-            any |= extra[x];
-        if (!any)
+        row_view_t v;
+        if (!row_at(s, all, i, &v))
             continue;
         fprintf(f, "%s\n  {\"name\": \"%s\", ", first ? "" : ",", s->name);
         first = 0;
-        json_counts(f, "calls", calls, path_names, PMPI_PATH_N);
+        json_counts(f, "calls", v.calls, path_names, PMPI_PATH_N);
         fprintf(f, ", ");
-        json_counts(f, "bytes", bytes, path_names, PMPI_PATH_N);
+        json_counts(f, "bytes", v.bytes, path_names, PMPI_PATH_N);
         fprintf(f, ", ");
-        json_counts(f, "alg", alg, s->alg_names, PMPI_STAT_ALGS);
+        json_counts(f, "alg", v.alg, s->alg_names, PMPI_STAT_ALGS);
         fprintf(f, ", ");
-        json_counts(f, "why", why, (const char *const *)pmpi_why_names, PMPI_WHY_N);
+        json_counts(f, "why", v.why, (const char *const *)pmpi_why_names, PMPI_WHY_N);
         fprintf(f, ", ");
-        json_counts(f, "extra", extra, s->extra_names, PMPI_STAT_EXTRA);
+        json_counts(f, "extra", v.extra, s->extra_names, PMPI_STAT_EXTRA);
         fprintf(f, "}");
     }
     fprintf(f, "],\n \"pass\": [");
