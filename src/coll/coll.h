@@ -140,6 +140,8 @@ typedef struct {
                          receiver's buffer while the receivers pull the rest (two cores move the
                          data); 0 = never (every receiver copies the whole buffer) */
     int fold3;        /* first fold step out = a op b (1), or copy then a op= (0, the old way) */
+    void (*yield)(void); /* a wait gives up the core: NULL sched_yield(); the MPI layer's under
+                            MPI_THREAD_MULTIPLE also lets the rank's other threads into the layer */
 } coll_tune_t;
 BOBCAT_LAYER_API extern coll_tune_t coll_tune;
 

@@ -22,7 +22,10 @@ static inline void coll_wait_ge(const coll_node_t *cn, _Atomic uint64_t *p, uint
                 cn->progress();
             if (bobcat_msg_idle_hook) /* issue 10: match on-node point-to-point arrivals meanwhile */
                 bobcat_msg_idle_hook();
-            sched_yield();
+            if (coll_tune.yield)
+                coll_tune.yield();
+            else
+                sched_yield();
             n = 0;
         } else {
             util_poll_pause();

@@ -21,8 +21,9 @@
  * has mapped.
  *
  * Matching is MPI's: (context, source, tag) with wildcards, posted receives in post order against
- * arrivals in arrival order. The receiver's posted and unexpected lists are private. Everything
- * here is single-threaded per process (the pmpi layer disables itself under MPI_THREAD_MULTIPLE).
+ * arrivals in arrival order. The receiver's posted and unexpected lists are private. One thread
+ * of a process at a time calls in here (under MPI_THREAD_MULTIPLE the pmpi layer's lock sees to it),
+ * besides the helper of "Away" below.
  * Callers (pmpi) speak bytes: datatypes are packed/unpacked above this layer. */
 #ifndef BOBCAT_MSG_H
 #define BOBCAT_MSG_H
@@ -296,7 +297,9 @@ BOBCAT_LAYER_API int bobcat_msg_busy(void);
  * away_end with what it returned. Meanwhile a helper thread of this process, woken by waiting
  * senders (bobcat_msg_nudge), matches arrivals to the posted receives and copies them; it never
  * sends, allocates or calls MPI. Any engine call of the owner's during the call (a callback of
- * the real MPI's into bobcat) first takes the engine back. Not for MPI_THREAD_MULTIPLE. */
+ * the real MPI's into bobcat) first takes the engine back. Under MPI_THREAD_MULTIPLE the pmpi
+ * layer goes away each time it lets go of its lock while some thread sits in the real MPI, and
+ * comes home (away_end(1)) each time it takes it. */
 BOBCAT_LAYER_API int bobcat_msg_away_begin(void);
 BOBCAT_LAYER_API void bobcat_msg_away_end(int went);
 /* A send still waiting for its receiver: if that rank is away, wake its helper. */

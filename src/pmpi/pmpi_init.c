@@ -32,6 +32,12 @@ static void layer_start(void)
     if (pmpi_layer.on)
         pc_knobs_init();
     p2p_init(); /* point-to-point (p2p/p2p_init.c): collective over WORLD, on every rank */
+    if (pmpi_layer.on && provided == MPI_THREAD_MULTIPLE) {
+        /* From here every entry point holds the layer's lock (base/pmpi_lock.h); the collectives'
+         * waits let go of it when they yield. */
+        coll_tune.yield = pmpi_mt_yield;
+        pmpi_lock_start();
+    }
 }
 
 BOBCAT_EXPORT int MPI_Init(int *argc, char ***argv)
@@ -52,12 +58,20 @@ BOBCAT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *pr
 
 BOBCAT_EXPORT int MPI_Finalize(void)
 {
-    p2p_finalize(); /* before the statistics: it reports its own */
-    if (pmpi_layer.initialized) {
-        pmpi_run_finalize_hooks();
-        pmpi_stats_report();
-        pmpi_comm_layer_fini();
-        pmpi_layer.initialized = 0;
+    int rc;
+    {
+        PMPI_GUARD(); /* MULTIPLE: one thread finalizes, but a helper of the program's may still be
+                         finishing a call of its own */
+        p2p_finalize(); /* before the statistics: it reports its own */
+        if (pmpi_layer.initialized) {
+            pmpi_run_finalize_hooks();
+            pmpi_stats_report();
+            pmpi_comm_layer_fini();
+            pmpi_layer.initialized = 0;
+        }
+        coll_tune.yield = NULL;
+        pmpi_lock_stop();
     }
-    return PMPI_Finalize();
+    rc = PMPI_Finalize();
+    return rc;
 }

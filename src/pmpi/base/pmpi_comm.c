@@ -115,6 +115,7 @@ static void comm_destroy(pmpi_comm_t *pc)
 
 static int comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
+    PMPI_GUARD(); /* the real MPI calls this from any thread that frees a communicator */
     (void)keyval;
     (void)extra;
     if (cache_comm == comm) {
@@ -395,10 +396,6 @@ void pmpi_comm_layer_init(void)
     }
     if (!L->opt->MPI) {
         L->off_reason = "BOBCAT_MPI=off";
-        return;
-    }
-    if (L->thread_level == MPI_THREAD_MULTIPLE) {
-        L->off_reason = "MPI_THREAD_MULTIPLE";
         return;
     }
     L->world_node = malloc((size_t)L->world_size * sizeof(int));

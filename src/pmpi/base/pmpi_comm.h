@@ -18,8 +18,8 @@
  *
  * Rule for every MPI_* entry point: `pmpi_comm_t *pc = pmpi_comm_get(comm); if (!pc) -> PMPI_*`.
  * NULL means bobcat must not handle the communicator: the layer is off (BOBCAT_MPI=off, not
- * started by yod, MPI_THREAD_MULTIPLE, MPI not initialised or already finalised) or the
- * communicator is an intercommunicator. */
+ * started by yod, MPI not initialised or already finalised) or the communicator is an
+ * intercommunicator. Every entry point starts with PMPI_GUARD() (pmpi_lock.h). */
 #ifndef BOBCAT_PMPI_COMM_H
 #define BOBCAT_PMPI_COMM_H
 
@@ -31,17 +31,23 @@
 #include "../../util/util.h"
 #include "../../coll/coll.h"
 #include "../../msg/msg.h"
+#include "pmpi_lock.h"
 
 /* A blocking call into the real MPI. The progress rule (docs/mpi.md, "Progress"): while this rank
  * sits in it with receives posted, node mates' synchronous and rendezvous sends to them still
  * complete, because the engine's helper thread matches for it (msg.h, "Away"). Every blocking
  * PMPI_* call of the layer goes through this, and so does every MPI_* entry point the layer only
- * passes through (pmpi_pass.c, generated). */
+ * passes through (pmpi_pass.c, generated). Under MPI_THREAD_MULTIPLE it also lets go of the
+ * layer's lock for the call's duration (pmpi_lock.h). */
 #define PMPI_AWAY(call)                                                                                  \
     __extension__({                                                                                      \
-        int away_ = bobcat_msg_away_begin();                                                             \
+        int mt_ = pmpi_mt;                                                                               \
+        int away_ = mt_ ? pmpi_mt_away_begin() : bobcat_msg_away_begin();                                \
         int rc_ = (call);                                                                                \
-        bobcat_msg_away_end(away_);                                                                      \
+        if (mt_)                                                                                         \
+            pmpi_mt_away_end(away_);                                                                     \
+        else                                                                                             \
+            bobcat_msg_away_end(away_);                                                                  \
         rc_;                                                                                             \
     })
 
@@ -49,7 +55,7 @@
 
 typedef struct {
     int on;                 /* 1: bobcat handles what it can; 0: every call goes to PMPI_* */
-    const char *off_reason; /* why not on ("BOBCAT_MPI=off", "MPI_THREAD_MULTIPLE", ...) */
+    const char *off_reason; /* why not on ("BOBCAT_MPI=off", "not-started-by-yod", ...) */
     int initialized;        /* between our MPI_Init* and MPI_Finalize */
     int finalizing;         /* inside MPI_Finalize: attribute callbacks must not communicate */
     int thread_level;       /* provided by the real MPI */

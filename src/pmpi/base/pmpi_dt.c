@@ -1,5 +1,6 @@
 /* pmpi_dt: datatype facts, holds and packing for the whole MPI layer (see pmpi_dt.h). */
 #include "pmpi_dt.h"
+#include "pmpi_lock.h"
 
 #include "../../util/util.h"
 
@@ -194,7 +195,11 @@ int pmpi_dt_free(MPI_Datatype *t)
 }
 
 /* The program's own frees go through here too: the cache must forget the handle. */
-BOBCAT_EXPORT int MPI_Type_free(MPI_Datatype *t) { return pmpi_dt_free(t); }
+BOBCAT_EXPORT int MPI_Type_free(MPI_Datatype *t)
+{
+    PMPI_GUARD();
+    return pmpi_dt_free(t);
+}
 
 void pmpi_dt_release(MPI_Datatype held, MPI_Datatype user)
 {

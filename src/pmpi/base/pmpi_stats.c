@@ -43,6 +43,7 @@ static const char *const where_names[PMPI_PASS_WHERE] = {"node", "off-node", "un
 
 __attribute__((noinline, cold)) void pmpi_pass_count(int idx, MPI_Comm comm, uint64_t bytes)
 {
+    PMPI_GUARD(); /* MULTIPLE: the peek reads the layer's tables, which another thread may change */
     const pmpi_layer_t *L = &pmpi_layer;
     int where = PMPI_PASS_UNKNOWN;
     /* Where the call's communicator lies, from what bobcat already knows of it (building its
@@ -317,6 +318,7 @@ out:
  * ("fbox.direct"); -1 if no such counter or key. Counted only while BOBCAT_STATS is on (0 otherwise). */
 BOBCAT_EXPORT long long bobcat_mpi_stat(const char *call, const char *key)
 {
+    PMPI_GUARD();
     for (pmpi_stat_t *s = stats_head; s; s = s->next) {
         if (strcmp(s->name, call))
             continue;

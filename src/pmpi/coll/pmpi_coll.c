@@ -85,6 +85,7 @@ static int bcast_bytes(void *buf, size_t bytes, int root, MPI_Comm comm)
 
 BOBCAT_EXPORT int MPI_Barrier(MPI_Comm comm)
 {
+    PMPI_GUARD();
     pmpi_comm_t *pc = NULL;
     if (pc_knobs.barrier == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
         pmpi_stat_mpi(&st_barrier, pc_knobs.barrier == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
@@ -113,6 +114,7 @@ BOBCAT_EXPORT int MPI_Barrier(MPI_Comm comm)
 
 BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
+    PMPI_GUARD();
     pmpi_comm_t *pc = NULL;
     pc_dt_t d;
     if (pc_knobs.bcast == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
@@ -226,6 +228,7 @@ static int reduce_pmpi(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
 BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                              MPI_Comm comm)
 {
+    PMPI_GUARD();
     coll_op_t cop;
     pmpi_why_t why;
     size_t mult;
@@ -274,9 +277,9 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
         }
         if (pc->node[me] == pc->node[root] && root != pc->leader) {
             if (leader)
-                PMPI_Send(partial, (int)n, pc_op_base(&cop), node_rank_of(pc, root), 1, pc->node_comm);
+                PMPI_AWAY(PMPI_Send(partial, (int)n, pc_op_base(&cop), node_rank_of(pc, root), 1, pc->node_comm));
             else if (me == root)
-                PMPI_Recv(rbuf, (int)n, pc_op_base(&cop), 0, 1, pc->node_comm, MPI_STATUS_IGNORE);
+                PMPI_AWAY(PMPI_Recv(rbuf, (int)n, pc_op_base(&cop), 0, 1, pc->node_comm, MPI_STATUS_IGNORE));
         } else if (me == root) {
             memcpy(rbuf, partial, span);
         }
@@ -289,6 +292,7 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
 
 BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
+    PMPI_GUARD();
     coll_op_t cop;
     pmpi_why_t why;
     size_t mult;
@@ -438,12 +442,14 @@ static int reduce_scatter(pmpi_stat_t *st, const void *sbuf, void *rbuf, const i
 BOBCAT_EXPORT int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt, MPI_Op op,
                                            MPI_Comm comm)
 {
+    PMPI_GUARD();
     return reduce_scatter(&st_rsb, sbuf, rbuf, NULL, rcount, dt, op, comm);
 }
 
 BOBCAT_EXPORT int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt, MPI_Op op,
                                      MPI_Comm comm)
 {
+    PMPI_GUARD();
     return reduce_scatter(&st_rs, sbuf, rbuf, rcounts, 0, dt, op, comm);
 }
 
@@ -498,10 +504,12 @@ static int scan(pmpi_stat_t *st, const void *sbuf, void *rbuf, int count, MPI_Da
 
 BOBCAT_EXPORT int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
+    PMPI_GUARD();
     return scan(&st_scan, sbuf, rbuf, count, dt, op, comm, 0);
 }
 
 BOBCAT_EXPORT int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
+    PMPI_GUARD();
     return scan(&st_exscan, sbuf, rbuf, count, dt, op, comm, 1);
 }

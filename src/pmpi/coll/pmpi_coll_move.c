@@ -123,6 +123,7 @@ static int scatter_hier(pmpi_comm_t *pc, const void *sbuf, int scount, MPI_Datat
 BOBCAT_EXPORT int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                              MPI_Datatype rtype, int root, MPI_Comm comm)
 {
+    PMPI_GUARD();
     pmpi_why_t why = PMPI_WHY_VARIANT;
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.gather, &why);
     pc_dt_t sd = {0}, rd = {0};
@@ -166,6 +167,7 @@ BOBCAT_EXPORT int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, v
 BOBCAT_EXPORT int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                               MPI_Datatype rtype, int root, MPI_Comm comm)
 {
+    PMPI_GUARD();
     pmpi_why_t why = PMPI_WHY_VARIANT;
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.scatter, &why);
     pc_dt_t sd = {0}, rd = {0};
@@ -246,6 +248,7 @@ static int vlayout(vlayout_t *v, int n, const int *counts, const int *displs, co
 BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
                               const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm)
 {
+    PMPI_GUARD();
     pmpi_why_t why = PMPI_WHY_VARIANT;
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.gather, &why);
     pc_dt_t sd = {0}, rd = {0};
@@ -319,6 +322,7 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
 BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
                                void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
+    PMPI_GUARD();
     pmpi_why_t why = PMPI_WHY_VARIANT;
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.scatter, &why);
     pc_dt_t sd = {0}, rd = {0};
@@ -510,18 +514,21 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
 BOBCAT_EXPORT int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                 MPI_Datatype rtype, MPI_Comm comm)
 {
+    PMPI_GUARD();
     return allgatherv(&st_allgather, sbuf, scount, stype, rbuf, NULL, NULL, rcount, rtype, comm);
 }
 
 BOBCAT_EXPORT int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
                                  const int displs[], MPI_Datatype rtype, MPI_Comm comm)
 {
+    PMPI_GUARD();
     return allgatherv(&st_allgatherv, sbuf, scount, stype, rbuf, rcounts, displs, 0, rtype, comm);
 }
 
 BOBCAT_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                MPI_Datatype rtype, MPI_Comm comm)
 {
+    PMPI_GUARD();
     pmpi_why_t why = PMPI_WHY_VARIANT;
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.alltoall, &why);
     pc_dt_t sd = {0}, rd = {0};

@@ -124,6 +124,8 @@ typedef struct {
     int nobody;          /* no rank of the job runs it (every rank knows: MPI_Init's allgather) */
     int multinode;       /* some rank of the job is on another node: waits poke the real MPI */
     int init_seen;       /* our MPI_Init* ran */
+    int threads;         /* some rank of the job runs at MPI_THREAD_MULTIPLE: communicators agree
+                            on their context in two steps (p2p_comm.c) */
     size_t eager_limit;  /* the engine's */
     MPI_Request done;    /* the shared completed send's handle (p2p_req_done) */
 } p2p_settings_t;

@@ -5,8 +5,13 @@
  * share its node, and one PMPI_Allreduce agrees on the context (the largest "next context" of any
  * member, so no member already uses it) and on eligibility (every member has the engine running).
  * A communicator nobody registered (an intercommunicator, one made by MPI_Comm_idup or by a
- * constructor this file does not intercept, or any under MPI_THREAD_MULTIPLE) goes to the real MPI
- * whole, for every member alike. */
+ * constructor this file does not intercept) goes to the real MPI whole, for every member alike.
+ *
+ * Under MPI_THREAD_MULTIPLE several threads of a rank may register communicators at once (each
+ * lets go of the layer's lock in its PMPI_Allreduce), so a context a rank proposed may meanwhile
+ * have been taken by another of its communicators: the members then agree in rounds of two steps,
+ * a candidate (the largest proposal) and whether it is free on every member (each reserves it
+ * while it asks), until one is. */
 #include "p2p.h"
 
 #include <stdlib.h>
@@ -19,6 +24,10 @@
 static p2p_comm_t *buckets[NBUCKETS];
 p2p_comm_t *p2p_comm_last; /* one-entry cache: most programs talk on one communicator */
 static int next_ctx = 2;      /* 0: WORLD, 1: SELF */
+/* Contexts this rank holds for registrations in flight (MULTIPLE only; one per thread at most). */
+#define CTX_RESERVED_MAX 256
+static int ctx_reserved[CTX_RESERVED_MAX];
+static int ctx_nreserved;
 p2p_settings_t p2p_set;
 
 static inline unsigned hash(MPI_Comm c)
@@ -65,6 +74,64 @@ void p2p_comm_free_deferred(p2p_comm_t *c)
     PMPI_Comm_free(&comm);
 }
 
+/* A context some live communicator of mine, or a registration of mine in flight, uses. */
+static int ctx_taken(int ctx)
+{
+    for (int h = 0; h < NBUCKETS; h++)
+        for (const p2p_comm_t *c = buckets[h]; c; c = c->next)
+            if (c->ctx == ctx)
+                return 1;
+    for (int i = 0; i < ctx_nreserved; i++)
+        if (ctx_reserved[i] == ctx)
+            return 1;
+    return 0;
+}
+
+static int ctx_free_from(int ctx)
+{
+    while (ctx_taken(ctx))
+        ctx++;
+    return ctx;
+}
+
+static void ctx_unreserve(int ctx)
+{
+    for (int i = 0; i < ctx_nreserved; i++)
+        if (ctx_reserved[i] == ctx) {
+            ctx_reserved[i] = ctx_reserved[--ctx_nreserved];
+            return;
+        }
+}
+
+/* The members' context under MULTIPLE (the banner): 0 and *ctx_p reserved here (the caller lets
+ * go of it once the communicator is in the table), or 1 if some member cannot take part. */
+static int ctx_agree_threads(MPI_Comm comm, int cannot, int *ctx_p)
+{
+    int cand = ctx_free_from(next_ctx);
+    for (;;) {
+        int mine[2] = {cand, cannot}, agreed[2] = {0, 1};
+        if (PMPI_AWAY(PMPI_Allreduce(mine, agreed, 2, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS || agreed[1])
+            return 1;
+        int v = agreed[0];
+        /* reserved before asking, so no registration of another thread takes v meanwhile */
+        int here = !ctx_taken(v) && ctx_nreserved < CTX_RESERVED_MAX, everywhere = 0;
+        if (here)
+            ctx_reserved[ctx_nreserved++] = v;
+        if (PMPI_AWAY(PMPI_Allreduce(&here, &everywhere, 1, MPI_INT, MPI_MIN, comm)) != MPI_SUCCESS) {
+            if (here)
+                ctx_unreserve(v);
+            return 1;
+        }
+        if (everywhere) {
+            *ctx_p = v;
+            return 0;
+        }
+        if (here)
+            ctx_unreserve(v);
+        cand = ctx_free_from(v + 1);
+    }
+}
+
 /* Collective over `comm` (all members call it): register it or agree not to. fixed_ctx >= 0 for
  * WORLD (whose context every member knows). */
 void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
@@ -102,13 +169,17 @@ void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
     free(idx);
     /* [0] = the context, [1] = 1 if some member cannot take part. */
     int mine[2] = {fixed_ctx >= 0 ? fixed_ctx : next_ctx, !ok}, agreed[2] = {0, 1};
-    if (PMPI_AWAY(PMPI_Allreduce(mine, agreed, 2, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS)
+    int reserved = fixed_ctx < 0 && p2p_set.threads;
+    if (reserved) {
+        agreed[1] = ctx_agree_threads(comm, !ok, &agreed[0]);
+    } else if (PMPI_AWAY(PMPI_Allreduce(mine, agreed, 2, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS) {
         agreed[1] = 1;
+    }
     if (agreed[1]) {
         free(local);
         return;
     }
-    if (fixed_ctx < 0)
+    if (fixed_ctx < 0 && agreed[0] >= next_ctx)
         next_ctx = agreed[0] + 1;
     p2p_comm_t *c = calloc(1, sizeof *c);
     if (!c) {
@@ -125,6 +196,8 @@ void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
     unsigned h = hash(comm);
     c->next = buckets[h];
     buckets[h] = c;
+    if (reserved)
+        ctx_unreserve(c->ctx); /* the table holds it now */
 }
 
 void p2p_comm_reset(void)

@@ -9,6 +9,7 @@
 
 BOBCAT_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_dup(comm, newcomm));
     REG(newcomm);
     return rc;
@@ -16,6 +17,7 @@ BOBCAT_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 
 BOBCAT_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_dup_with_info(comm, info, newcomm));
     REG(newcomm);
     return rc;
@@ -23,6 +25,7 @@ BOBCAT_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm 
 
 BOBCAT_EXPORT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_split(comm, color, key, newcomm));
     REG(newcomm);
     return rc;
@@ -30,6 +33,7 @@ BOBCAT_EXPORT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *ne
 
 BOBCAT_EXPORT int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_create(comm, group, newcomm));
     REG(newcomm);
     return rc;
@@ -37,6 +41,7 @@ BOBCAT_EXPORT int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newc
 
 BOBCAT_EXPORT int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_create_group(comm, group, tag, newcomm));
     REG(newcomm);
     return rc;
@@ -45,6 +50,7 @@ BOBCAT_EXPORT int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
 BOBCAT_EXPORT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
                                   MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm));
     REG(newcomm);
     return rc;
@@ -52,6 +58,7 @@ BOBCAT_EXPORT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], co
 
 BOBCAT_EXPORT int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Cart_sub(comm, remain_dims, newcomm));
     REG(newcomm);
     return rc;
@@ -60,6 +67,7 @@ BOBCAT_EXPORT int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm 
 BOBCAT_EXPORT int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[], const int edges[], int reorder,
                                    MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm));
     REG(newcomm);
     return rc;
@@ -69,6 +77,7 @@ BOBCAT_EXPORT int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[
                                         const int destinations[], const int weights[], MPI_Info info, int reorder,
                                         MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights, info, reorder, newcomm));
     REG(newcomm);
     return rc;
@@ -79,6 +88,7 @@ BOBCAT_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, co
                                                  const int destweights[], MPI_Info info, int reorder,
                                                  MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
                                              destweights, info, reorder, newcomm));
     REG(newcomm);
@@ -87,6 +97,7 @@ BOBCAT_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, co
 
 BOBCAT_EXPORT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Intercomm_merge(intercomm, high, newcomm));
     REG(newcomm);
     return rc;
@@ -109,6 +120,14 @@ static int comm_release(MPI_Comm *comm, int (*real)(MPI_Comm *))
     return real(comm);
 }
 
-BOBCAT_EXPORT int MPI_Comm_free(MPI_Comm *comm) { return comm_release(comm, PMPI_Comm_free); }
+BOBCAT_EXPORT int MPI_Comm_free(MPI_Comm *comm)
+{
+    PMPI_GUARD();
+    return comm_release(comm, PMPI_Comm_free);
+}
 
-BOBCAT_EXPORT int MPI_Comm_disconnect(MPI_Comm *comm) { return comm_release(comm, PMPI_Comm_disconnect); }
+BOBCAT_EXPORT int MPI_Comm_disconnect(MPI_Comm *comm)
+{
+    PMPI_GUARD();
+    return comm_release(comm, PMPI_Comm_disconnect);
+}

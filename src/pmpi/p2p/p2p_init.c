@@ -19,8 +19,7 @@ int p2p_init(void)
     PMPI_Query_thread(&provided);
     PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
     void *inbox = NULL;
-    int ok = pmpi_layer.on && provided != MPI_THREAD_MULTIPLE && smap_world_size() == wsize &&
-             bobcat_msg_setup(&inbox) == BOBCAT_OK;
+    int ok = pmpi_layer.on && smap_world_size() == wsize && bobcat_msg_setup(&inbox) == BOBCAT_OK;
     static int registered;
     if (!registered) {
         pmpi_stats_register(&p2p_st_send);
@@ -28,7 +27,9 @@ int p2p_init(void)
         pmpi_stats_register(&p2p_st_engine);
         registered = 1;
     }
-    uint64_t mine = ok ? (uint64_t)(uintptr_t)inbox : 0;
+    /* My inbox (0: I cannot take part), and in bit 0 (an inbox is line-aligned) my thread level
+     * being MULTIPLE. */
+    uint64_t mine = (ok ? (uint64_t)(uintptr_t)inbox : 0) | (provided == MPI_THREAD_MULTIPLE);
     uint64_t *all = calloc((size_t)wsize, sizeof *all);
     if (!all) {
         fprintf(stderr, "bobcat: out of memory at MPI_Init (point-to-point tables of %d ranks): raise BOBCAT_HEAP\n",
@@ -37,8 +38,11 @@ int p2p_init(void)
     }
     PMPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
     int anyone = 0;
-    for (int w = 0; w < wsize; w++)
+    for (int w = 0; w < wsize; w++) {
+        p2p_set.threads |= (int)(all[w] & 1);
+        all[w] &= ~(uint64_t)1;
         anyone |= all[w] != 0;
+    }
     p2p_set.nobody = !anyone;
     for (int w = 0; w < wsize; w++) {
         int l = smap_pe_is_local(w);

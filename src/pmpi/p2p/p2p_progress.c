@@ -114,13 +114,14 @@ void p2p_idle_hook(void)
 }
 
 /* Polls before yielding: the layer's rule (BOBCAT_COLL_SPIN, 1 when ranks outnumber cores), so a
- * waiting rank neither burns the core its peer needs nor gives up its own for nothing. */
+ * waiting rank neither burns the core its peer needs nor gives up its own for nothing. Under
+ * MPI_THREAD_MULTIPLE the yield also lets this rank's other threads into the layer. */
 void p2p_relax(unsigned *spins)
 {
     unsigned limit = pmpi_layer.spin > 0 ? (unsigned)pmpi_layer.spin : 16;
     if (++*spins >= limit) {
         *spins = 0;
-        sched_yield();
+        pmpi_yield();
     } else {
         util_poll_pause(); /* the lines this loop polls are about to be written by a peer */
     }

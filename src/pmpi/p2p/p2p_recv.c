@@ -262,21 +262,25 @@ static int probe_impl(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st
 
 BOBCAT_EXPORT int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
 {
+    PMPI_GUARD();
     return probe_impl(src, tag, comm, NULL, st, 1, NULL);
 }
 
 BOBCAT_EXPORT int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 {
+    PMPI_GUARD();
     return probe_impl(src, tag, comm, flag, st, 0, NULL);
 }
 
 BOBCAT_EXPORT int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *st)
 {
+    PMPI_GUARD();
     return probe_impl(src, tag, comm, NULL, st, 1, msg);
 }
 
 BOBCAT_EXPORT int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg, MPI_Status *st)
 {
+    PMPI_GUARD();
     return probe_impl(src, tag, comm, flag, st, 0, msg);
 }
 

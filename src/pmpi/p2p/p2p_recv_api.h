@@ -4,12 +4,14 @@
 BOBCAT_EXPORT int SFX(MPI_Recv)(void *buf, COUNT_T count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
                                 MPI_Status *st)
 {
+    PMPI_GUARD();
     return recv_fast(buf, count, dt, src, tag, comm, st);
 }
 
 BOBCAT_EXPORT int SFX(MPI_Irecv)(void *buf, COUNT_T count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
                                  MPI_Request *req)
 {
+    PMPI_GUARD();
     return p2p_irecv(buf, count, dt, src, tag, comm, req);
 }
 
@@ -53,11 +55,13 @@ static int SFX(mrecv_start)(void *buf, COUNT_T count, MPI_Datatype dt, MPI_Messa
 
 BOBCAT_EXPORT int SFX(MPI_Imrecv)(void *buf, COUNT_T count, MPI_Datatype dt, MPI_Message *msg, MPI_Request *req)
 {
+    PMPI_GUARD();
     return SFX(mrecv_start)(buf, count, dt, msg, req);
 }
 
 BOBCAT_EXPORT int SFX(MPI_Mrecv)(void *buf, COUNT_T count, MPI_Datatype dt, MPI_Message *msg, MPI_Status *st)
 {
+    PMPI_GUARD();
     if (!p2p_msg_of(*msg) && !p2p_need_progress())
         return PMPI_AWAY(SFX(PMPI_Mrecv)(buf, count, dt, msg, st));
     MPI_Request req;

@@ -162,12 +162,14 @@ static p2p_req_t *slot_at(unsigned i)
 
 BOBCAT_EXPORT MPI_Fint MPI_Request_c2f(MPI_Request h)
 {
+    PMPI_GUARD();
     p2p_req_t *r = p2p_req_of(h);
     return r ? (MPI_Fint)(FORT_REQ_BASE + r->idx) : PMPI_Request_c2f(h);
 }
 
 BOBCAT_EXPORT MPI_Request MPI_Request_f2c(MPI_Fint f)
 {
+    PMPI_GUARD();
     if (f >= FORT_REQ_BASE && f < FORT_REQ_BASE + FORT_SLOTS) {
         p2p_req_t *r = slot_at((unsigned)(f - FORT_REQ_BASE));
         return r ? p2p_handle_of(r) : MPI_REQUEST_NULL;
@@ -177,12 +179,14 @@ BOBCAT_EXPORT MPI_Request MPI_Request_f2c(MPI_Fint f)
 
 BOBCAT_EXPORT MPI_Fint MPI_Message_c2f(MPI_Message h)
 {
+    PMPI_GUARD();
     p2p_req_t *m = p2p_msg_of(h);
     return m ? (MPI_Fint)(FORT_MSG_BASE + m->idx) : PMPI_Message_c2f(h);
 }
 
 BOBCAT_EXPORT MPI_Message MPI_Message_f2c(MPI_Fint f)
 {
+    PMPI_GUARD();
     if (f >= FORT_MSG_BASE && f < FORT_MSG_BASE + FORT_SLOTS) {
         p2p_req_t *m = slot_at((unsigned)(f - FORT_MSG_BASE));
         return m ? p2p_msghandle_of(m) : MPI_MESSAGE_NULL;

@@ -12,6 +12,7 @@
 
 BOBCAT_EXPORT int MPI_Start(MPI_Request *req)
 {
+    PMPI_GUARD();
     p2p_req_t *r = p2p_req_of(*req);
     if (!r)
         return PMPI_Start(req);
@@ -29,6 +30,7 @@ BOBCAT_EXPORT int MPI_Start(MPI_Request *req)
 
 BOBCAT_EXPORT int MPI_Startall(int n, MPI_Request reqs[])
 {
+    PMPI_GUARD();
     for (int i = 0; i < n; i++) {
         int rc = MPI_Start(&reqs[i]);
         if (rc != MPI_SUCCESS)

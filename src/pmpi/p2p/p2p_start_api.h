@@ -34,30 +34,35 @@ static int SFX(persist_init)(const void *buf, COUNT_T count, MPI_Datatype dt, in
 BOBCAT_EXPORT int SFX(MPI_Send_init)(const void *buf, COUNT_T count, MPI_Datatype dt, int dest, int tag,
                                      MPI_Comm comm, MPI_Request *req)
 {
+    PMPI_GUARD();
     return SFX(persist_init)(buf, count, dt, dest, tag, comm, MODE_STD, req);
 }
 
 BOBCAT_EXPORT int SFX(MPI_Ssend_init)(const void *buf, COUNT_T count, MPI_Datatype dt, int dest, int tag,
                                       MPI_Comm comm, MPI_Request *req)
 {
+    PMPI_GUARD();
     return SFX(persist_init)(buf, count, dt, dest, tag, comm, MODE_SYNC, req);
 }
 
 BOBCAT_EXPORT int SFX(MPI_Rsend_init)(const void *buf, COUNT_T count, MPI_Datatype dt, int dest, int tag,
                                       MPI_Comm comm, MPI_Request *req)
 {
+    PMPI_GUARD();
     return SFX(persist_init)(buf, count, dt, dest, tag, comm, MODE_READY, req);
 }
 
 BOBCAT_EXPORT int SFX(MPI_Bsend_init)(const void *buf, COUNT_T count, MPI_Datatype dt, int dest, int tag,
                                       MPI_Comm comm, MPI_Request *req)
 {
+    PMPI_GUARD();
     return SFX(persist_init)(buf, count, dt, dest, tag, comm, MODE_BUF, req);
 }
 
 BOBCAT_EXPORT int SFX(MPI_Recv_init)(void *buf, COUNT_T count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
                                      MPI_Request *req)
 {
+    PMPI_GUARD();
     return SFX(persist_init)(buf, count, dt, src, tag, comm, MODE_RECV, req);
 }
 
@@ -65,6 +70,7 @@ BOBCAT_EXPORT int SFX(MPI_Sendrecv)(const void *sbuf, COUNT_T scount, MPI_Dataty
                                     void *rbuf, COUNT_T rcount, MPI_Datatype rtype, int src, int rtag, MPI_Comm comm,
                                     MPI_Status *st)
 {
+    PMPI_GUARD();
     if (!p2p_comm_lookup(comm) && !p2p_need_progress()) {
         return PMPI_AWAY(SFX(PMPI_Sendrecv)(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, st));
     }
@@ -83,6 +89,7 @@ BOBCAT_EXPORT int SFX(MPI_Sendrecv)(const void *sbuf, COUNT_T scount, MPI_Dataty
 BOBCAT_EXPORT int SFX(MPI_Sendrecv_replace)(void *buf, COUNT_T count, MPI_Datatype dt, int dest, int stag, int src,
                                             int rtag, MPI_Comm comm, MPI_Status *st)
 {
+    PMPI_GUARD();
     if (!p2p_comm_lookup(comm) && !p2p_need_progress()) {
         return PMPI_AWAY(SFX(PMPI_Sendrecv_replace)(buf, count, dt, dest, stag, src, rtag, comm, st));
     }

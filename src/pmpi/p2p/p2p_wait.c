@@ -49,6 +49,7 @@ static inline int has_mine(int n, const MPI_Request *reqs)
 
 BOBCAT_EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 {
+    PMPI_GUARD();
     p2p_req_t *r = p2p_req_of(*req);
     if (!r) {
         if (p2p_need_progress())
@@ -69,10 +70,11 @@ BOBCAT_EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 
 BOBCAT_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *st)
 {
+    PMPI_GUARD();
     p2p_req_t *r = p2p_req_of(*req);
     if (!r) {
         if (!p2p_need_progress() || *req == MPI_REQUEST_NULL)
-            return PMPI_Wait(req, st);
+            return PMPI_AWAY(PMPI_Wait(req, st));
         unsigned spins = 0;
         for (;;) {
             int flag = 0, rc = PMPI_Test(req, &flag, st);
@@ -98,6 +100,7 @@ BOBCAT_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *st)
 
 BOBCAT_EXPORT int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *st)
 {
+    PMPI_GUARD();
     if (req == MPI_REQUEST_NULL) {
         /* MPI 4.0 3.7.3: flag true and an empty status, MPI_ERROR = MPI_SUCCESS included (Open MPI
          * 4.1 leaves MPI_ERROR as it was; MPICH's test suite, rqstatus, checks it). */
@@ -116,6 +119,7 @@ BOBCAT_EXPORT int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status 
 
 BOBCAT_EXPORT int MPI_Request_free(MPI_Request *req)
 {
+    PMPI_GUARD();
     p2p_req_t *r = p2p_req_of(*req);
     if (!r)
         return PMPI_Request_free(req);
@@ -145,6 +149,7 @@ BOBCAT_EXPORT int MPI_Request_free(MPI_Request *req)
 
 BOBCAT_EXPORT int MPI_Cancel(MPI_Request *req)
 {
+    PMPI_GUARD();
     p2p_req_t *r = p2p_req_of(*req);
     if (!r)
         return PMPI_Cancel(req);
@@ -309,6 +314,7 @@ static int testall_impl(int n, MPI_Request *reqs, int *flag, MPI_Status *sts)
 
 BOBCAT_EXPORT int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 {
+    PMPI_GUARD();
     if (!has_mine(n, reqs)) {
         if (p2p_need_progress())
             p2p_progress();
@@ -361,6 +367,7 @@ static int waitall_mine(int n, MPI_Request *reqs, MPI_Status *sts)
 
 BOBCAT_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
+    PMPI_GUARD();
     int mine = 0, real = 0;
     for (int i = 0; i < n; i++) {
         if (p2p_req_of(reqs[i]))
@@ -369,7 +376,7 @@ BOBCAT_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
             real |= reqs[i] != MPI_REQUEST_NULL;
     }
     if (!mine && !p2p_need_progress())
-        return PMPI_Waitall(n, reqs, sts);
+        return PMPI_AWAY(PMPI_Waitall(n, reqs, sts));
     if (mine && !real)
         return waitall_mine(n, reqs, sts);
     unsigned spins = 0;
@@ -439,6 +446,7 @@ static int testany_impl(int n, MPI_Request *reqs, int *idx, int *flag, MPI_Statu
 
 BOBCAT_EXPORT int MPI_Testany(int n, MPI_Request reqs[], int *idx, int *flag, MPI_Status *st)
 {
+    PMPI_GUARD();
     if (!has_mine(n, reqs)) {
         if (p2p_need_progress())
             p2p_progress();
@@ -449,8 +457,9 @@ BOBCAT_EXPORT int MPI_Testany(int n, MPI_Request reqs[], int *idx, int *flag, MP
 
 BOBCAT_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *idx, MPI_Status *st)
 {
+    PMPI_GUARD();
     if (!has_mine(n, reqs) && !p2p_need_progress())
-        return PMPI_Waitany(n, reqs, idx, st);
+        return PMPI_AWAY(PMPI_Waitany(n, reqs, idx, st));
     unsigned spins = 0;
     for (;;) {
         int flag = 0, rc = testany_impl(n, reqs, idx, &flag, st);
@@ -545,6 +554,7 @@ static int testsome_impl(int n, MPI_Request *reqs, int *outcount, int *idxs, MPI
 
 BOBCAT_EXPORT int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idxs[], MPI_Status sts[])
 {
+    PMPI_GUARD();
     if (!has_mine(n, reqs)) {
         if (p2p_need_progress())
             p2p_progress();
@@ -555,8 +565,9 @@ BOBCAT_EXPORT int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idx
 
 BOBCAT_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idxs[], MPI_Status sts[])
 {
+    PMPI_GUARD();
     if (!has_mine(n, reqs) && !p2p_need_progress())
-        return PMPI_Waitsome(n, reqs, outcount, idxs, sts);
+        return PMPI_AWAY(PMPI_Waitsome(n, reqs, outcount, idxs, sts));
     unsigned spins = 0;
     for (;;) {
         int rc = testsome_impl(n, reqs, outcount, idxs, sts);
@@ -569,6 +580,7 @@ BOBCAT_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx
 
 BOBCAT_EXPORT int MPI_Buffer_detach(void *buffer_addr, int *size)
 {
+    PMPI_GUARD();
     unsigned spins = 0;
     while (p2p_orphans_pending()) { /* buffered sends still on their way */
         p2p_progress();

@@ -48,6 +48,7 @@ static shwin_t *shwin_of(MPI_Win win)
  * SHARED; if so, all split by plan node, the UNDEFINED ranks with color MPI_UNDEFINED. */
 BOBCAT_EXPORT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)
 {
+    PMPI_GUARD();
     pmpi_comm_t *pc;
     int rc;
     if ((split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED) || !(pc = pmpi_comm_get(comm))) {
@@ -78,23 +79,27 @@ static int counted(int rc)
 
 BOBCAT_EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
+    PMPI_GUARD();
     return counted(PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, comm, win)));
 }
 
 BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                                    MPI_Win *win)
 {
+    PMPI_GUARD();
     return counted(PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win)));
 }
 
 BOBCAT_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
+    PMPI_GUARD();
     return counted(PMPI_AWAY(PMPI_Win_create_dynamic(info, comm, win)));
 }
 
 BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                                           MPI_Win *win)
 {
+    PMPI_GUARD();
     pmpi_comm_t *pc = pmpi_comm_get(comm);
     if (!pc || !pc->single_node || size < 0 || disp_unit <= 0 ||
         (win_keyval == MPI_KEYVAL_INVALID &&
@@ -159,6 +164,7 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
 
 BOBCAT_EXPORT int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
 {
+    PMPI_GUARD();
     shwin_t *w = shwin_of(win);
     if (!w || rank < MPI_PROC_NULL || rank >= w->n || (rank < 0 && rank != MPI_PROC_NULL))
         return PMPI_Win_shared_query(win, rank, size, disp_unit, baseptr);
@@ -176,6 +182,7 @@ BOBCAT_EXPORT int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, in
 
 BOBCAT_EXPORT int MPI_Win_get_attr(MPI_Win win, int keyval, void *value, int *flag)
 {
+    PMPI_GUARD();
     shwin_t *w;
     if (keyval == MPI_WIN_CREATE_FLAVOR && shwin_of(win)) {
         *(const int **)value = &flavor_shared;
@@ -195,6 +202,7 @@ BOBCAT_EXPORT int MPI_Win_get_attr(MPI_Win win, int keyval, void *value, int *fl
 
 BOBCAT_EXPORT int MPI_Win_free(MPI_Win *win)
 {
+    PMPI_GUARD();
     shwin_t *w = win ? shwin_of(*win) : NULL;
     if (!w) {
         int rc = PMPI_AWAY(PMPI_Win_free(win));
