@@ -10,7 +10,8 @@
  * hangs here. Run it under yod -tlimit so a hang fails; rank 0 names every case before it runs, so
  * the last line names the one that hung. Usage: mp_progress [CALL [SEND]]: only the calls and
  * sends whose names contain these substrings. Forcing bobcat's collectives to the real MPI (BOBCAT_COLL_*=mpi) makes more of them
- * such calls. */
+ * such calls. MP_PROGRESS_THREADS=multiple starts MPI at MPI_THREAD_MULTIPLE (the layer's lock then
+ * lets go of the engine around every blocking call: the same rule must hold). */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -279,7 +280,17 @@ static void one_case(const call_t *c, int kind, int tag)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    const char *lvl = getenv("MP_PROGRESS_THREADS");
+    if (lvl && !strcmp(lvl, "multiple")) {
+        int provided = -1;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided != MPI_THREAD_MULTIPLE) {
+            fprintf(stderr, "mp_progress: MPI_THREAD_MULTIPLE not provided (%d)\n", provided);
+            MPI_Abort(MPI_COMM_WORLD, 77);
+        }
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     peer = (rank ^ 1) < size ? rank ^ 1 : MPI_PROC_NULL;
