@@ -5,15 +5,31 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 int bc_rank = 0;
 
+/* BC_THREAD_LEVEL=multiple starts MPI at MPI_THREAD_MULTIPLE (one thread still does all the
+ * work): what a hybrid or mpi4py program's single communicating thread pays for the level. */
 void bc_init(int *argc, char ***argv)
 {
-    MPI_Init(argc, argv);
+    const char *lvl = getenv("BC_THREAD_LEVEL");
+    if (lvl && !strcmp(lvl, "multiple")) {
+        int provided = MPI_THREAD_SINGLE;
+        MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided != MPI_THREAD_MULTIPLE) {
+            fprintf(stderr, "bench: BC_THREAD_LEVEL=multiple but the MPI provides level %d\n", provided);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    } else if (lvl && *lvl && strcmp(lvl, "single")) {
+        fprintf(stderr, "bench: BC_THREAD_LEVEL='%s': use single or multiple\n", lvl);
+        exit(2);
+    } else {
+        MPI_Init(argc, argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &bc_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &bc_nranks);
     bc_is_root = bc_rank == 0;

@@ -41,10 +41,10 @@ def main(argv=None) -> int:
     ap.add_argument("--all-modules", action="store_true",
                     help="keep the modules left out by default (" + ", ".join(DEFAULT_EXCLUDES) + ")")
     ap.add_argument("--numpy", action="store_true", help="also run the NumPy variants (slower)")
-    ap.add_argument("--thread-level", default="single",
+    ap.add_argument("--thread-level", default="multiple",
                     choices=["single", "funneled", "serialized", "multiple"],
-                    help="the level mpi4py requests (default single; mpi4py's own default, "
-                         "multiple, makes bobcat route the whole job to the real MPI)")
+                    help="the level mpi4py requests (default multiple, mpi4py's own default; bobcat's "
+                         "layer is on at every level)")
     ap.add_argument("--test-timeout", type=int, default=120, help="seconds one test may take")
     ap.add_argument("--job-timeout", type=int, default=1800, help="seconds one job may take")
     ap.add_argument("--fresh-baseline", action="store_true", help="ignore cached bare results")

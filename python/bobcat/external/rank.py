@@ -138,7 +138,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pattern", action="append", default=[], help="test name substring (runtests -k)")
     ap.add_argument("--numpy", action="store_true", help="also run the NumPy variants")
     ap.add_argument("--test-timeout", type=float, default=120.0)
-    ap.add_argument("--thread-level", default="single",
+    ap.add_argument("--thread-level", default="multiple",
                     choices=["single", "funneled", "serialized", "multiple"],
                     help="what mpi4py asks MPI_Init_thread for (mpi4py's own default is multiple)")
     a = ap.parse_args(argv)
