@@ -61,6 +61,9 @@ typedef struct {
  * Exits 0 after --help and 2 (with a message on stderr from one rank only) on a bad argument. */
 void bc_parse(int argc, char **argv, const char *bench, const char *summary, unsigned common_mask,
               bc_common_t *c, const bc_opt_t *opts);
+/* --thread-level multiple (every program takes it): bc_init starts MPI at MPI_THREAD_MULTIPLE, one
+ * thread still doing all the work: what a hybrid or mpi4py program's communicating thread pays. */
+extern int bc_thread_multiple;
 
 /* Parses "64", "4K", "2M", "1G" (powers of 1024, optional trailing B/iB). Returns 0 or -1. */
 int bc_parse_size(const char *s, size_t *out_p);

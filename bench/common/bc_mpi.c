@@ -12,21 +12,15 @@
 
 int bc_rank = 0;
 
-/* BC_THREAD_LEVEL=multiple starts MPI at MPI_THREAD_MULTIPLE (one thread still does all the
- * work): what a hybrid or mpi4py program's single communicating thread pays for the level. */
 void bc_init(int *argc, char ***argv)
 {
-    const char *lvl = getenv("BC_THREAD_LEVEL");
-    if (lvl && !strcmp(lvl, "multiple")) {
+    if (bc_thread_multiple) {
         int provided = MPI_THREAD_SINGLE;
         MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
         if (provided != MPI_THREAD_MULTIPLE) {
-            fprintf(stderr, "bench: BC_THREAD_LEVEL=multiple but the MPI provides level %d\n", provided);
+            fprintf(stderr, "bench: --thread-level multiple but the MPI provides level %d\n", provided);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
-    } else if (lvl && *lvl && strcmp(lvl, "single")) {
-        fprintf(stderr, "bench: BC_THREAD_LEVEL='%s': use single or multiple\n", lvl);
-        exit(2);
     } else {
         MPI_Init(argc, argv);
     }

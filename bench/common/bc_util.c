@@ -152,6 +152,8 @@ static void powers_of_two(bc_common_t *c)
     c->nsizes = k;
 }
 
+int bc_thread_multiple;
+
 static void print_help(const char *summary, unsigned mask, const bc_common_t *c,
                        const bc_opt_t *opts)
 {
@@ -188,6 +190,7 @@ static void print_help(const char *summary, unsigned mask, const bc_common_t *c,
                "(default: malloc)\n",
                "pages P");
     printf("  --%-14s check every result, report valid in the done line\n", "validate");
+    printf("  --%-14s start MPI at MPI_THREAD_MULTIPLE or the default (default single)\n", "thread-level L");
     printf("  --%-14s this text\n", "help");
 }
 
@@ -223,6 +226,14 @@ void bc_parse(int argc, char **argv, const char *bench, const char *summary, uns
             if (val)
                 bc_usage_error("--validate takes no value");
             c->validate = 1;
+            continue;
+        }
+        if (strcmp(name, "thread-level") == 0) {
+            if (!val && i + 1 < argc)
+                val = argv[++i];
+            if (!val || (strcmp(val, "single") && strcmp(val, "multiple")))
+                bc_usage_error("--thread-level: '%s' is neither 'single' nor 'multiple'", val ? val : "");
+            bc_thread_multiple = strcmp(val, "multiple") == 0;
             continue;
         }
         /* Every other option: find its kind first, then take the value. */

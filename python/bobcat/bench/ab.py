@@ -8,13 +8,14 @@ over the samples of one placement state (default: the state most samples drew) a
 Lower is better for times, so a ratio below 1 means NEW is faster (msgrate: above 1).
 
     python -m bobcat.bench.ab --old /path/old/stage --new build/stage --rounds 8
-    python -m bobcat.bench.ab --old build/stage --new build/stage --new-env BC_THREAD_LEVEL=multiple
+    python -m bobcat.bench.ab --old build/stage --new build/stage --new-args '--thread-level multiple'
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -24,10 +25,10 @@ TESTS = "PingPong,msgrate,Barrier,Allreduce,Bcast,Alltoall"
 SIZES = "8,4096,65536,1M"
 
 
-def run_one(home: str, imb: str, tests: str, sizes: str, slices: int, mpi: str, extra_env=None) -> list[dict]:
+def run_one(home: str, imb: str, tests: str, sizes: str, slices: int, mpi: str, extra=()) -> list[dict]:
     cmd = [os.path.join(home, "bin", "yod"), "-VN2", "-np", "2", "--heap", "512M", "--mpi", mpi, imb,
-           "--test", tests, "--sizes", sizes, "--slices", str(slices), "--time", "0.05"]
-    env = dict(os.environ, BOBCAT_HOME=home, **(extra_env or {}))
+           "--test", tests, "--sizes", sizes, "--slices", str(slices), "--time", "0.05", *extra]
+    env = dict(os.environ, BOBCAT_HOME=home)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     if out.returncode != 0:
         sys.exit(f"bench_ab: {' '.join(cmd)} failed ({out.returncode}): {out.stderr[-2000:]}")
@@ -50,17 +51,12 @@ def main(argv=None) -> int:
     ap.add_argument("--tests", default=TESTS)
     ap.add_argument("--sizes", default=SIZES)
     ap.add_argument("--placement", help="state to compare in (default: the most common one)")
-    ap.add_argument("--old-env", action="append", default=[], metavar="K=V",
-                    help="environment of the old build's jobs only (repeatable); with --new equal to --old, "
-                         "compares two settings of one build (e.g. --new-env BC_THREAD_LEVEL=multiple)")
-    ap.add_argument("--new-env", action="append", default=[], metavar="K=V", help="the same for the new build's jobs")
+    ap.add_argument("--old-args", default="", metavar="ARGS",
+                    help="more imb arguments for the old build's jobs only; with --new equal to --old, "
+                         "compares two settings of one build (e.g. --new-args '--thread-level multiple')")
+    ap.add_argument("--new-args", default="", metavar="ARGS", help="the same for the new build's jobs")
     a = ap.parse_args(argv)
-    envs = {}
-    for name, pairs in (("old", a.old_env), ("new", a.new_env)):
-        bad = [p for p in pairs if "=" not in p]
-        if bad:
-            ap.error(f"--{name}-env {bad[0]!r}: expected KEY=VALUE")
-        envs[name] = dict(p.split("=", 1) for p in pairs)
+    extra = {"old": shlex.split(a.old_args), "new": shlex.split(a.new_args)}
     imb = os.path.join(a.new, "libexec", "bobcat", "bench", f"imb.{a.mpi}")
     samples: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     states = Counter()
@@ -69,7 +65,7 @@ def main(argv=None) -> int:
         if k % 2:
             order.reverse()
         for name, home in order:
-            for r in run_one(home, imb, a.tests, a.sizes, a.slices, a.mpi, envs[name]):
+            for r in run_one(home, imb, a.tests, a.sizes, a.slices, a.mpi, extra[name]):
                 key = (r["bench"], r["params"].get("bytes"))
                 st = r.get("placement", "?")
                 states[st] += 1
