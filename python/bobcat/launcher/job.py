@@ -145,30 +145,54 @@ def parse_status(line: bytes) -> tuple[str, dict[str, str]]:
     return kind, fields
 
 
+def proc_level() -> int | None:
+    """None when /proc numbers processes as yod's PID namespace does (the usual case); else the
+    depth of yod's namespace below the one /proc belongs to (`unshare --pid --fork` without
+    --mount-proc leaves the host's /proc in place: its numbers are not the ones kill() takes)."""
+    try:
+        if int(os.readlink("/proc/self")) == os.getpid():
+            return None
+        with open("/proc/self/status", "rb") as f:
+            nspid = next(l for l in f if l.startswith(b"NSpid:")).split()[1:]
+        return len(nspid) - 1
+    except (OSError, ValueError, StopIteration):
+        return None
+
+
+def _ns_pid(name: str, level: int) -> int | None:
+    """The pid of /proc/<name> in yod's namespace (its NSpid at yod's depth), None if outside it."""
+    with open(f"/proc/{name}/status", "rb") as f:
+        nspid = next(l for l in f if l.startswith(b"NSpid:")).split()[1:]
+    return int(nspid[level]) if len(nspid) > level else None
+
+
 def job_pids(job_id: str) -> set[int]:
     """Processes on this host that belong to the job: its id in their environment, or they are
-    our (re-parented) children."""
-    me = os.getpid()
+    our (re-parented) children.  Pids are yod's own (those kill() takes), also when /proc is
+    the host's and yod runs in a PID namespace below it."""
+    level = proc_level()
+    me_here = os.getpid() if level is None else int(os.readlink("/proc/self"))
     needle = f"BOBCAT_JOB_ID={job_id}".encode()
     found = set()
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        pid = int(name)
-        if pid == me:
+        if int(name) == me_here:
             continue
         try:
             with open(f"/proc/{name}/environ", "rb") as f:
-                if needle in f.read().split(b"\0"):
+                ours = needle in f.read().split(b"\0")
+            if not ours:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+                # The command name may hold spaces and ')'; the ppid is the second field after the last ')'.
+                fields = stat[stat.rindex(b")") + 2:].split()
+                ours = int(fields[1]) == me_here and fields[0] != b"Z"
+            if ours:
+                pid = int(name) if level is None else _ns_pid(name, level)
+                if pid is not None:
                     found.add(pid)
-                    continue
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-            # The command name may hold spaces and ')'; the ppid is the second field after the last ')'.
-            fields = stat[stat.rindex(b")") + 2:].split()
-            if int(fields[1]) == me and fields[0] != b"Z":
-                found.add(pid)
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError, StopIteration):
             continue
     return found
 

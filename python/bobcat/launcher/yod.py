@@ -119,6 +119,19 @@ def _fallback_reason() -> str:
     return ", ".join(reasons) or "no 2 MiB pages could be had"
 
 
+def _ompi_session_base(env: dict[str, str]) -> str | None:
+    """Where to make a private directory for Open MPI's session files when its usual one cannot
+    be ours, else None.  Open MPI names it `<TMPDIR or /tmp>/ompi.<host>.<uid>` and fails in
+    orte_init ("orte_session_dir failed") when it exists but belongs to someone else: in a user
+    namespace (a rootless container, `unshare --user --map-root-user`) the uid is the namespace's
+    0, and the directory of that name is the real root's, left by any root job on the host."""
+    base = env.get("TMPDIR") or env.get("TEMP") or env.get("TMP") or "/tmp"
+    top = os.path.join(base, f"ompi.{os.uname().nodename}.{os.geteuid()}")
+    if not os.path.lexists(top) or os.access(top, os.W_OK | os.X_OK):
+        return None
+    return base
+
+
 class Yod:
     def __init__(self, opts: Options):
         self.opts = opts
@@ -139,6 +152,16 @@ class Yod:
                              "(or drop --simulate-nodes to use the hosts)")
         self.mpi, is_mpi = _detect(o)
         self.kind = pick_kind(self.mpi, o.hostfile, o.simulate_nodes)
+        if self.mpi:
+            from .job import proc_level
+            if proc_level() is not None:
+                # yod and libbobcat cope (job.py maps the pids); the MPIs do not: UCX finds a peer's
+                # shared memory through /proc/<pid>/fd and Open MPI's ranks fail to start.
+                raise UsageError(
+                    "/proc belongs to another PID namespace than yod's (`unshare --pid` without "
+                    "--mount-proc?): the MPI finds its peers' shared memory through /proc/<pid> and fails "
+                    "in MPI_Init; mount this namespace's own /proc (unshare --pid --fork --mount-proc, or "
+                    "mount -t proc proc /proc in a mount namespace) — docs/containers.md")
         hosts = None
         if o.hostfile:
             hosts = hostfile_hosts(o.hostfile)
@@ -223,6 +246,10 @@ class Yod:
                    BOBCAT_PAGES=o.pages, BOBCAT_BIND="none" if self.oversubscribed else "core")
         if self.kind == "openmpi" and os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        # Made in run() (not under --dry-run), removed after the job.
+        self.ompi_tmp_base = (_ompi_session_base(env) if self.kind == "openmpi"
+                              and not env.get("OMPI_MCA_orte_tmpdir_base") else None)
+        self.private_tmp = None
         per_group: list[list[str]] = [[] for _ in o.groups]
         for name, values in (("BOBCAT_HEAP", [str(h) for h in self.heaps]), ("BOBCAT_PRELOAD", libs)):
             if len(set(values)) == 1:
@@ -348,6 +375,18 @@ class Yod:
             if self.kind == "openmpi" and "BOBCAT_STATS_DIR" not in self.launch.env_names:
                 # mpirun passes on only the variables it is told to (-x), for the remote nodes.
                 self.launch.argv[1:1] = ["-x", "BOBCAT_STATS_DIR"]
+        if self.ompi_tmp_base:
+            import tempfile
+            try:
+                self.private_tmp = tempfile.mkdtemp(prefix="yod-ompi-", dir=self.ompi_tmp_base)
+                self.env["OMPI_MCA_orte_tmpdir_base"] = self.private_tmp
+            except OSError as e:
+                _err(f"Open MPI's session directory in {self.ompi_tmp_base} belongs to another user (a user "
+                     f"namespace?) and no private one can be made there ({e.strerror}): set TMPDIR")
+                if stats_dir is not None:
+                    import shutil
+                    shutil.rmtree(stats_dir, ignore_errors=True)
+                return EXIT_USAGE
         job = Job(self.launch.argv, self.env, self.job_id, self.plan.ranks, self.opts.tlimit,
                   self.on_status, scan_always=self.kind == "srun")
         try:
@@ -356,6 +395,9 @@ class Yod:
             _err(str(e))
             return EXIT_STARTUP
         finally:
+            if self.private_tmp:
+                import shutil
+                shutil.rmtree(self.private_tmp, ignore_errors=True)
             if self.node_out is not None:
                 self.node_out.close()
             if stats_dir is not None:
