@@ -31,6 +31,7 @@ MAX_HEAP = 1 << 44           # SMAP_MAX_HEAP: 16 TiB
 MAX_LOCAL_RANKS = 1024       # SMAP_MAX_LOCAL_RANKS
 PT_BUDGET = 0.01             # warn when page tables would take more than 1 % of a node's memory
 MPIS = ("openmpi", "mpich")
+BOOT_DIR_MAX = 64            # BOOT_DIR_MAX (src/boot/boot.h): the directory's part of sun_path
 
 
 class UsageError(Exception):
@@ -63,6 +64,7 @@ class Options:
         self.tlimit: float | None = None
         self.verbose = False
         self.node_file: str | None = None     # --node-file: where the nodes' status lines go
+        self.boot_dir: str | None = None      # --boot-dir: bootstrap socket files (BOBCAT_BOOT_DIR)
         self.stats: str | None = None         # --stats: where the job's account goes (JSON)
         self.mpi: str | None = None
         self.hostfile: str | None = None
@@ -143,7 +145,7 @@ def resolve_program(prog: str, where: str) -> str:
 
 # Long options taking a value; '--opt=value' is accepted for each of them.
 _VALUED = {"-np", "-F", "--heap", "--heap-node", "--pages", "--windows", "-tlimit", "--tlimit", "--mpi",
-           "--hostfile", "--launcher-arg", "-n", "--node-file", "--stats"}
+           "--hostfile", "--launcher-arg", "-n", "--node-file", "--stats", "--boot-dir"}
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -207,6 +209,15 @@ def parse_args(argv: list[str]) -> Options:
                 raise UsageError(f"--stats {val}: directory {d} does not exist or is not writable; "
                                  "give a file in a writable directory")
             o.stats = os.path.abspath(val)
+        elif name == "--boot-dir":
+            d = os.path.abspath(val)
+            if not os.path.isdir(d) or not os.access(d, os.W_OK | os.X_OK):
+                raise UsageError(f"--boot-dir {val}: {d} is not a writable directory; give one that every "
+                                 "rank of a node can reach (a volume the containers share)")
+            if len(d) > BOOT_DIR_MAX:
+                raise UsageError(f"--boot-dir {d}: {len(d)} characters, but a unix socket's name holds at most "
+                                 f"{BOOT_DIR_MAX} for the directory; use a shorter path")
+            o.boot_dir = d
         elif name == "--mpi":
             if val not in MPIS:
                 raise UsageError(f"--mpi {val!r}: choose openmpi or mpich")

@@ -44,6 +44,8 @@ options:
   --launcher-arg ARG  extra argument for the MPI launcher (repeatable)
   --verbose, -v       print the plan and the page size the ranks got
   --node-file FILE    write each node's status line (heap, page kind, populate time) to FILE
+  --boot-dir DIR      bootstrap through socket files in DIR, shared by a node's ranks, instead of
+                      abstract sockets (ranks in different network namespaces; BOBCAT_BOOT_DIR)
   --stats FILE        count every MPI call of every rank (BOBCAT_STATS_DIR) and write the job's
                       account to FILE (JSON); print the share of on-node traffic on bobcat's path
   --dry-run           print the plan and the launcher command; launch nothing
@@ -117,6 +119,21 @@ def _fallback_reason() -> str:
     except (OSError, IndexError):
         pass
     return ", ".join(reasons) or "no 2 MiB pages could be had"
+
+
+def _remove_boot_sockets(d: str, job_id: str) -> None:
+    """Local rank 0 removes its socket file once the node has formed; a rank 0 killed during the
+    bootstrap cannot, so yod removes what is left of this job's (this host's view of the dir)."""
+    prefix = f"bobcat-{job_id}-"
+    try:
+        names = [n for n in os.listdir(d) if n.startswith(prefix)]
+    except OSError:
+        return
+    for n in names:
+        try:
+            os.unlink(os.path.join(d, n))
+        except OSError:
+            pass
 
 
 def _ompi_session_base(env: dict[str, str]) -> str | None:
@@ -261,6 +278,9 @@ class Yod:
                         per_group[g] += ["--setenv", f"{name}={v}"]
         if o.windows:
             env["BOBCAT_WINDOWS"] = o.windows
+        if o.boot_dir:
+            env["BOBCAT_BOOT_DIR"] = o.boot_dir
+        self.boot_dir = env.get("BOBCAT_BOOT_DIR") or None
         self.windows = env.get("BOBCAT_WINDOWS") or "auto"
         self.page_tables = self._page_tables()
         self.env = env
@@ -395,6 +415,8 @@ class Yod:
             _err(str(e))
             return EXIT_STARTUP
         finally:
+            if self.boot_dir:
+                _remove_boot_sockets(self.boot_dir, self.job_id)
             if self.private_tmp:
                 import shutil
                 shutil.rmtree(self.private_tmp, ignore_errors=True)
