@@ -364,3 +364,56 @@ def test_ranks_in_different_network_namespaces(tmp_path):
         assert list(d.iterdir()) == []
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_kill_9_during_a_file_bootstrap_leaves_nothing(tmp_path):
+    """Local rank 0 killed with SIGKILL while it waits at its socket file (rank 1 held back by a
+    fifo), in the seccomp sandbox: yod ends the job, removes the stale file and leaves no process;
+    the next job bootstraps in the same directory."""
+    fifo = tmp_path / "hold"
+    os.mkfifo(fifo)
+    d = Path(tempfile.mkdtemp(prefix="bobcat-boot-", dir="/tmp"))
+    wrapper = ['sh', '-c', f'[ "$PMI_RANK" = 1 ] && read x < {fifo}; exec env LD_PRELOAD={LIBBOBCAT} /bin/true']
+    cmd = [str(NOCMA), str(YOD), "-v", "--no-preload", "--mpi", "mpich", "--boot-dir", str(d), "-VN2", "-np", "2",
+           "--heap", "128M", *wrapper]
+    job = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd="/tmp")
+    try:
+        end = time.monotonic() + 30
+        while not list(d.iterdir()):
+            assert job.poll() is None and time.monotonic() < end, "rank 0 never made its socket file"
+            time.sleep(0.01)
+        sock = next(d.iterdir())
+        job_id = sock.name.split("-")[1]
+        holder = [int(p) for p in os.listdir("/proc") if p.isdigit() and _holds(int(p), sock)]
+        assert len(holder) == 1, holder
+        os.kill(holder[0], 9)
+        _, err = job.communicate(timeout=30)
+        assert job.returncode == 1, err
+        assert "signal 9" in err, err
+        assert list(d.iterdir()) == [], "the killed rank's socket file was left behind"
+        assert not [p for p in os.listdir("/proc") if p.isdigit() and _env_has(int(p), f"BOBCAT_JOB_ID={job_id}")]
+        r = _run([str(YOD), "--no-preload", "--mpi", "mpich", "--boot-dir", str(d), "-VN2", "-np", "2",
+                  "--heap", "128M", "env", f"LD_PRELOAD={LIBBOBCAT}", "/bin/true"])
+        assert r.returncode == 0 and list(d.iterdir()) == [], r.stderr
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _holds(pid: int, sock: Path) -> bool:
+    """Whether pid has a socket bound at path `sock` open (by inode, from /proc/net/unix)."""
+    try:
+        inode = next(l.split()[6] for l in _unix_names().splitlines()[1:] if l.split()[-1] == str(sock))
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]" for fd in os.listdir(f"/proc/{pid}/fd"))
+    except (OSError, StopIteration, IndexError):
+        return False
+
+
+def _env_has(pid: int, entry: str) -> bool:
+    try:
+        return entry.encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
