@@ -14,7 +14,7 @@ import os
 import sys
 
 from .plan import (MAX_HEAP, MIN_HEAP, PT_BUDGET, Options, Plan, UsageError, format_size, plan_heaps,
-                       host_cores, hostfile_hosts, hugetlb_free, max_local_ranks, mem_available,
+                       as_heap_cap, host_cores, hostfile_hosts, hugetlb_free, max_local_ranks, memory_bound,
                        mem_total, page_table_bytes, parse_args, slot_shift)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STARTUP, EXIT_TIMEOUT = 0, 1, 2, 3, 124
@@ -161,9 +161,11 @@ class Yod:
         from .launch import build, pick_kind
         o = self.opts
         self.cores = host_cores()
-        avail_mem = mem_available()
+        # The memory the node's ranks may use (MemAvailable, or a tighter cgroup or Slurm limit) and
+        # the ranks' ulimit -v: the default heap honours both, and an explicit one must fit them.
+        avail_mem, self.mem_what, self.as_limit = memory_bound()
         self.plan: Plan
-        self.plan, self.sharing, self.heaps = plan_heaps(o, self.cores, avail_mem)
+        self.plan, self.sharing, self.heaps = plan_heaps(o, self.cores, avail_mem, self.as_limit)
         if o.simulate_nodes and o.hostfile:
             raise UsageError("--simulate-nodes runs every node on this host; drop --hostfile "
                              "(or drop --simulate-nodes to use the hosts)")
@@ -227,12 +229,19 @@ class Yod:
             need = max(min(g.np, g.rpn) * h for g, h in zip(o.groups, self.heaps))
         # The hugetlb pool is outside MemAvailable, and heaps on auto or huge pages come from it first.
         room = None if avail_mem is None else avail_mem + (hugetlb_free() if o.pages in ("auto", "huge") else 0)
+        knob = ("--heap" if o.heap is not None else
+                "--heap-node" if o.heap_node is not None else f"--heap-node (default: half of {self.mem_what})")
         if room is not None and need > room:
-            knob = ("--heap" if o.heap is not None else
-                    "--heap-node" if o.heap_node is not None else "--heap-node (default: half of MemAvailable)")
             raise UsageError(f"the heaps need {format_size(need)} on one node but only "
-                             f"{format_size(room)} is available (MemAvailable"
+                             f"{format_size(room)} is available ({self.mem_what}"
                              f"{' + free hugetlb pages' if room != avail_mem else ''}); lower {knob}")
+        if o.preload and self.as_limit is not None:
+            for (np, rpn, _, _), h in zip(self.plan.groups, self.heaps):
+                if h * (min(np, rpn) + 1) > self.as_limit:
+                    raise UsageError(
+                        f"a rank maps its heap and a window onto each of its node's {min(np, rpn)} heaps: "
+                        f"{min(np, rpn) + 1} x {format_size(h)}, more than its address space under ulimit -v "
+                        f"({format_size(self.as_limit)}); raise ulimit -v or lower {knob}")
         # The rank shim and the libbobcat flavour of each group.
         lib_dir = os.path.join(paths.home_dir(), paths.LIB)
         shim = os.path.join(paths.home_dir(), paths.LIBEXEC, "bobcat-rank")
@@ -331,10 +340,15 @@ class Yod:
                          f"{f', last node holds {last}' if last != rpn else ''}; "
                          f"heap {format_size(h)} per rank")
             if o.heap is None and o.heap_node is None:
-                lines.append(f"    heap: default, half of MemAvailable "
-                             f"({format_size(self.avail_mem) if self.avail_mem else 'unknown'}) divided among "
-                             f"{sharing} ranks sharing the node, within [128 MiB, 1 GiB] per rank "
-                             "(--heap / --heap-node to choose)")
+                cap = as_heap_cap(self.as_limit, min(np, rpn))
+                by_as = cap is not None and self.avail_mem and cap < self.avail_mem // 2 // sharing
+                lines.append(f"    heap: default, half of {self.mem_what}: "
+                             f"{format_size(self.avail_mem) if self.avail_mem else 'unknown'} divided among "
+                             f"{sharing} ranks sharing the node"
+                             + (f", at most {format_size(cap)} per rank under ulimit -v "
+                                f"({format_size(self.as_limit)}: own heap and {min(np, rpn)} windows per rank)"
+                                if by_as else "")
+                             + ", within [128 MiB, 1 GiB] per rank (--heap / --heap-node to choose)")
             if o.preload:
                 sh = slot_shift(h)
                 lines.append(f"    layout: slot {format_size(1 << sh)} (2^{sh}): own heap at 64 GiB, local rank "
