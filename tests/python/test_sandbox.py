@@ -298,13 +298,14 @@ def _small_shm(inner: list[str]) -> list[str]:
     return [*ns, "sh", "-c", script, "sh", *inner]
 
 
-def test_8_ranks_of_1g_heaps_with_a_64m_dev_shm():
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_8_ranks_of_1g_heaps_with_a_64m_dev_shm(mpi):
     """The heaps are memfds, not /dev/shm files: 8 GiB of heap beside a 64 MB /dev/shm. (The heap
     knob used: --heap 1G per rank; the job is oversubscribed on this host's cores.)"""
     if not ROOT and not _unshare_ok("--user", "--map-root-user", "--mount"):
         pytest.skip("no unprivileged user namespaces on this kernel: cannot mount a private /dev/shm")
     r = _run(_small_shm([str(YOD), "-v", "--oversubscribe", "-VN8", "-np", "8", "--heap", "1G",
-                         str(BENCH / "imb.mpich"), "--test", "Allreduce", "--sizes", "1048576", "--iters", "10",
+                         str(BENCH / f"imb.{mpi}"), "--test", "Allreduce", "--sizes", "1048576", "--iters", "10",
                          "--validate"]), timeout=110)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n", 1)[0].split()[1] == "65536", r.stdout  # df: 64 MiB in 1K blocks
