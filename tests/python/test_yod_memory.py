@@ -41,6 +41,14 @@ def test_cgroup_v2_least_room_over_the_ancestors(tmp_path):
     assert room == 1 * G - 100 * M and "memory.high" in what and "/job/step" in what
 
 
+def test_cgroup_v2_in_the_hybrid_layout(tmp_path):
+    _tree(tmp_path, "1:cpu:/\n0::/job\n", {
+        "unified/cgroup.controllers": "memory pids", "unified/job/memory.max": str(G),
+        "unified/job/memory.current": str(G // 4), "cpu/cpu.shares": "1024"})
+    room, what = cgroup_room(str(tmp_path))
+    assert room == G - G // 4 and "memory.max" in what
+
+
 def test_cgroup_v1_memory_controller(tmp_path):
     _tree(tmp_path, "4:memory:/slurm/uid_0/job_7\n1:cpu:/\n0::/\n", {
         "memory/slurm/uid_0/job_7/memory.limit_in_bytes": str(3 * G),

@@ -513,6 +513,8 @@ def cgroup_room(root: str = "") -> tuple[int, str] | None:
         base, path, files = f"{root}/sys/fs/cgroup/memory", v1, (("memory.limit_in_bytes",), "memory.usage_in_bytes")
     elif v2 is not None:
         base, path, files = f"{root}/sys/fs/cgroup", v2, (("memory.max", "memory.high"), "memory.current")
+        if not os.path.exists(f"{base}/cgroup.controllers") and os.path.exists(f"{base}/unified/cgroup.controllers"):
+            base += "/unified"          # systemd's hybrid layout: v2 beside the v1 hierarchies
     else:
         return None
     best = None
