@@ -148,3 +148,25 @@ def test_cgroup_limit_bounds_the_default_heap():
         assert r.returncode == 2 and f"cgroup's {limit}" in r.stderr, r.stderr
     finally:
         d.rmdir()   # every process that entered it has exited
+
+
+@pytest.mark.skipif(not YOD.exists(), reason="yod is not built (make build)")
+def test_a_rank_the_oom_killer_killed_is_named_as_such():
+    """A rank that outgrows the job's memory cgroup is killed by the kernel (SIGKILL); yod says it
+    was the OOM killer, from the kernel's record (/proc/vmstat's oom_kill, /dev/kmsg), and names
+    the knobs. The cgroup is removable afterwards: nothing of the job is left in it."""
+    d = _memory_cgroup()
+    if d is None:
+        pytest.skip("no memory cgroup this test may make (needs root and a memory controller)")
+    try:
+        limit = "memory.limit_in_bytes" if (d / "memory.limit_in_bytes").exists() else "memory.max"
+        (d / limit).write_text(str(256 * M))
+        enter = ["sh", "-c", f'echo $$ > {d}/cgroup.procs && exec "$@"', "sh"]
+        # --no-preload: the program's memory is its own, outside any heap yod sized to the limit
+        r = _yod(["--no-preload", "-np", "1", "python3", "-c", "x = b'\\1' * (600 << 20)"], prefix=enter)
+        assert r.returncode == 1, r.stderr
+        assert re.search(r"rank 0 \(python3\) was killed by signal 9 \(SIGKILL\)( \(probably\))? by the kernel's "
+                         r"OOM killer", r.stderr), r.stderr
+        assert "--heap" in r.stderr, r.stderr
+    finally:
+        d.rmdir()

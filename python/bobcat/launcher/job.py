@@ -115,6 +115,8 @@ class Outcome:
         self.timed_out = False
         self.signalled: int | None = None
         self.leftovers = 0                         # processes still alive after the launcher ended
+        self.oom_kills = 0                         # OOM kills on this host during the job (OomWatch)
+        self.oom_killed: list[str] = []            # the names the kernel log gives them
 
     def cause(self) -> RankEnd | None:
         """The failed rank most likely to have caused the job's end: the first to fail by itself
@@ -126,6 +128,52 @@ class Outcome:
             if not e.ok and not e.terminated:
                 return e
         return self.first_failure
+
+
+class OomWatch:
+    """The kernel's own record of OOM kills while the job runs: the oom_kill counter of
+    /proc/vmstat (every kill, by the node's OOM killer or a memory cgroup's, Linux 4.13+) and,
+    where yod may read the kernel log (/dev/kmsg: root, or kernel.dmesg_restrict=0), the names of
+    the processes killed ("Killed process <pid> (<name>)")."""
+
+    def __init__(self) -> None:
+        self.count0 = self._count()
+        self.kmsg = None
+        try:
+            self.kmsg = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            os.lseek(self.kmsg, 0, os.SEEK_END)
+        except OSError:
+            if self.kmsg is not None:
+                os.close(self.kmsg)
+            self.kmsg = None
+
+    @staticmethod
+    def _count() -> int | None:
+        try:
+            with open("/proc/vmstat", "rb") as f:
+                return next((int(l.split()[1]) for l in f if l.startswith(b"oom_kill ")), None)
+        except (OSError, ValueError):
+            return None
+
+    def finish(self) -> tuple[int, list[str]]:
+        """(OOM kills since the start, the names of the processes the kernel log says it killed)."""
+        n = self._count()
+        kills = max(0, n - self.count0) if n is not None and self.count0 is not None else 0
+        names: list[str] = []
+        if self.kmsg is not None:
+            try:
+                while True:
+                    rec = os.read(self.kmsg, 8192)     # one record per read
+                    if not rec:
+                        break
+                    text = rec.split(b";", 1)[-1]
+                    if b"Killed process " in text and b"(" in text:
+                        names.append(text.split(b"(", 1)[1].split(b")", 1)[0].decode(errors="replace"))
+            except OSError:                             # EAGAIN: no more; EPIPE: overwritten
+                pass
+            os.close(self.kmsg)
+            self.kmsg = None
+        return kills, names
 
 
 def set_subreaper() -> None:
@@ -389,6 +437,7 @@ class Job:
         import select
         set_subreaper()
         self._shm_before = shm_entries()
+        oom = OomWatch()
         wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         caught: list[int] = []
 
@@ -484,6 +533,7 @@ class Job:
             self._flush_partial(time.monotonic(), force=True)
             self.out.leftovers = self._cleanup()
         finally:
+            self.out.oom_kills, self.out.oom_killed = oom.finish()
             os.close(err_r)
             self._restore(old, old_wakeup, wake_r, wake_w)
         return self.out

@@ -498,7 +498,7 @@ class Yod:
                         and bool(missing) and out.launcher_status != 0)
         if cause is not None and not victims_only:
             _err(f"rank {cause.rank} ({self._prog_of(cause.rank)}) {cause.describe()}"
-                 + self._others(out, cause.rank, launcher))
+                 + self._oom(out, cause) + self._others(out, cause.rank, launcher))
             return EXIT_STARTUP if cause.code == EXIT_STARTUP else EXIT_FAILED
         if out.leftovers and self.opts.verbose:
             _err(f"ended {out.leftovers} process{'es' if out.leftovers > 1 else ''} the job left behind")
@@ -539,6 +539,20 @@ class Yod:
                f"rank {a.comm_rank} of communicator {a.comm}")
         _err(f"{who} {a.what}" + self._others(out, rank, launcher))
         return EXIT_FAILED
+
+    def _oom(self, out, end) -> str:
+        """Whether the kernel's OOM killer is what sent a rank its SIGKILL, from the kernel's own
+        record (job.OomWatch): the kill count says one happened during the job, the kernel log
+        (where readable) names the process."""
+        if end.signal != 9 or not out.oom_kills:
+            return ""
+        prog = self._prog_of(end.rank)
+        named = prog[:15] in out.oom_killed        # the kernel keeps 15 characters of a name
+        if out.oom_killed and not named:
+            return ""
+        return (f"{'' if named else ' (probably)'} by the kernel's OOM killer: the node or the job's memory "
+                f"cgroup ran out of memory ({out.oom_kills} OOM kill{'s' if out.oom_kills > 1 else ''} during the "
+                f"job); give the job more memory or lower --heap / --heap-node")
 
     def _others(self, out, rank: int | None, launcher: str) -> str:
         """'; 2 other ranks stopped' from the shims' reports, or, when the launcher killed the
