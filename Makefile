@@ -11,7 +11,7 @@ JOBS        ?= $(shell nproc)
 EVALUATE_ARGS ?=
 export BOBCAT_HOME := $(STAGE)
 
-.PHONY: all deps build test test-c test-python test-external evaluate install clean check-leftovers bench-smartmap bench-mpi bench-scaling bench-coll
+.PHONY: all deps build test test-c test-python test-external evaluate install clean check-leftovers bench-smartmap bench-mpi bench-scaling bench-coll bench-sandbox
 
 all: build
 
@@ -54,6 +54,11 @@ bench-smartmap: build
 
 bench-mpi: build
 	$(PY) -m bobcat.bench.mpi $(BENCH_ARGS)
+
+# Issue 27: bobcat vs both MPIs' defaults and no-CMA settings under a Docker-like seccomp filter
+# (docs/containers.md); BENCH_SANDBOX_ARGS e.g. --reps 7 --json sandbox.json
+bench-sandbox: build
+	$(PY) -m bobcat.bench.sandbox $(BENCH_SANDBOX_ARGS)
 
 # Issue 8: ranks per node 2..64 x page kinds; BENCH_SCALING_ARGS e.g. --json scaling.json
 bench-scaling: build

@@ -54,7 +54,15 @@ typedef struct {
     struct { uint64_t heap_size, page_size; uint32_t pages, pad; } desc[BOOT_BATCH];
 } boot_batch_t;
 
-/* The abstract socket name of a node's bootstrap ("\0bobcat-<job id>-<node>"). */
+/* Where the bootstrap sockets live: "" (the default) for abstract names, else a directory the
+ * node's ranks share (BOBCAT_BOOT_DIR: ranks in different network namespaces). Set once at start,
+ * before any exchange; the string must outlive the process's exchanges. */
+#define BOOT_DIR_MAX 64
+void boot_set_socket_dir(const char *dir);
+
+/* The socket address of a node's bootstrap: "\0bobcat-<job id>-<node>" (abstract), or
+ * "<dir>/bobcat-<job id>-<node>" under boot_set_socket_dir. Returns the address length, 0 when the
+ * name does not fit sun_path. */
 struct sockaddr_un;
 unsigned boot_socket_name(struct sockaddr_un *sa_p, const char *job_id, int node);
 

@@ -1,5 +1,6 @@
 /* boot_node: the node bootstrap. The ranks of one node meet on an abstract unix socket
- * ("\0bobcat-<job id>-<node>": no file is created, and the name vanishes with the socket), hand
+ * ("\0bobcat-<job id>-<node>": no file is created, and the name vanishes with the socket; or, for
+ * ranks in different network namespaces, a socket file in BOBCAT_BOOT_DIR, removed by rank 0), hand
  * their heap memfds to local rank 0 with SCM_RIGHTS, and get every rank's memfd back, in batches
  * of BOOT_BATCH (SCM_RIGHTS carries at most 253 per message), each mapped and closed as it comes.
  *
@@ -23,12 +24,33 @@
 #include <time.h>
 #include <unistd.h>
 
+static const char *socket_dir = "";
+
+void boot_set_socket_dir(const char *dir) { socket_dir = dir ? dir : ""; }
+
 unsigned boot_socket_name(struct sockaddr_un *sa, const char *job_id, int node)
 {
     memset(sa, 0, sizeof *sa);
     sa->sun_family = AF_UNIX;
+    if (*socket_dir) {
+        /* A file, NUL-terminated: the length counts the terminator, as bind(2) suggests. */
+        int n = snprintf(sa->sun_path, sizeof sa->sun_path, "%s/bobcat-%s-%d", socket_dir, job_id, node);
+        if (n < 0 || (size_t)n >= sizeof sa->sun_path)
+            return 0;
+        return (unsigned)(offsetof(struct sockaddr_un, sun_path) + (size_t)n + 1);
+    }
     int n = snprintf(sa->sun_path + 1, sizeof sa->sun_path - 1, "bobcat-%s-%d", job_id, node);
     return (unsigned)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/* Where the rendezvous is, for messages: "@bobcat-..." or the file's path. */
+static const char *socket_where(const struct sockaddr_un *sa, char *buf, size_t len)
+{
+    if (sa->sun_path[0])
+        snprintf(buf, len, "%s", sa->sun_path);
+    else
+        snprintf(buf, len, "@%s", sa->sun_path + 1);
+    return buf;
 }
 
 static int peer_uid_ok(int fd)
@@ -208,7 +230,9 @@ static bobcat_status_t serve(int lsock, const char *token, const boot_place_t *p
     while (joined < n) {
         if (!wait_readable(lsock, deadline)) {
             util_error("timed out after waiting for %d of the %d ranks of node %d (raise BOBCAT_BOOT_TIMEOUT if "
-                       "start-up is just slow)", n - joined, n, pl->node);
+                       "start-up is just slow%s)", n - joined, n, pl->node,
+                       *socket_dir ? "" : "; ranks in other network namespaces cannot reach this abstract socket: "
+                                          "yod --boot-dir DIR");
             st = BOBCAT_ERR_TIMEOUT;
             goto out;
         }
@@ -362,8 +386,18 @@ static bobcat_status_t join(const struct sockaddr_un *sa, socklen_t salen, const
             return BOBCAT_ERR_SYS;
         }
         if (remaining_ms(deadline) == 0) {
-            util_error("timed out waiting for local rank 0 of node %d (world rank %d) to start (raise "
-                       "BOBCAT_BOOT_TIMEOUT if start-up is just slow)", pl->node, pl->node_first_rank);
+            char where[120];
+            socket_where(sa, where, sizeof where);
+            if (sa->sun_path[0])
+                util_error("timed out waiting for local rank 0 of node %d (world rank %d) to open its bootstrap "
+                           "socket %s: is %s a directory every rank of the node shares? (raise BOBCAT_BOOT_TIMEOUT "
+                           "if start-up is just slow)", pl->node, pl->node_first_rank, where, socket_dir);
+            else
+                util_error("timed out waiting for local rank 0 of node %d (world rank %d) to open its bootstrap "
+                           "socket %s in this network namespace. Ranks of one node in different network namespaces "
+                           "(one container per rank) do not share abstract unix sockets: give yod --boot-dir DIR "
+                           "(BOBCAT_BOOT_DIR), a directory they all share (docs/containers.md); if start-up is just "
+                           "slow, raise BOBCAT_BOOT_TIMEOUT", pl->node, pl->node_first_rank, where);
             return BOBCAT_ERR_TIMEOUT;
         }
         nanosleep(&nap, NULL); /* yield the core: the server may be waiting for it */
@@ -404,6 +438,11 @@ bobcat_status_t boot_node_exchange_each(const char *job_id, const char *token, c
     }
     struct sockaddr_un sa;
     socklen_t salen = (socklen_t)boot_socket_name(&sa, job_id, pl->node);
+    if (salen == 0) {
+        util_error("the bootstrap directory %s (BOBCAT_BOOT_DIR) is too long for a socket's name: use one of at "
+                   "most %d characters", socket_dir, BOOT_DIR_MAX);
+        return BOBCAT_ERR_INVAL;
+    }
     double deadline = util_now() + timeout_s;
     if (pl->local_rank != 0)
         return join(&sa, salen, token, pl, slot_shift, own_fd, own, deadline, fn, ctx);
@@ -414,14 +453,21 @@ bobcat_status_t boot_node_exchange_each(const char *job_id, const char *token, c
         return BOBCAT_ERR_SYS;
     }
     bobcat_status_t st;
-    if (bind(ls, (struct sockaddr *)&sa, salen) || listen(ls, pl->local_size)) {
-        util_error("cannot open the bootstrap socket of node %d: %m (is another process using job id %s?)", pl->node,
-                   job_id);
+    int bound = bind(ls, (struct sockaddr *)&sa, salen) == 0;
+    if (!bound || listen(ls, pl->local_size)) {
+        char where[120];
+        util_error("cannot open the bootstrap socket %s of node %d: %m (is another process using job id %s?%s)",
+                   socket_where(&sa, where, sizeof where), pl->node, job_id,
+                   sa.sun_path[0] ? " is BOBCAT_BOOT_DIR a writable directory?" : "");
         st = BOBCAT_ERR_SYS;
     } else {
         st = serve(ls, token, pl, slot_shift, own_fd, own, deadline, fn, ctx);
     }
-    close(ls); /* the abstract name disappears here: nothing is left behind */
+    /* An abstract name disappears with the socket; a file is removed, once every rank has joined
+     * (or the exchange failed): nothing is left behind. */
+    if (bound && sa.sun_path[0])
+        unlink(sa.sun_path);
+    close(ls);
     return st;
 }
 

@@ -223,6 +223,14 @@ __attribute__((constructor(101))) static void smartmap_start(void)
     setenv("BOBCAT_RANK_PID", me, 1);
 
     smartmap_state_t *s = &smartmap_state;
+    static char boot_dir[BOOT_DIR_MAX + 1];
+    if (strlen(o.BOOT_DIR) > BOOT_DIR_MAX) {
+        util_error("BOBCAT_BOOT_DIR %s is longer than %d characters: a socket's name would not fit; use a shorter "
+                   "path (yod --boot-dir)", o.BOOT_DIR, BOOT_DIR_MAX);
+        fail_start(BOBCAT_ERR_INVAL);
+    }
+    snprintf(boot_dir, sizeof boot_dir, "%s", o.BOOT_DIR);
+    boot_set_socket_dir(boot_dir);
     int rank = boot_env_world_rank(o.RANK);
     if (rank < 0) {
         util_error("cannot tell this process's world rank: no OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or "

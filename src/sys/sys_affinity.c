@@ -47,7 +47,11 @@ bobcat_status_t sys_bind_core(int index, int *core_p)
     hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)(index % ncores));
     hwloc_bitmap_t set = hwloc_bitmap_dup(core->cpuset);
     hwloc_bitmap_singlify(set); /* one hardware thread: no migration between SMT siblings either */
-    if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS)) {
+    /* This thread, not the process: hwloc binds a process thread by thread through
+     * /proc/<pid>/task, and in a PID namespace whose /proc is the host's (`unshare --pid` without
+     * --mount-proc, some container setups) that pid names another process or none (ESRCH). In a
+     * constructor this is the only thread, and the threads the program starts later inherit it. */
+    if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD)) {
         util_error("cannot bind to core %u: %m (set BOBCAT_BIND=none to run unbound)", core->logical_index);
     } else {
         *core_p = hwloc_bitmap_first(set); /* the OS index of the CPU, as in the fast path */

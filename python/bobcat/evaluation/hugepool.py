@@ -17,7 +17,7 @@ from typing import Any
 
 from . import configs
 from .runner import RunSpec
-from ..launcher.plan import host_cores, mem_available, parse_args, plan_heaps
+from ..launcher.plan import host_cores, memory_bound, parse_args, plan_heaps
 
 HUGE_PAGE = 2 << 20
 NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
@@ -48,7 +48,8 @@ def _yod_job_pages(mode: str, ranks: int, mpi: str, yod_args: tuple[str, ...]) -
     argv = ["-SN", "--simulate-nodes"] if mode == "SN" else ["-VN2"]
     argv += ["-np", str(ranks), "--mpi", mpi, *yod_args]
     opts = parse_args([*argv, "/bin/true"])
-    _, _, heaps = plan_heaps(opts, host_cores(), mem_available())
+    room, _, as_limit = memory_bound()
+    _, _, heaps = plan_heaps(opts, host_cores(), room, as_limit)
     return sum(g.np * -(-heap // HUGE_PAGE) for g, heap in zip(opts.groups, heaps))
 
 

@@ -115,6 +115,8 @@ class Outcome:
         self.timed_out = False
         self.signalled: int | None = None
         self.leftovers = 0                         # processes still alive after the launcher ended
+        self.oom_kills = 0                         # OOM kills on this host during the job (OomWatch)
+        self.oom_killed: list[str] = []            # the names the kernel log gives them
 
     def cause(self) -> RankEnd | None:
         """The failed rank most likely to have caused the job's end: the first to fail by itself
@@ -126,6 +128,52 @@ class Outcome:
             if not e.ok and not e.terminated:
                 return e
         return self.first_failure
+
+
+class OomWatch:
+    """The kernel's own record of OOM kills while the job runs: the oom_kill counter of
+    /proc/vmstat (every kill, by the node's OOM killer or a memory cgroup's, Linux 4.13+) and,
+    where yod may read the kernel log (/dev/kmsg: root, or kernel.dmesg_restrict=0), the names of
+    the processes killed ("Killed process <pid> (<name>)")."""
+
+    def __init__(self) -> None:
+        self.count0 = self._count()
+        self.kmsg = None
+        try:
+            self.kmsg = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            os.lseek(self.kmsg, 0, os.SEEK_END)
+        except OSError:
+            if self.kmsg is not None:
+                os.close(self.kmsg)
+            self.kmsg = None
+
+    @staticmethod
+    def _count() -> int | None:
+        try:
+            with open("/proc/vmstat", "rb") as f:
+                return next((int(l.split()[1]) for l in f if l.startswith(b"oom_kill ")), None)
+        except (OSError, ValueError):
+            return None
+
+    def finish(self) -> tuple[int, list[str]]:
+        """(OOM kills since the start, the names of the processes the kernel log says it killed)."""
+        n = self._count()
+        kills = max(0, n - self.count0) if n is not None and self.count0 is not None else 0
+        names: list[str] = []
+        if self.kmsg is not None:
+            try:
+                while True:
+                    rec = os.read(self.kmsg, 8192)     # one record per read
+                    if not rec:
+                        break
+                    text = rec.split(b";", 1)[-1]
+                    if b"Killed process " in text and b"(" in text:
+                        names.append(text.split(b"(", 1)[1].split(b")", 1)[0].decode(errors="replace"))
+            except OSError:                             # EAGAIN: no more; EPIPE: overwritten
+                pass
+            os.close(self.kmsg)
+            self.kmsg = None
+        return kills, names
 
 
 def set_subreaper() -> None:
@@ -145,30 +193,54 @@ def parse_status(line: bytes) -> tuple[str, dict[str, str]]:
     return kind, fields
 
 
+def proc_level() -> int | None:
+    """None when /proc numbers processes as yod's PID namespace does (the usual case); else the
+    depth of yod's namespace below the one /proc belongs to (`unshare --pid --fork` without
+    --mount-proc leaves the host's /proc in place: its numbers are not the ones kill() takes)."""
+    try:
+        if int(os.readlink("/proc/self")) == os.getpid():
+            return None
+        with open("/proc/self/status", "rb") as f:
+            nspid = next(l for l in f if l.startswith(b"NSpid:")).split()[1:]
+        return len(nspid) - 1
+    except (OSError, ValueError, StopIteration):
+        return None
+
+
+def _ns_pid(name: str, level: int) -> int | None:
+    """The pid of /proc/<name> in yod's namespace (its NSpid at yod's depth), None if outside it."""
+    with open(f"/proc/{name}/status", "rb") as f:
+        nspid = next(l for l in f if l.startswith(b"NSpid:")).split()[1:]
+    return int(nspid[level]) if len(nspid) > level else None
+
+
 def job_pids(job_id: str) -> set[int]:
     """Processes on this host that belong to the job: its id in their environment, or they are
-    our (re-parented) children."""
-    me = os.getpid()
+    our (re-parented) children.  Pids are yod's own (those kill() takes), also when /proc is
+    the host's and yod runs in a PID namespace below it."""
+    level = proc_level()
+    me_here = os.getpid() if level is None else int(os.readlink("/proc/self"))
     needle = f"BOBCAT_JOB_ID={job_id}".encode()
     found = set()
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        pid = int(name)
-        if pid == me:
+        if int(name) == me_here:
             continue
         try:
             with open(f"/proc/{name}/environ", "rb") as f:
-                if needle in f.read().split(b"\0"):
+                ours = needle in f.read().split(b"\0")
+            if not ours:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+                # The command name may hold spaces and ')'; the ppid is the second field after the last ')'.
+                fields = stat[stat.rindex(b")") + 2:].split()
+                ours = int(fields[1]) == me_here and fields[0] != b"Z"
+            if ours:
+                pid = int(name) if level is None else _ns_pid(name, level)
+                if pid is not None:
                     found.add(pid)
-                    continue
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-            # The command name may hold spaces and ')'; the ppid is the second field after the last ')'.
-            fields = stat[stat.rindex(b")") + 2:].split()
-            if int(fields[1]) == me and fields[0] != b"Z":
-                found.add(pid)
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError, StopIteration):
             continue
     return found
 
@@ -365,6 +437,7 @@ class Job:
         import select
         set_subreaper()
         self._shm_before = shm_entries()
+        oom = OomWatch()
         wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         caught: list[int] = []
 
@@ -460,6 +533,7 @@ class Job:
             self._flush_partial(time.monotonic(), force=True)
             self.out.leftovers = self._cleanup()
         finally:
+            self.out.oom_kills, self.out.oom_killed = oom.finish()
             os.close(err_r)
             self._restore(old, old_wakeup, wake_r, wake_w)
         return self.out

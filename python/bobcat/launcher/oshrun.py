@@ -25,7 +25,7 @@ mpirun-style options:
   --bind-to X, --map-by X, --mca K V, -mca K V, --report-bindings, -q, --quiet
                                  accepted and ignored (yod binds one PE per core when they fit)
 yod options (passed through): -SN, -VN<n>, --simulate-nodes, --heap, --heap-node, --pages,
-  -tlimit, --mpi, -v/--verbose, --dry-run, --launcher-arg, --node-file
+  -tlimit, --mpi, -v/--verbose, --dry-run, --launcher-arg, --node-file, --boot-dir
 environment: SHMEM_SYMMETRIC_SIZE (symmetric heap per PE), SHMEM_DEBUG, SHMEM_VERSION, SHMEM_INFO
 See docs/shmem.md.
 """
@@ -34,7 +34,7 @@ _IGNORED_1 = {"--bind-to", "-bind-to", "--rank-by", "-rank-by", "--display-map"}
 _IGNORED_0 = {"--report-bindings", "-report-bindings", "-q", "--quiet", "--tag-output", "-tag-output",
               "--allow-run-as-root", "--display-map", "--use-hwthread-cpus"}
 _PASS_VALUED = {"--heap", "--heap-node", "--pages", "-tlimit", "--tlimit", "--mpi", "--launcher-arg",
-                "--node-file"}
+                "--node-file", "--boot-dir"}
 _PASS_FLAG = {"--simulate-nodes", "-v", "--verbose", "--dry-run", "-small_pages", "--small-pages", "-SN",
               "--no-preload", "--oversubscribe"}
 

@@ -31,6 +31,7 @@ MAX_HEAP = 1 << 44           # SMAP_MAX_HEAP: 16 TiB
 MAX_LOCAL_RANKS = 1024       # SMAP_MAX_LOCAL_RANKS
 PT_BUDGET = 0.01             # warn when page tables would take more than 1 % of a node's memory
 MPIS = ("openmpi", "mpich")
+BOOT_DIR_MAX = 64            # BOOT_DIR_MAX (src/boot/boot.h): the directory's part of sun_path
 
 
 class UsageError(Exception):
@@ -63,6 +64,7 @@ class Options:
         self.tlimit: float | None = None
         self.verbose = False
         self.node_file: str | None = None     # --node-file: where the nodes' status lines go
+        self.boot_dir: str | None = None      # --boot-dir: bootstrap socket files (BOBCAT_BOOT_DIR)
         self.stats: str | None = None         # --stats: where the job's account goes (JSON)
         self.mpi: str | None = None
         self.hostfile: str | None = None
@@ -143,7 +145,7 @@ def resolve_program(prog: str, where: str) -> str:
 
 # Long options taking a value; '--opt=value' is accepted for each of them.
 _VALUED = {"-np", "-F", "--heap", "--heap-node", "--pages", "--windows", "-tlimit", "--tlimit", "--mpi",
-           "--hostfile", "--launcher-arg", "-n", "--node-file", "--stats"}
+           "--hostfile", "--launcher-arg", "-n", "--node-file", "--stats", "--boot-dir"}
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -207,6 +209,15 @@ def parse_args(argv: list[str]) -> Options:
                 raise UsageError(f"--stats {val}: directory {d} does not exist or is not writable; "
                                  "give a file in a writable directory")
             o.stats = os.path.abspath(val)
+        elif name == "--boot-dir":
+            d = os.path.abspath(val)
+            if not os.path.isdir(d) or not os.access(d, os.W_OK | os.X_OK):
+                raise UsageError(f"--boot-dir {val}: {d} is not a writable directory; give one that every "
+                                 "rank of a node can reach (a volume the containers share)")
+            if len(d) > BOOT_DIR_MAX:
+                raise UsageError(f"--boot-dir {d}: {len(d)} characters, but a unix socket's name holds at most "
+                                 f"{BOOT_DIR_MAX} for the directory; use a shorter path")
+            o.boot_dir = d
         elif name == "--mpi":
             if val not in MPIS:
                 raise UsageError(f"--mpi {val!r}: choose openmpi or mpich")
@@ -357,27 +368,32 @@ def make_plan(groups: list[tuple[int, int]]) -> Plan:
     return Plan(out, base, sum(g[0] for g in groups))
 
 
-def plan_heaps(opts: Options, cores: int, avail: int | None) -> tuple[Plan, list[int], list[int]]:
+def plan_heaps(opts: Options, cores: int, avail: int | None,
+               as_limit: int | None = None) -> tuple[Plan, list[int], list[int]]:
     """The job's plan and, per group, the ranks that share a node's memory and the heap per rank, as
     yod makes them: the pure part of its start-up (no ELF, launcher or shim lookups), which the
     evaluation also asks for the hugetlb pages a job needs. Ranks per node not given are `cores`;
     a node's memory is shared by all ranks when nodes are simulated on this host or the job is one
-    node, else by one node's worth of each group. Raises UsageError for a plan yod would refuse."""
+    node, else by one node's worth of each group; `avail` is the memory they may use and `as_limit`
+    the ranks' `ulimit -v` (memory_bound). Raises UsageError for a plan yod would refuse."""
     for g in opts.groups:
         if g.rpn is None:
             g.rpn = cores
     plan = make_plan([(g.np, g.rpn) for g in opts.groups])
     one_host = opts.simulate_nodes or plan.nodes == 1
     sharing = [plan.ranks if one_host else min(g.np, g.rpn) for g in opts.groups]
-    heaps = [heap_per_rank(opts, g.rpn, n, avail) for g, n in zip(opts.groups, sharing)]
+    heaps = [heap_per_rank(opts, g.rpn, n, avail, as_heap_cap(as_limit, min(g.np, g.rpn)))
+             for g, n in zip(opts.groups, sharing)]
     return plan, sharing, heaps
 
 
-def heap_per_rank(opts: Options, rpn: int, sharing: int | None = None, avail: int | None = None) -> int:
+def heap_per_rank(opts: Options, rpn: int, sharing: int | None = None, avail: int | None = None,
+                  as_cap: int | None = None) -> int:
     """--heap as given; else --heap-node divided evenly by the ranks per node, rounded down to
-    whole 4 KiB pages; else the default: DEFAULT_HEAP_SHARE of `avail` (the node's MemAvailable)
-    divided by the `sharing` ranks that share the node's memory (rpn if None), rounded down to
-    2 MiB and clamped to [MIN_HEAP, DEFAULT_HEAP_CAP] (MIN_HEAP when avail is unknown)."""
+    whole 4 KiB pages; else the default: DEFAULT_HEAP_SHARE of `avail` (the memory the node's
+    ranks may use: MemAvailable or a tighter cgroup or Slurm limit) divided by the `sharing` ranks
+    that share it (rpn if None), at most `as_cap` (ulimit -v), rounded down to 2 MiB and clamped
+    to [MIN_HEAP, DEFAULT_HEAP_CAP] (MIN_HEAP when avail is unknown)."""
     if opts.heap is not None:
         return opts.heap
     if opts.heap_node is not None:
@@ -388,8 +404,10 @@ def heap_per_rank(opts: Options, rpn: int, sharing: int | None = None, avail: in
         return per
     if avail is None:
         return MIN_HEAP
-    per = int(avail * DEFAULT_HEAP_SHARE) // (sharing or rpn) & ~((2 << 20) - 1)
-    return max(MIN_HEAP, min(DEFAULT_HEAP_CAP, per))
+    per = int(avail * DEFAULT_HEAP_SHARE) // (sharing or rpn)
+    if as_cap is not None:
+        per = min(per, as_cap)
+    return max(MIN_HEAP, min(DEFAULT_HEAP_CAP, per & ~((2 << 20) - 1)))
 
 
 # --- SMARTMAP's address layout and its page tables ---------------------------------------------
@@ -466,6 +484,82 @@ def mem_available() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def _read_int(path: str) -> int | None:
+    """An integer file of the cgroup tree; None when missing, unreadable or "max"."""
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+        return None if text == "max" else int(text)
+    except (OSError, ValueError):
+        return None
+
+
+def cgroup_room(root: str = "") -> tuple[int, str] | None:
+    """The memory this process's cgroup still allows, and which limit that is: the least, over
+    its cgroup and every ancestor, of (memory.max or memory.high) - memory.current on cgroup v2,
+    or memory.limit_in_bytes - memory.usage_in_bytes on v1's memory controller; None when no
+    limit applies.  `root` prefixes the paths (tests)."""
+    try:
+        with open(f"{root}/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    v1 = next((l.split(":", 2)[2] for l in lines if l.count(":") >= 2 and "memory" in l.split(":")[1].split(",")),
+              None)
+    v2 = next((l.split(":", 2)[2] for l in lines if l.startswith("0::")), None)
+    if v1 is not None:
+        base, path, files = f"{root}/sys/fs/cgroup/memory", v1, (("memory.limit_in_bytes",), "memory.usage_in_bytes")
+    elif v2 is not None:
+        base, path, files = f"{root}/sys/fs/cgroup", v2, (("memory.max", "memory.high"), "memory.current")
+        if not os.path.exists(f"{base}/cgroup.controllers") and os.path.exists(f"{base}/unified/cgroup.controllers"):
+            base += "/unified"          # systemd's hybrid layout: v2 beside the v1 hierarchies
+    else:
+        return None
+    best = None
+    parts = [p for p in path.split("/") if p]
+    for depth in range(len(parts), -1, -1):
+        d = "/".join([base, *parts[:depth]])
+        used = _read_int(f"{d}/{files[1]}") or 0
+        for name in files[0]:
+            limit = _read_int(f"{d}/{name}")
+            # v1 writes "no limit" as the largest page-aligned signed 64-bit number
+            if limit is None or limit >= 1 << 62:
+                continue
+            room = max(0, limit - used)
+            if best is None or room < best[0]:
+                rel = "/" + "/".join(parts[:depth])
+                best = (room, f"the cgroup's {name} ({format_size(limit)} for {rel}, {format_size(used)} in use)")
+    return best
+
+
+AS_RESERVE = 1 << 30         # address space a rank needs beside its heap and windows (libraries, MPI)
+
+
+def memory_bound(avail: int | None = None, root: str = "") -> tuple[int | None, str, int | None]:
+    """What bounds the default heap on this host: (bytes of memory the node's ranks may use, which
+    limit that is, in words, and the soft `ulimit -v` in bytes or None).  The memory is the least
+    of MemAvailable, the job's cgroup (v2 memory.max/memory.high, v1's limit) and Slurm's
+    SLURM_MEM_PER_NODE; `ulimit -v` bounds each rank's own address space instead (as_heap_cap)."""
+    if avail is None:
+        avail = mem_available()
+    room, what = avail, "MemAvailable"
+    cg = cgroup_room(root)
+    if cg is not None and (room is None or cg[0] < room):
+        room, what = cg
+    slurm = os.environ.get("SLURM_MEM_PER_NODE", "")
+    if slurm.isdigit() and int(slurm) > 0 and (room is None or int(slurm) << 20 < room):
+        room, what = int(slurm) << 20, f"Slurm's SLURM_MEM_PER_NODE ({slurm} MiB)"
+    import resource
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return room, what, None if soft == resource.RLIM_INFINITY else soft
+
+
+def as_heap_cap(as_limit: int | None, sharing: int) -> int | None:
+    """The largest heap a rank's address space holds under `ulimit -v`: the rank maps its own heap
+    and a window onto each of the `sharing` heaps of its node, and keeps AS_RESERVE for the rest."""
+    return None if as_limit is None else max(0, as_limit - AS_RESERVE) // (sharing + 1)
 
 
 def hugetlb_free() -> int:

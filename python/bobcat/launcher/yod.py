@@ -14,7 +14,7 @@ import os
 import sys
 
 from .plan import (MAX_HEAP, MIN_HEAP, PT_BUDGET, Options, Plan, UsageError, format_size, plan_heaps,
-                       host_cores, hostfile_hosts, hugetlb_free, max_local_ranks, mem_available,
+                       as_heap_cap, host_cores, hostfile_hosts, hugetlb_free, max_local_ranks, memory_bound,
                        mem_total, page_table_bytes, parse_args, slot_shift)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STARTUP, EXIT_TIMEOUT = 0, 1, 2, 3, 124
@@ -44,6 +44,8 @@ options:
   --launcher-arg ARG  extra argument for the MPI launcher (repeatable)
   --verbose, -v       print the plan and the page size the ranks got
   --node-file FILE    write each node's status line (heap, page kind, populate time) to FILE
+  --boot-dir DIR      bootstrap through socket files in DIR, shared by a node's ranks, instead of
+                      abstract sockets (ranks in different network namespaces; BOBCAT_BOOT_DIR)
   --stats FILE        count every MPI call of every rank (BOBCAT_STATS_DIR) and write the job's
                       account to FILE (JSON); print the share of on-node traffic on bobcat's path
   --dry-run           print the plan and the launcher command; launch nothing
@@ -119,6 +121,34 @@ def _fallback_reason() -> str:
     return ", ".join(reasons) or "no 2 MiB pages could be had"
 
 
+def _remove_boot_sockets(d: str, job_id: str) -> None:
+    """Local rank 0 removes its socket file once the node has formed; a rank 0 killed during the
+    bootstrap cannot, so yod removes what is left of this job's (this host's view of the dir)."""
+    prefix = f"bobcat-{job_id}-"
+    try:
+        names = [n for n in os.listdir(d) if n.startswith(prefix)]
+    except OSError:
+        return
+    for n in names:
+        try:
+            os.unlink(os.path.join(d, n))
+        except OSError:
+            pass
+
+
+def _ompi_session_base(env: dict[str, str]) -> str | None:
+    """Where to make a private directory for Open MPI's session files when its usual one cannot
+    be ours, else None.  Open MPI names it `<TMPDIR or /tmp>/ompi.<host>.<uid>` and fails in
+    orte_init ("orte_session_dir failed") when it exists but belongs to someone else: in a user
+    namespace (a rootless container, `unshare --user --map-root-user`) the uid is the namespace's
+    0, and the directory of that name is the real root's, left by any root job on the host."""
+    base = env.get("TMPDIR") or env.get("TEMP") or env.get("TMP") or "/tmp"
+    top = os.path.join(base, f"ompi.{os.uname().nodename}.{os.geteuid()}")
+    if not os.path.lexists(top) or os.access(top, os.W_OK | os.X_OK):
+        return None
+    return base
+
+
 class Yod:
     def __init__(self, opts: Options):
         self.opts = opts
@@ -131,14 +161,26 @@ class Yod:
         from .launch import build, pick_kind
         o = self.opts
         self.cores = host_cores()
-        avail_mem = mem_available()
+        # The memory the node's ranks may use (MemAvailable, or a tighter cgroup or Slurm limit) and
+        # the ranks' ulimit -v: the default heap honours both, and an explicit one must fit them.
+        avail_mem, self.mem_what, self.as_limit = memory_bound()
         self.plan: Plan
-        self.plan, self.sharing, self.heaps = plan_heaps(o, self.cores, avail_mem)
+        self.plan, self.sharing, self.heaps = plan_heaps(o, self.cores, avail_mem, self.as_limit)
         if o.simulate_nodes and o.hostfile:
             raise UsageError("--simulate-nodes runs every node on this host; drop --hostfile "
                              "(or drop --simulate-nodes to use the hosts)")
         self.mpi, is_mpi = _detect(o)
         self.kind = pick_kind(self.mpi, o.hostfile, o.simulate_nodes)
+        if self.mpi:
+            from .job import proc_level
+            if proc_level() is not None:
+                # yod and libbobcat cope (job.py maps the pids); the MPIs do not: UCX finds a peer's
+                # shared memory through /proc/<pid>/fd and Open MPI's ranks fail to start.
+                raise UsageError(
+                    "/proc belongs to another PID namespace than yod's (`unshare --pid` without "
+                    "--mount-proc?): the MPI finds its peers' shared memory through /proc/<pid> and fails "
+                    "in MPI_Init; mount this namespace's own /proc (unshare --pid --fork --mount-proc, or "
+                    "mount -t proc proc /proc in a mount namespace) — docs/containers.md")
         hosts = None
         if o.hostfile:
             hosts = hostfile_hosts(o.hostfile)
@@ -187,12 +229,19 @@ class Yod:
             need = max(min(g.np, g.rpn) * h for g, h in zip(o.groups, self.heaps))
         # The hugetlb pool is outside MemAvailable, and heaps on auto or huge pages come from it first.
         room = None if avail_mem is None else avail_mem + (hugetlb_free() if o.pages in ("auto", "huge") else 0)
+        knob = ("--heap" if o.heap is not None else
+                "--heap-node" if o.heap_node is not None else f"--heap-node (default: half of {self.mem_what})")
         if room is not None and need > room:
-            knob = ("--heap" if o.heap is not None else
-                    "--heap-node" if o.heap_node is not None else "--heap-node (default: half of MemAvailable)")
             raise UsageError(f"the heaps need {format_size(need)} on one node but only "
-                             f"{format_size(room)} is available (MemAvailable"
+                             f"{format_size(room)} is available ({self.mem_what}"
                              f"{' + free hugetlb pages' if room != avail_mem else ''}); lower {knob}")
+        if o.preload and self.as_limit is not None:
+            for (np, rpn, _, _), h in zip(self.plan.groups, self.heaps):
+                if h * (min(np, rpn) + 1) > self.as_limit:
+                    raise UsageError(
+                        f"a rank maps its heap and a window onto each of its node's {min(np, rpn)} heaps: "
+                        f"{min(np, rpn) + 1} x {format_size(h)}, more than its address space under ulimit -v "
+                        f"({format_size(self.as_limit)}); raise ulimit -v or lower {knob}")
         # The rank shim and the libbobcat flavour of each group.
         lib_dir = os.path.join(paths.home_dir(), paths.LIB)
         shim = os.path.join(paths.home_dir(), paths.LIBEXEC, "bobcat-rank")
@@ -223,6 +272,10 @@ class Yod:
                    BOBCAT_PAGES=o.pages, BOBCAT_BIND="none" if self.oversubscribed else "core")
         if self.kind == "openmpi" and os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        # Made in run() (not under --dry-run), removed after the job.
+        self.ompi_tmp_base = (_ompi_session_base(env) if self.kind == "openmpi"
+                              and not env.get("OMPI_MCA_orte_tmpdir_base") else None)
+        self.private_tmp = None
         per_group: list[list[str]] = [[] for _ in o.groups]
         for name, values in (("BOBCAT_HEAP", [str(h) for h in self.heaps]), ("BOBCAT_PRELOAD", libs)):
             if len(set(values)) == 1:
@@ -234,6 +287,9 @@ class Yod:
                         per_group[g] += ["--setenv", f"{name}={v}"]
         if o.windows:
             env["BOBCAT_WINDOWS"] = o.windows
+        if o.boot_dir:
+            env["BOBCAT_BOOT_DIR"] = o.boot_dir
+        self.boot_dir = env.get("BOBCAT_BOOT_DIR") or None
         self.windows = env.get("BOBCAT_WINDOWS") or "auto"
         self.page_tables = self._page_tables()
         self.env = env
@@ -284,10 +340,15 @@ class Yod:
                          f"{f', last node holds {last}' if last != rpn else ''}; "
                          f"heap {format_size(h)} per rank")
             if o.heap is None and o.heap_node is None:
-                lines.append(f"    heap: default, half of MemAvailable "
-                             f"({format_size(self.avail_mem) if self.avail_mem else 'unknown'}) divided among "
-                             f"{sharing} ranks sharing the node, within [128 MiB, 1 GiB] per rank "
-                             "(--heap / --heap-node to choose)")
+                cap = as_heap_cap(self.as_limit, min(np, rpn))
+                by_as = cap is not None and self.avail_mem and cap < self.avail_mem // 2 // sharing
+                lines.append(f"    heap: default, half of {self.mem_what}: "
+                             f"{format_size(self.avail_mem) if self.avail_mem else 'unknown'} divided among "
+                             f"{sharing} ranks sharing the node"
+                             + (f", at most {format_size(cap)} per rank under ulimit -v "
+                                f"({format_size(self.as_limit)}: own heap and {min(np, rpn)} windows per rank)"
+                                if by_as else "")
+                             + ", within [128 MiB, 1 GiB] per rank (--heap / --heap-node to choose)")
             if o.preload:
                 sh = slot_shift(h)
                 lines.append(f"    layout: slot {format_size(1 << sh)} (2^{sh}): own heap at 64 GiB, local rank "
@@ -348,6 +409,18 @@ class Yod:
             if self.kind == "openmpi" and "BOBCAT_STATS_DIR" not in self.launch.env_names:
                 # mpirun passes on only the variables it is told to (-x), for the remote nodes.
                 self.launch.argv[1:1] = ["-x", "BOBCAT_STATS_DIR"]
+        if self.ompi_tmp_base:
+            import tempfile
+            try:
+                self.private_tmp = tempfile.mkdtemp(prefix="yod-ompi-", dir=self.ompi_tmp_base)
+                self.env["OMPI_MCA_orte_tmpdir_base"] = self.private_tmp
+            except OSError as e:
+                _err(f"Open MPI's session directory in {self.ompi_tmp_base} belongs to another user (a user "
+                     f"namespace?) and no private one can be made there ({e.strerror}): set TMPDIR")
+                if stats_dir is not None:
+                    import shutil
+                    shutil.rmtree(stats_dir, ignore_errors=True)
+                return EXIT_USAGE
         job = Job(self.launch.argv, self.env, self.job_id, self.plan.ranks, self.opts.tlimit,
                   self.on_status, scan_always=self.kind == "srun")
         try:
@@ -356,6 +429,11 @@ class Yod:
             _err(str(e))
             return EXIT_STARTUP
         finally:
+            if self.boot_dir:
+                _remove_boot_sockets(self.boot_dir, self.job_id)
+            if self.private_tmp:
+                import shutil
+                shutil.rmtree(self.private_tmp, ignore_errors=True)
             if self.node_out is not None:
                 self.node_out.close()
             if stats_dir is not None:
@@ -420,7 +498,7 @@ class Yod:
                         and bool(missing) and out.launcher_status != 0)
         if cause is not None and not victims_only:
             _err(f"rank {cause.rank} ({self._prog_of(cause.rank)}) {cause.describe()}"
-                 + self._others(out, cause.rank, launcher))
+                 + self._oom(out, cause) + self._others(out, cause.rank, launcher))
             return EXIT_STARTUP if cause.code == EXIT_STARTUP else EXIT_FAILED
         if out.leftovers and self.opts.verbose:
             _err(f"ended {out.leftovers} process{'es' if out.leftovers > 1 else ''} the job left behind")
@@ -461,6 +539,20 @@ class Yod:
                f"rank {a.comm_rank} of communicator {a.comm}")
         _err(f"{who} {a.what}" + self._others(out, rank, launcher))
         return EXIT_FAILED
+
+    def _oom(self, out, end) -> str:
+        """Whether the kernel's OOM killer is what sent a rank its SIGKILL, from the kernel's own
+        record (job.OomWatch): the kill count says one happened during the job, the kernel log
+        (where readable) names the process."""
+        if end.signal != 9 or not out.oom_kills:
+            return ""
+        prog = self._prog_of(end.rank)
+        named = prog[:15] in out.oom_killed        # the kernel keeps 15 characters of a name
+        if out.oom_killed and not named:
+            return ""
+        return (f"{'' if named else ' (probably)'} by the kernel's OOM killer: the node or the job's memory "
+                f"cgroup ran out of memory ({out.oom_kills} OOM kill{'s' if out.oom_kills > 1 else ''} during the "
+                f"job); give the job more memory or lower --heap / --heap-node")
 
     def _others(self, out, rank: int | None, launcher: str) -> str:
         """'; 2 other ranks stopped' from the shims' reports, or, when the launcher killed the
