@@ -140,6 +140,138 @@ def forwarder(name, params):
     return sig, text
 
 
+# ---- MPICH's `use mpi_f08` binding (lang/pmpi_f08.h describes its ABI) ---------------------------
+
+# The blocking collectives: a non-contiguous buffer goes through a contiguous temporary (their
+# counts describe pieces of the whole, which one derived datatype cannot); point-to-point takes
+# the section's derived datatype instead, which a pending request may keep.
+COLLECTIVES = {"Allgather", "Allgatherv", "Allreduce", "Alltoall", "Bcast", "Exscan", "Gather", "Gatherv",
+               "Reduce", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Scatter", "Scatterv"}
+OUT_BUFFERS = {"recvbuf", "buffer", "buf", "inoutbuf"}
+# TYPE(C_PTR), INTENT(OUT) arguments: C's `void *` that is really a `void **`, passed as it is.
+C_PTRS = {"baseptr", "buffer_addr"}
+# Written by hand in lang/pmpi_f08.c.
+BY_HAND_F08 = {"Init", "Init_thread", "Waitany", "Testany", "Waitsome", "Testsome"}
+
+
+def f08_symbol(name, syms):
+    """The name MPICH's mpi_f08 module calls for C routine `name`, or None: mpi_x_f08ts_ (choice
+    buffers as descriptors) or mpi_x_f08_, with _large_ for the MPI_Count forms (MPI_X_c)."""
+    large = name.endswith("_c")
+    lower = (name[:-2] if large else name).lower()
+    for kind in ("f08ts", "f08"):
+        sym = f"mpi_{lower}_{kind}_" + ("large_" if large else "")
+        if sym in syms:
+            return sym, kind == "f08ts"
+    return None, False
+
+
+def converter_f08(name, params, ts):
+    """C text of an mpi_f08 entry point for MPICH that calls the layer's MPI_X, or None."""
+    from gen_pass import triples
+    coll = name.removesuffix("_c") in COLLECTIVES
+    runs = {b: (c, d) for b, c, d, vec in triples(name, params) if not vec}
+    fparams, locs, args, after, preps = [], [], [], [], []
+    skip = {}  # argument index -> C text, filled by a buffer for its count and datatype
+    for i, p in enumerate(params):
+        base, stars, arr, pname = parse(p)
+        if pname is None or "weights" in pname:
+            return None
+        if i in skip:
+            fparams.append(f"{'MPI_Fint' if base in ('int', 'MPI_Datatype') else base} *{pname}")
+            args.append(skip[i])
+            continue
+        if base == "void" and stars == 1 and not arr and pname in C_PTRS:
+            fparams.append(f"void *{pname}")
+            args.append(pname)
+        elif base == "void" and stars == 1 and not arr:
+            if not ts or pname not in BUFFERS | {"base"}:
+                return None  # attribute values: left to MPICH
+            fparams.append(f"f08_desc_t *{pname}")
+            if coll:
+                out = int(pname in OUT_BUFFERS)
+                locs.append(f"    f08_tmp_t t_{pname};")
+                preps.append((f"f08_tmp({pname}, &t_{pname})", f"f08_tmp_done(&t_{pname}, {out}, rc);"))
+                args.append(f"t_{pname}.buf")
+            elif i in runs:
+                c, d = runs[i]
+                cbase, _, _, cname = parse(params[c])
+                dname = parse(params[d])[3]
+                locs.append(f"    f08_buf_t b_{pname};")
+                preps.append((f"f08_buf({pname}, *{cname}, MPI_Type_f2c(*{dname}), &b_{pname})",
+                              f"f08_buf_done(&b_{pname});"))
+                args.append(f"b_{pname}.buf")
+                skip[c] = f"({cbase})b_{pname}.count"
+                skip[d] = f"b_{pname}.type"
+            else:
+                args.append(f"f08_addr({pname}->base)")  # MPICH's own rule: no sub-array here
+        elif base == "int" and stars == 0 and not arr:
+            fparams.append(f"MPI_Fint *{pname}")
+            args.append(f"*{pname}")
+        elif base == "int" and stars + arr == 1 and pname == "flag":
+            fparams.append(f"MPI_Fint *{pname}")  # LOGICAL: gfortran's .TRUE. is 1
+            locs.append(f"    int l_{pname} = 0;")
+            args.append(f"&l_{pname}")
+            after.append(f"*{pname} = l_{pname} != 0;")
+        elif base == "int" and stars + arr == 1:
+            fparams.append(f"MPI_Fint *{pname}")  # LOGICAL inputs (periods, reorder) read as C ints
+            args.append(pname)
+        elif base in WIDE and stars + arr <= 1:
+            fparams.append(f"{base} *{pname}")
+            args.append(pname if stars + arr else f"*{pname}")
+        elif base.startswith("MPI_") and base[4:] in HANDLES - {"File"} and stars + arr == 0:
+            fparams.append(f"MPI_Fint *{pname}")
+            args.append(f"{f2c(base)}_f2c(*{pname})")
+        elif base.startswith("MPI_") and base[4:] in HANDLES - {"File"} and stars + arr == 1:
+            fparams.append(f"{base} *{pname}")  # MPICH's Fortran handles are its C handles
+            args.append(pname)
+        elif base == "MPI_Status" and stars + arr == 1:
+            fparams.append(f"MPI_Status *{pname}")
+            args.append(f"f08_statuses({pname})" if arr or "statuses" in pname else f"f08_status({pname})")
+        else:
+            return None
+    fparams.append("MPI_Fint *ierr")
+    call = f"rc = MPI_{name}({', '.join(args)});"
+    if after:
+        call += "\nif (rc == MPI_SUCCESS) {\n" + "\n".join(f"    {a}" for a in after) + "\n}"
+    # Each buffer's preparation wraps the call; its undoing follows it, innermost first.
+    for prep, done in reversed(preps):
+        inner = "\n".join("    " + l for l in call.split("\n"))
+        call = f"rc = {prep};\nif (rc == MPI_SUCCESS) {{\n{inner}\n    {done}\n}}"
+    body = "\n".join(locs + ["    int rc;"] + ["    " + l for l in call.split("\n")])
+    body += "\n    if (ierr)\n        *ierr = rc;"
+    sig = ", ".join(fparams)
+    return sig, f"static void f08_{name.lower()}({sig})\n{{\n{body}\n}}\n"
+
+
+def main_f08(a, protos, done):
+    """pmpi_fort_mpich.c: the mpi_f08 entry points of MPICH for the routines the layer defines."""
+    lines = ["/* Generated by src/pmpi/gen/gen_fort.py --binding mpich-f08 from MPICH's mpi.h, the symbols of",
+             " * its Fortran library and the layer's sources: do not edit. The hand-written part is",
+             " * lang/pmpi_f08.c; the ABI is described in lang/pmpi_f08.h. */",
+             '#include "lang/pmpi_f08.h"', "", "#if defined(MPICH)", ""]
+    syms = symbols(a.fortlib, "--defined-only")
+    made, left = [], []
+    for name in sorted(done - BY_HAND_F08):
+        sym, ts = f08_symbol(name, syms)
+        if name not in protos or sym is None:
+            continue
+        proto = protos[name]
+        params = [] if proto in ("", "void") else [p.strip() for p in proto.split(",")]
+        conv = converter_f08(name, params, ts) if "..." not in proto else None
+        if not conv:
+            left.append(name)  # MPICH's own entry stays (strings, callbacks, attribute values)
+            continue
+        sig, text = conv
+        lines.append(text)
+        lines.append(f"F08_NAME({sym}, f08_{name.lower()}, ({sig}))")
+        lines.append("")
+        made.append(name)
+    lines.append("#endif /* MPICH */")
+    lines.append(f"/* Left to MPICH's own entry: {' '.join(left) or 'none'}. */")
+    return "\n".join(lines) + "\n", f"{len(made)} converting mpi_f08 entry points ({len(left)} left to MPICH)"
+
+
 def symbols(lib, *flags):
     out = subprocess.run(["nm", "-D", *flags, lib], capture_output=True, text=True)
     if out.returncode != 0:
@@ -155,8 +287,22 @@ def main():
     ap.add_argument("--f08lib", default="")
     ap.add_argument("--list", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--binding", default="openmpi", choices=["openmpi", "mpich-f08"])
     ap.add_argument("sources", nargs="*")
     a = ap.parse_args()
+    if a.binding == "mpich-f08":
+        incs = [f"-I{d}" for d in a.include.split(";") if d]
+        pre = subprocess.run([a.cc, "-E", "-P", *incs, "-x", "c", "-"], input="#include <mpi.h>\n",
+                             capture_output=True, text=True)
+        if pre.returncode != 0:
+            sys.exit(f"gen_fort: cannot preprocess mpi.h: {pre.stderr.strip()}")
+        protos = {m.group(1): " ".join(m.group(2).split()) for m in PROTO.finditer(pre.stdout)}
+        text, what = main_f08(a, protos, defined_in(a.sources))
+        if not os.path.exists(a.out) or open(a.out).read() != text:
+            with open(a.out, "w") as f:
+                f.write(text)
+        print(f"gen_fort: {what} in {os.path.basename(a.out)}")
+        return
     lines = ["/* Generated by src/pmpi/gen/gen_fort.py from Open MPI's mpi.h, its Fortran library and",
              " * the layer's sources: do not edit. The hand-written part is lang/pmpi_fort.c. */",
              '#include "lang/pmpi_fort.h"', ""]
