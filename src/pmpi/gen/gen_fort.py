@@ -45,6 +45,25 @@ INOUT = {"Wait", "Test", "Request_free", "Cancel", "Start", "Mrecv", "Imrecv", "
          "Comm_disconnect"}
 
 
+# The handle conversions that look predefined handles up in pmpi_fort.h's table first.
+FAST = {"MPI_Comm": "fort_comm", "MPI_Datatype": "fort_type", "MPI_Op": "fort_op"}
+PREDEFINED = re.compile(r"^#define (MPI_\w+) OMPI_PREDEFINED_GLOBAL\(\s*(MPI_Datatype|MPI_Op)\s*,", re.M)
+
+
+def predefined(cc, incs):
+    """C text: the predefined datatypes and ops mpi.h names, for pmpi_fort.h's handle table."""
+    pre = subprocess.run([cc, "-E", "-dM", *incs, "-x", "c", "-"], input="#include <mpi.h>\n",
+                         capture_output=True, text=True)
+    kinds = {"MPI_Datatype": [], "MPI_Op": []}
+    for m in PREDEFINED.finditer(pre.stdout):
+        kinds[m.group(2)].append(m.group(1))
+    t, o = sorted(set(kinds["MPI_Datatype"])), sorted(set(kinds["MPI_Op"]))
+    return (f"const MPI_Datatype fort_predef_type[] = {{{', '.join(t)}}};\n"
+            f"const int fort_predef_ntype = {len(t)};\n"
+            f"const MPI_Op fort_predef_op[] = {{{', '.join(o)}}};\n"
+            f"const int fort_predef_nop = {len(o)};\n")
+
+
 def parse(param):
     """(base type, pointer depth, is array, name) of one C parameter."""
     head, brackets = re.match(r"([^\[]*)(.*)$", param.strip()).groups()
@@ -77,6 +96,9 @@ def converter(name, params):
         elif base in WIDE and stars + arr == 1:
             fparams.append(f"{base} *{pname}")
             args.append(pname)
+        elif base in FAST and stars == 0 and not arr:
+            fparams.append(f"MPI_Fint *{pname}")
+            args.append(f"{FAST[base]}(*{pname})")  # predefined handles from a table (pmpi_fort.h)
         elif base.startswith("MPI_") and base[4:] in HANDLES and stars == 0 and not arr:
             fparams.append(f"MPI_Fint *{pname}")
             args.append(f"{f2c(base)}_f2c(*{pname})")
@@ -91,7 +113,7 @@ def converter(name, params):
             locs.append(f"    MPI_Status s_{pname};")
             locs.append(f"    int ign_{pname} = fort_status_ignore({pname});")
             args.append(f"ign_{pname} ? MPI_STATUS_IGNORE : &s_{pname}")
-            after.append(f"        if (!ign_{pname})\n            MPI_Status_c2f(&s_{pname}, {pname});")
+            after.append(f"        if (!ign_{pname})\n            fort_status_put(&s_{pname}, {pname});")
         else:
             return None
     fparams.append("MPI_Fint *ierr")
@@ -319,6 +341,7 @@ def main():
         if pre.returncode != 0:
             sys.exit(f"gen_fort: cannot preprocess mpi.h: {pre.stderr.strip()}")
         protos = {m.group(1): " ".join(m.group(2).split()) for m in PROTO.finditer(pre.stdout)}
+        lines.append(predefined(a.cc, incs))
         done = defined_in(a.sources)
         for name in sorted((done | set(names_of(a.list))) - BY_HAND):
             lower = name.lower()
