@@ -18,6 +18,9 @@ program mp_fort08
   double precision, asynchronous :: sbuf(big), rbuf(big)
   integer, parameter :: m = 7
   integer, asynchronous :: sec(2 * m), grid(3, m)
+  integer, asynchronous :: wbuf(64)
+  type(MPI_Win) :: win
+  integer(kind=MPI_ADDRESS_KIND) :: disp
   integer, allocatable :: a(:), b(:), cnt(:), dsp(:)
 
   call MPI_Init()
@@ -228,6 +231,17 @@ program mp_fort08
   end do
   call MPI_Barrier(MPI_COMM_WORLD)
 
+  ! one-sided between fences: Win_fence is passed through (on MPICH by a forwarder to its own
+  ! mpi_win_fence_f08_, inside the progress rule), and counted
+  wbuf = -1
+  call MPI_Win_create(wbuf, int(4 * size(wbuf), MPI_ADDRESS_KIND), 4, MPI_INFO_NULL, MPI_COMM_WORLD, win)
+  call MPI_Win_fence(0, win)
+  disp = rank
+  call MPI_Put(rank + 500, 1, MPI_INTEGER, right, disp, 1, MPI_INTEGER, win)
+  call MPI_Win_fence(0, win)
+  call check(wbuf(left + 1) == left + 500 .and. count(wbuf /= -1) == 1, 'put between fences')
+  call MPI_Win_free(win)
+
   ! Comm_split: evens and odds, reversed order
   color = mod(rank, 2)
   call MPI_Comm_split(MPI_COMM_WORLD, color, -rank, sub)
@@ -250,6 +264,7 @@ program mp_fort08
     if (fails == 0) then
       ! for run_fort.sh, which finds them all on bobcat's path in BOBCAT_STATS
       print '(a,i0)', 'mp_fort08: allreduce calls=', merge(3, 4, idx0)
+      print '(a)', 'mp_fort08: pass Win_fence calls=2'
       print '(a)', 'mp_fort08: ok'
     else
       print '(a,i0,a)', 'mp_fort08: ', fails, ' FAILED checks'

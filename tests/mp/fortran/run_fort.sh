@@ -3,7 +3,8 @@
 # check both what it says of its values and which path its calls took.
 #   run_fort.sh bobcat <launcher> [args...] <program>   every check passed, and rank 0's statistics
 #                                                        show point-to-point and Allreduce on bobcat
-#                                                        (every Allreduce the program says it made)
+#                                                        (every Allreduce the program says it made),
+#                                                        and the pass-throughs it names counted
 set -u
 expect=$1
 shift
@@ -24,6 +25,11 @@ bobcat)
     n=$(printf '%s\n' "$out" | sed -n 's/^mp_fort[0-9]*: allreduce calls=\([0-9]*\)$/\1/p' | head -n 1)
     [ -n "$n" ] || fail "the program did not say how many Allreduce calls it made"
     r0 "Allreduce calls=$n inplace=$n " >/dev/null || fail "rank 0: not all $n Allreduce calls took bobcat's path"
+    # routines the layer passes through: counted in the account as often as the program says
+    printf '%s\n' "$out" | sed -n 's/^mp_fort[0-9]*: pass \([A-Za-z_]*\) calls=\([0-9]*\)$/\1 \2/p' |
+        while read -r name calls; do
+            r0 "MPI_$name calls=$calls " >/dev/null || { echo "run_fort: FAIL: rank 0: MPI_$name not counted $calls times"; exit 1; }
+        done || exit 1
     ;;
 *) fail "unknown expectation $expect" ;;
 esac
