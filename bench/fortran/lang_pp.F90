@@ -1,9 +1,14 @@
-! lang_pp (Fortran): pingpong and Allreduce at 8 B and 1 MiB through `use mpi`, timed exactly as
+! lang_pp (Fortran): pingpong and Allreduce at 8 B and 1 MiB through `use mpi` (or `use mpi_f08`
+! with -DUSE_F08: the same calls, whose handles are then derived types), timed exactly as
 ! lang_pp.c times them in C, so the two languages' figures under yod can be set side by side
 ! (bench/fortran/README.md). Prints one line per case: "<case> <bytes> <microseconds per op>",
 ! each the median of 11 timed blocks.
 program lang_pp
+#ifdef USE_F08
+  use mpi_f08
+#else
   use mpi
+#endif
   implicit none
   integer, parameter :: nblk = 11
   integer :: ierr, rank, k, b, reps, n, other

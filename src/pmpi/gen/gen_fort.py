@@ -45,6 +45,25 @@ INOUT = {"Wait", "Test", "Request_free", "Cancel", "Start", "Mrecv", "Imrecv", "
          "Comm_disconnect"}
 
 
+# The handle conversions that look predefined handles up in pmpi_fort.h's table first.
+FAST = {"MPI_Comm": "fort_comm", "MPI_Datatype": "fort_type", "MPI_Op": "fort_op"}
+PREDEFINED = re.compile(r"^#define (MPI_\w+) OMPI_PREDEFINED_GLOBAL\(\s*(MPI_Datatype|MPI_Op)\s*,", re.M)
+
+
+def predefined(cc, incs):
+    """C text: the predefined datatypes and ops mpi.h names, for pmpi_fort.h's handle table."""
+    pre = subprocess.run([cc, "-E", "-dM", *incs, "-x", "c", "-"], input="#include <mpi.h>\n",
+                         capture_output=True, text=True)
+    kinds = {"MPI_Datatype": [], "MPI_Op": []}
+    for m in PREDEFINED.finditer(pre.stdout):
+        kinds[m.group(2)].append(m.group(1))
+    t, o = sorted(set(kinds["MPI_Datatype"])), sorted(set(kinds["MPI_Op"]))
+    return (f"const MPI_Datatype fort_predef_type[] = {{{', '.join(t)}}};\n"
+            f"const int fort_predef_ntype = {len(t)};\n"
+            f"const MPI_Op fort_predef_op[] = {{{', '.join(o)}}};\n"
+            f"const int fort_predef_nop = {len(o)};\n")
+
+
 def parse(param):
     """(base type, pointer depth, is array, name) of one C parameter."""
     head, brackets = re.match(r"([^\[]*)(.*)$", param.strip()).groups()
@@ -77,6 +96,9 @@ def converter(name, params):
         elif base in WIDE and stars + arr == 1:
             fparams.append(f"{base} *{pname}")
             args.append(pname)
+        elif base in FAST and stars == 0 and not arr:
+            fparams.append(f"MPI_Fint *{pname}")
+            args.append(f"{FAST[base]}(*{pname})")  # predefined handles from a table (pmpi_fort.h)
         elif base.startswith("MPI_") and base[4:] in HANDLES and stars == 0 and not arr:
             fparams.append(f"MPI_Fint *{pname}")
             args.append(f"{f2c(base)}_f2c(*{pname})")
@@ -91,7 +113,7 @@ def converter(name, params):
             locs.append(f"    MPI_Status s_{pname};")
             locs.append(f"    int ign_{pname} = fort_status_ignore({pname});")
             args.append(f"ign_{pname} ? MPI_STATUS_IGNORE : &s_{pname}")
-            after.append(f"        if (!ign_{pname})\n            MPI_Status_c2f(&s_{pname}, {pname});")
+            after.append(f"        if (!ign_{pname})\n            fort_status_put(&s_{pname}, {pname});")
         else:
             return None
     fparams.append("MPI_Fint *ierr")
@@ -103,15 +125,19 @@ def converter(name, params):
     return sig, f"static void fort_{name.lower()}({sig})\n{{\n{body}\n}}\n"
 
 
-def forwarder(name, params):
-    """C text of an entry point that hands the call to the MPI's own Fortran profiling entry."""
+def forwarder(name, params, f08_sym=None, ts=False):
+    """C text of an entry point that hands the call to the MPI's own Fortran profiling entry
+    (pmpi_x_, Open MPI), or with f08_sym to MPICH's own mpi_f08 procedure of that name (the next
+    definition after the layer's: RTLD_NEXT), whose choice buffers are descriptors when ts."""
     n = len(params)
     lens = sum(1 for p in params if parse(p)[0] == "char")  # a hidden length per CHARACTER argument
     # The account's view of the arguments, as C values (only evaluated while counting).
     views = []
     for i, p in enumerate(params):
         base, ptr = shape(p)
-        if base == "void" and ptr == 1:
+        if base == "void" and ptr == 1 and f08_sym:
+            views.append(f"f08_addr(((f08_desc_t *)a{i})->base)" if ts else f"a{i}")
+        elif base == "void" and ptr == 1:
             views.append(f"fort_buf(a{i})")
         elif base in ("int", "MPI_Count") and ptr == 0:
             views.append(f"*({'MPI_Fint' if base == 'int' else base} *)a{i}")
@@ -127,9 +153,10 @@ def forwarder(name, params):
     fargs = [f"a{i}" for i in range(n)] + ["ierr"] + [f"l{i}" for i in range(lens)]
     sig = ", ".join(fparams)
     lower = name.lower()
-    text = (f"static void fort_{lower}({sig})\n{{\n"
+    pre, entry = ("f08", f"f08_next(\"{f08_sym}\")") if f08_sym else ("fort", f"fort_profiling_entry(\"pmpi_{lower}_\")")
+    text = (f"static void {pre}_{lower}({sig})\n{{\n"
             f"    static void (*fn)({sig});\n"
-            f"    if (!fn)\n        fn = (void (*)({sig}))fort_profiling_entry(\"pmpi_{lower}_\");\n"
+            f"    if (!fn)\n        fn = (void (*)({sig})){entry};\n"
             f"    static int idx = -2; /* its row in the account, when a pass-through */\n"
             f"    if (__builtin_expect(pmpi_stats_on, 0)) {{\n"
             f"        if (idx == -2)\n            idx = pmpi_pass_index(\"{name}\");\n"
@@ -138,6 +165,148 @@ def forwarder(name, params):
             f"    fn({', '.join(fargs)});\n"
             f"    bobcat_msg_away_end(away);\n}}\n")
     return sig, text
+
+
+# ---- MPICH's `use mpi_f08` binding (lang/pmpi_f08.h describes its ABI) ---------------------------
+
+# The blocking collectives: a non-contiguous buffer goes through a contiguous temporary (their
+# counts describe pieces of the whole, which one derived datatype cannot); point-to-point takes
+# the section's derived datatype instead, which a pending request may keep.
+COLLECTIVES = {"Allgather", "Allgatherv", "Allreduce", "Alltoall", "Bcast", "Exscan", "Gather", "Gatherv",
+               "Reduce", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Scatter", "Scatterv"}
+OUT_BUFFERS = {"recvbuf", "buffer", "buf", "inoutbuf"}
+# TYPE(C_PTR), INTENT(OUT) arguments: C's `void *` that is really a `void **`, passed as it is.
+C_PTRS = {"baseptr", "buffer_addr"}
+# Written by hand in lang/pmpi_f08.c.
+BY_HAND_F08 = {"Init", "Init_thread", "Waitany", "Testany", "Waitsome", "Testsome"}
+
+
+def f08_symbol(name, syms):
+    """The name MPICH's mpi_f08 module calls for C routine `name`, or None: mpi_x_f08ts_ (choice
+    buffers as descriptors) or mpi_x_f08_, with _large_ for the MPI_Count forms (MPI_X_c)."""
+    large = name.endswith("_c")
+    lower = (name[:-2] if large else name).lower()
+    for kind in ("f08ts", "f08"):
+        sym = f"mpi_{lower}_{kind}_" + ("large_" if large else "")
+        if sym in syms:
+            return sym, kind == "f08ts"
+    return None, False
+
+
+def converter_f08(name, params, ts):
+    """C text of an mpi_f08 entry point for MPICH that calls the layer's MPI_X, or None."""
+    from gen_pass import triples
+    coll = name.removesuffix("_c") in COLLECTIVES
+    runs = {b: (c, d) for b, c, d, vec in triples(name, params) if not vec}
+    fparams, locs, args, after, preps = [], [], [], [], []
+    skip = {}  # argument index -> C text, filled by a buffer for its count and datatype
+    for i, p in enumerate(params):
+        base, stars, arr, pname = parse(p)
+        if pname is None or "weights" in pname:
+            return None
+        if i in skip:
+            fparams.append(f"{'MPI_Fint' if base in ('int', 'MPI_Datatype') else base} *{pname}")
+            args.append(skip[i])
+            continue
+        if base == "void" and stars == 1 and not arr and pname in C_PTRS:
+            fparams.append(f"void *{pname}")
+            args.append(pname)
+        elif base == "void" and stars == 1 and not arr:
+            if not ts or pname not in BUFFERS | {"base"}:
+                return None  # attribute values: left to MPICH
+            fparams.append(f"f08_desc_t *{pname}")
+            if coll:
+                out = int(pname in OUT_BUFFERS)
+                locs.append(f"    f08_tmp_t t_{pname};")
+                preps.append((f"f08_tmp({pname}, &t_{pname})", f"f08_tmp_done(&t_{pname}, {out}, rc);"))
+                args.append(f"t_{pname}.buf")
+            elif i in runs:
+                c, d = runs[i]
+                cbase, _, _, cname = parse(params[c])
+                dname = parse(params[d])[3]
+                locs.append(f"    f08_buf_t b_{pname};")
+                preps.append((f"f08_buf({pname}, *{cname}, MPI_Type_f2c(*{dname}), &b_{pname})",
+                              f"f08_buf_done(&b_{pname});"))
+                args.append(f"b_{pname}.buf")
+                skip[c] = f"({cbase})b_{pname}.count"
+                skip[d] = f"b_{pname}.type"
+            else:
+                args.append(f"f08_addr({pname}->base)")  # MPICH's own rule: no sub-array here
+        elif base == "int" and stars == 0 and not arr:
+            fparams.append(f"MPI_Fint *{pname}")
+            args.append(f"*{pname}")
+        elif base == "int" and stars + arr == 1 and pname == "flag":
+            fparams.append(f"MPI_Fint *{pname}")  # LOGICAL: gfortran's .TRUE. is 1
+            locs.append(f"    int l_{pname} = 0;")
+            args.append(f"&l_{pname}")
+            after.append(f"*{pname} = l_{pname} != 0;")
+        elif base == "int" and stars + arr == 1:
+            fparams.append(f"MPI_Fint *{pname}")  # LOGICAL inputs (periods, reorder) read as C ints
+            args.append(pname)
+        elif base in WIDE and stars + arr <= 1:
+            fparams.append(f"{base} *{pname}")
+            args.append(pname if stars + arr else f"*{pname}")
+        elif base.startswith("MPI_") and base[4:] in HANDLES - {"File"} and stars + arr == 0:
+            fparams.append(f"MPI_Fint *{pname}")
+            args.append(f"{f2c(base)}_f2c(*{pname})")
+        elif base.startswith("MPI_") and base[4:] in HANDLES - {"File"} and stars + arr == 1:
+            fparams.append(f"{base} *{pname}")  # MPICH's Fortran handles are its C handles
+            args.append(pname)
+        elif base == "MPI_Status" and stars + arr == 1:
+            fparams.append(f"MPI_Status *{pname}")
+            args.append(f"f08_statuses({pname})" if arr or "statuses" in pname else f"f08_status({pname})")
+        else:
+            return None
+    fparams.append("MPI_Fint *ierr")
+    call = f"rc = MPI_{name}({', '.join(args)});"
+    if after:
+        call += "\nif (rc == MPI_SUCCESS) {\n" + "\n".join(f"    {a}" for a in after) + "\n}"
+    # Each buffer's preparation wraps the call; its undoing follows it, innermost first.
+    for prep, done in reversed(preps):
+        inner = "\n".join("    " + l for l in call.split("\n"))
+        call = f"rc = {prep};\nif (rc == MPI_SUCCESS) {{\n{inner}\n    {done}\n}}"
+    body = "\n".join(locs + ["    int rc;"] + ["    " + l for l in call.split("\n")])
+    body += "\n    if (ierr)\n        *ierr = rc;"
+    sig = ", ".join(fparams)
+    return sig, f"static void f08_{name.lower()}({sig})\n{{\n{body}\n}}\n"
+
+
+def main_f08(a, protos, done):
+    """pmpi_fort_mpich.c: the mpi_f08 entry points of MPICH for the routines the layer defines
+    (converting ones where the arguments allow) and for the blocking ones of pass.list (forwarders
+    to MPICH's own, inside the progress rule)."""
+    lines = ["/* Generated by src/pmpi/gen/gen_fort.py --binding mpich-f08 from MPICH's mpi.h, the symbols of",
+             " * its Fortran library and the layer's sources: do not edit. The hand-written part is",
+             " * lang/pmpi_f08.c; the ABI is described in lang/pmpi_f08.h. */",
+             '#include "lang/pmpi_f08.h"', "", "#if defined(MPICH)", ""]
+    syms = symbols(a.fortlib, "--defined-only")
+    blocking = set()
+    for n in names_of(a.list):
+        blocking |= {n, n + "_c"}
+    made, fwd = [], []
+    for name in sorted((done | blocking) - BY_HAND_F08):
+        sym, ts = f08_symbol(name, syms)
+        if name not in protos or sym is None or "..." in protos[name]:
+            continue
+        proto = protos[name]
+        params = [] if proto in ("", "void") else [p.strip() for p in proto.split(",")]
+        conv = converter_f08(name, params, ts) if name in done else None
+        if conv:
+            made.append(name)
+        elif ts:
+            continue  # MPICH's mpi_x_f08ts_ calls the C MPI_X, the layer's pass-through: counted there
+        else:
+            # Strings, callbacks, attribute values, graph weights, and the blocking routines the
+            # layer only passes through, whose mpi_x_f08_ calls PMPI_X: MPICH's own procedure,
+            # inside the progress rule and counted.
+            conv = forwarder(name, params, sym, ts)
+            fwd.append(name)
+        sig, text = conv
+        lines.append(text)
+        lines.append(f"F08_NAME({sym}, f08_{name.lower()}, ({sig}))")
+        lines.append("")
+    lines.append("#endif /* MPICH */")
+    return "\n".join(lines) + "\n", f"{len(made)} converting and {len(fwd)} forwarding mpi_f08 entry points"
 
 
 def symbols(lib, *flags):
@@ -155,8 +324,22 @@ def main():
     ap.add_argument("--f08lib", default="")
     ap.add_argument("--list", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--binding", default="openmpi", choices=["openmpi", "mpich-f08"])
     ap.add_argument("sources", nargs="*")
     a = ap.parse_args()
+    if a.binding == "mpich-f08":
+        incs = [f"-I{d}" for d in a.include.split(";") if d]
+        pre = subprocess.run([a.cc, "-E", "-P", *incs, "-x", "c", "-"], input="#include <mpi.h>\n",
+                             capture_output=True, text=True)
+        if pre.returncode != 0:
+            sys.exit(f"gen_fort: cannot preprocess mpi.h: {pre.stderr.strip()}")
+        protos = {m.group(1): " ".join(m.group(2).split()) for m in PROTO.finditer(pre.stdout)}
+        text, what = main_f08(a, protos, defined_in(a.sources))
+        if not os.path.exists(a.out) or open(a.out).read() != text:
+            with open(a.out, "w") as f:
+                f.write(text)
+        print(f"gen_fort: {what} in {os.path.basename(a.out)}")
+        return
     lines = ["/* Generated by src/pmpi/gen/gen_fort.py from Open MPI's mpi.h, its Fortran library and",
              " * the layer's sources: do not edit. The hand-written part is lang/pmpi_fort.c. */",
              '#include "lang/pmpi_fort.h"', ""]
@@ -173,6 +356,7 @@ def main():
         if pre.returncode != 0:
             sys.exit(f"gen_fort: cannot preprocess mpi.h: {pre.stderr.strip()}")
         protos = {m.group(1): " ".join(m.group(2).split()) for m in PROTO.finditer(pre.stdout)}
+        lines.append(predefined(a.cc, incs))
         done = defined_in(a.sources)
         for name in sorted((done | set(names_of(a.list))) - BY_HAND):
             lower = name.lower()

@@ -37,7 +37,67 @@ void fort_sentinels_resolve(void)
     resolve4(fort_sent.in_place, "mpi_fortran_in_place");
     resolve4(fort_sent.status_ignore, "mpi_fortran_status_ignore");
     resolve4(fort_sent.statuses_ignore, "mpi_fortran_statuses_ignore");
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    void **all[4] = {fort_sent.bottom, fort_sent.in_place, fort_sent.status_ignore, fort_sent.statuses_ignore};
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 4; i++)
+            if (all[k][i]) {
+                lo = (uintptr_t)all[k][i] < lo ? (uintptr_t)all[k][i] : lo;
+                hi = (uintptr_t)all[k][i] > hi ? (uintptr_t)all[k][i] : hi;
+            }
+    fort_sent.lo = lo == UINTPTR_MAX ? UINTPTR_MAX : lo; /* none: nothing is a sentinel */
+    fort_sent.span = lo == UINTPTR_MAX ? 0 : hi - lo;
     __atomic_store_n(&fort_sent.ready, 1, __ATOMIC_RELEASE);
+}
+
+fort_handles_t fort_h;
+
+void fort_handles_fill(void)
+{
+    int init = 0, fini = 0;
+    if (fort_h.ready || PMPI_Initialized(&init) != MPI_SUCCESS || !init || PMPI_Finalized(&fini) != MPI_SUCCESS ||
+        fini)
+        return;
+    if (!&fort_predef_ntype || !&fort_predef_nop)
+        return;
+    const MPI_Comm comms[] = {MPI_COMM_WORLD, MPI_COMM_SELF, MPI_COMM_NULL};
+    for (size_t i = 0; i < sizeof comms / sizeof comms[0]; i++) {
+        MPI_Fint f = PMPI_Comm_c2f(comms[i]);
+        if ((unsigned)f < FORT_NCOMM)
+            fort_h.comm[f] = comms[i];
+    }
+    for (int i = 0; i < fort_predef_ntype; i++) {
+        MPI_Fint f = PMPI_Type_c2f(fort_predef_type[i]);
+        if ((unsigned)f < FORT_NTYPE)
+            fort_h.type[f] = fort_predef_type[i];
+    }
+    for (int i = 0; i < fort_predef_nop; i++) {
+        MPI_Fint f = PMPI_Op_c2f(fort_predef_op[i]);
+        if ((unsigned)f < FORT_NOP)
+            fort_h.op[f] = fort_predef_op[i];
+    }
+    __atomic_store_n(&fort_h.ready, 1, __ATOMIC_RELEASE);
+}
+
+MPI_Comm fort_comm_slow(MPI_Fint f)
+{
+    if (!__atomic_load_n(&fort_h.ready, __ATOMIC_ACQUIRE))
+        fort_handles_fill();
+    return MPI_Comm_f2c(f);
+}
+
+MPI_Datatype fort_type_slow(MPI_Fint f)
+{
+    if (!__atomic_load_n(&fort_h.ready, __ATOMIC_ACQUIRE))
+        fort_handles_fill();
+    return MPI_Type_f2c(f);
+}
+
+MPI_Op fort_op_slow(MPI_Fint f)
+{
+    if (!__atomic_load_n(&fort_h.ready, __ATOMIC_ACQUIRE))
+        fort_handles_fill();
+    return MPI_Op_f2c(f);
 }
 
 void *fort_profiling_entry(const char *name)
@@ -57,6 +117,7 @@ static void fort_init(MPI_Fint *ierr)
 {
     fort_sentinels_resolve();
     int rc = MPI_Init(NULL, NULL);
+    fort_handles_fill();
     if (ierr)
         *ierr = rc;
 }
@@ -67,6 +128,7 @@ static void fort_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *i
     fort_sentinels_resolve();
     int prov = MPI_THREAD_SINGLE;
     int rc = MPI_Init_thread(NULL, NULL, *required, &prov);
+    fort_handles_fill();
     if (rc == MPI_SUCCESS)
         *provided = prov;
     if (ierr)
@@ -126,7 +188,7 @@ static int settled(int rc) { return rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS
 static void put_status(const MPI_Status *c, MPI_Fint *fstatuses, int i)
 {
     if (!fort_statuses_ignore(fstatuses))
-        MPI_Status_c2f(c, &fstatuses[(size_t)i * FSTAT]);
+        fort_status_put(c, &fstatuses[(size_t)i * FSTAT]);
 }
 
 static void fort_waitall(MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ierr)
@@ -184,7 +246,7 @@ static void any_done(int rc, int n, fort_tmp_t *t, MPI_Fint *reqs, int idx, MPI_
     if (idx != MPI_UNDEFINED && idx >= 0 && idx < n)
         reqs[idx] = MPI_Request_c2f(t->r[idx]);
     if (!ign)
-        MPI_Status_c2f(st, status);
+        fort_status_put(st, status);
 }
 
 static void fort_waitany(MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *index, MPI_Fint *status, MPI_Fint *ierr)

@@ -184,6 +184,7 @@ program mp_fort
   call MPI_Allreduce(MPI_IN_PLACE, fails, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (rank == 0) then
     if (fails == 0) then
+      print '(a,i0)', 'mp_fort: allreduce calls=', 3
       print '(a)', 'mp_fort: ok'
     else
       print '(a,i0,a)', 'mp_fort: ', fails, ' FAILED checks'
