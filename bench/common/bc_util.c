@@ -190,7 +190,7 @@ static void print_help(const char *summary, unsigned mask, const bc_common_t *c,
                "(default: malloc)\n",
                "pages P");
     printf("  --%-14s check every result, report valid in the done line\n", "validate");
-    printf("  --%-14s start MPI at MPI_THREAD_MULTIPLE or the default (default single)\n", "thread-level L");
+    printf("  --%-14s MPI programs: start MPI at MPI_THREAD_MULTIPLE or not (default single)\n", "thread-level L");
     printf("  --%-14s this text\n", "help");
 }
 

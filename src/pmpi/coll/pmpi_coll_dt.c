@@ -37,13 +37,39 @@ typedef struct {
 static dt_map_t dt_map[48];
 static int dt_map_n;
 
+/* dt_map by handle: open addressing over 256 slots (a collective looks its type up twice per call; a
+ * linear scan put MPI_DOUBLE_PRECISION, 33rd, 35 ns behind MPI_DOUBLE on a 2-rank Allreduce). */
+static signed char dt_hash[256];
+static unsigned dt_slot(MPI_Datatype dt)
+{
+    uintptr_t h = 0;
+    memcpy(&h, &dt, sizeof dt < sizeof h ? sizeof dt : sizeof h);
+    h *= 0x9E3779B97F4A7C15ull;
+    return (unsigned)(h >> 56);
+}
+static int map_find(MPI_Datatype dt)
+{
+    for (unsigned s = dt_slot(dt), n = 0; n < 256; s = (s + 1) & 255, n++) {
+        int i = dt_hash[s] - 1;
+        if (i < 0)
+            return -1;
+        if (dt_map[i].dt == dt)
+            return i;
+    }
+    return -1;
+}
 static void map_add(MPI_Datatype dt, coll_type_t t, size_t csize, int only)
 {
     int size = 0;
     if (dt == MPI_DATATYPE_NULL || PMPI_Type_size(dt, &size) != MPI_SUCCESS || (size_t)size != csize)
         return;
-    if (dt_map_n < (int)(sizeof dt_map / sizeof dt_map[0]))
+    if (dt_map_n < (int)(sizeof dt_map / sizeof dt_map[0]) && map_find(dt) < 0) {
+        unsigned s = dt_slot(dt);
+        while (dt_hash[s])
+            s = (s + 1) & 255;
         dt_map[dt_map_n++] = (dt_map_t){dt, t, only};
+        dt_hash[s] = (signed char)dt_map_n;
+    }
 }
 
 void pc_knobs_init(void)
@@ -59,6 +85,7 @@ void pc_knobs_init(void)
                                                       : 0;
     coll_tune.fold3 = o->COLL_FUSED_FOLD;
     dt_map_n = 0;
+    memset(dt_hash, 0, sizeof dt_hash);
     map_add(MPI_INT, COLL_T_I32, sizeof(int), 0);
     map_add(MPI_DOUBLE, COLL_T_F64, sizeof(double), 0);
     map_add(MPI_LONG, COLL_T_I64, sizeof(long), 0);
@@ -222,16 +249,14 @@ int pc_op(MPI_Op op, MPI_Datatype dt, coll_op_t *op_p, size_t *mult_p, pmpi_why_
     if (k != COLL_OP_N) {
         MPI_Datatype base = dt;
         size_t mult = 1;
-        int found = 0;
-        for (int i = 0; i < dt_map_n && !found; i++)
-            found = dt_map[i].dt == dt;
+        int found = map_find(dt) >= 0;
         pc_dt_t d;
         if (!found && pc_dt(dt, &d) == 0 && d.dense && !d.predefined && base_of(dt, &base, &mult) == 0 && mult)
             *mult_p = mult;
         else
             base = dt;
-        for (int i = 0; i < dt_map_n; i++)
-            if (dt_map[i].dt == base) {
+        int i = map_find(base);
+        if (i >= 0) {
                 if (dt_map[i].only == 1 && k != COLL_OP_BAND && k != COLL_OP_BOR && k != COLL_OP_BXOR)
                     return -1;
                 if (dt_map[i].only == 2 && (k == COLL_OP_LAND || k == COLL_OP_LOR || k == COLL_OP_LXOR))
