@@ -77,3 +77,20 @@ def test_pw_x_takes_bobcats_path_with_the_same_energy(workdir, bare_energy, layo
         assert calls > 0 and inplace + staged > 0, (coll, rows)
         if layout[2] == "2":
             assert mpi == 0, (coll, rows)
+
+
+def test_pw_x_account_puts_its_on_node_bytes_on_bobcats_path(workdir, bare_energy, tmp_path):
+    """The full account (yod --stats): of pw.x's on-node traffic on one node, at least 90 % of the
+    bytes took bobcat's path (issue 28), and the energy is still the bare run's."""
+    import json
+    env = clean_env()
+    env["BOBCAT_HOME"] = str(paths.home())
+    account = tmp_path / "account.json"
+    r = subprocess.run([str(YOD), "-VN2", "-np", "2", "--heap", "512M", "--stats", str(account), PW, "-in", "si8.in"],
+                       cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert energy(r.stdout) == bare_energy
+    acct = json.loads(account.read_text())
+    s = acct["summary"]
+    assert acct["layer"]["on"] == 2 and s["on_node_bytes"] > 0, acct["layer"]
+    assert s["bobcat_byte_share"] >= 0.9, (s["bobcat_byte_share"], s["top_missed"])
