@@ -1,6 +1,9 @@
-/* pmpi_coll_alltoallv: MPI_Alltoallv and MPI_Alltoallw on one node, in place: each rank reads its
+/* pmpi_coll_alltoallv: MPI_Alltoallv and MPI_Alltoallw in place: on one node each rank reads its
  * block straight from every peer's send buffer (coll_alltoallv: the owner publishes where its block
- * for each peer lies and how long it is, and the reader copies it into its receive buffer).
+ * for each peer lies and how long it is, and the reader copies it into its receive buffer). Across
+ * nodes as MPI_Alltoall (hier_alltoallv): node-local blocks read straight from node mates, the
+ * off-node ones packed per node pair by the leader from its mates' buffers (leaders'
+ * PMPI_Alltoallv), each rank reading its own from the leader's receive buffer.
  *
  * Blocks move as packed signature bytes, decided block by block on the rank that owns them: a block
  * of a dense type (memory == signature) in the segment is read where it lies; a block outside the
@@ -15,17 +18,19 @@
  * A reader copies as many bytes as it expects (its receive count); a longer block is cut and the
  * call raises MPI_ERR_TRUNCATE on the communicator, as the MPIs do.
  *
- * Decisions from facts every rank shares: the communicator (one node; one that spans nodes goes to
- * the real MPI, why.variant: no hierarchical v-variant yet), the knob. Erroneous arguments (negative
- * counts, a null datatype, sbuf == rbuf with data) go to the real MPI, which reports them. */
+ * Decisions from facts every rank shares: the communicator (across nodes hierarchical, or the real
+ * MPI with BOBCAT_COLL_HIER=0: why.multinode), the knob. Erroneous arguments (negative counts, a null
+ * datatype, sbuf == rbuf with data) go to the real MPI, which reports them. A leaders' phase whose
+ * node-pair blocks pass INT_MAX bytes aborts with a message (the per-rank counts that would tell
+ * are not known to every rank). */
 #include "pmpi_coll.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-static pmpi_stat_t st_alltoallv = {.name = "Alltoallv", .alg_names = {"inplace"}};
-static pmpi_stat_t st_alltoallw = {.name = "Alltoallw", .alg_names = {"inplace"}};
+static pmpi_stat_t st_alltoallv = {.name = "Alltoallv", .alg_names = {"inplace", "hier"}};
+static pmpi_stat_t st_alltoallw = {.name = "Alltoallw", .alg_names = {"inplace", "hier"}};
 
 __attribute__((constructor)) static void register_stats(void)
 {
@@ -115,7 +120,7 @@ static int a2av_run(pmpi_stat_t *st, pmpi_comm_t *pc, const a2av_args_t *a, a2av
     const char *sbase = a->in_place ? a->rbuf : a->sbuf;
     const int *scounts = a->in_place ? a->rcounts : a->scounts, *sdispls = a->in_place ? a->rdispls : a->sdispls;
     const MPI_Datatype *stypes = a->in_place ? a->rtypes : a->stypes;
-    int inl = coll_alltoallv_inlines(&pc->cn, t->sbytes);
+    int hier = pc->nnodes > 1, inl = !hier && coll_alltoallv_inlines(&pc->cn, t->sbytes);
     size_t total = 0, stage = 0, rstage = 0;
     /* Send side: which blocks are read where they lie, and how much the others need staged. In
      * place, my own block stays where it is; the blocks peers read are copied (unless inline). */
@@ -171,7 +176,11 @@ static int a2av_run(pmpi_stat_t *st, pmpi_comm_t *pc, const a2av_args_t *a, a2av
                 off += t->rbytes[r];
             }
     }
-    int cut = coll_alltoallv(&pc->cn, t->sblk, t->sbytes, t->rblk, t->rbytes);
+    int cut = 0;
+    if (hier)
+        hier_alltoallv(pc, t->sblk, t->sbytes, t->rblk, t->rbytes);
+    else
+        cut = coll_alltoallv(&pc->cn, t->sblk, t->sbytes, t->rblk, t->rbytes);
     if (rst) {
         for (int r = 0; r < n; r++) {
             const pc_dt_t *d = dt_of(t->rd, w, r);
@@ -181,7 +190,7 @@ static int a2av_run(pmpi_stat_t *st, pmpi_comm_t *pc, const a2av_args_t *a, a2av
         free(rst);
     }
     free(sstage);
-    pmpi_stat_path(st, stage || rstage ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, total, 0);
+    pmpi_stat_path(st, stage || rstage ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, total, hier);
     return cut;
 }
 
@@ -194,8 +203,8 @@ static int alltoallvw(pmpi_stat_t *st, const a2av_args_t *a, MPI_Comm comm)
     if (pc_knobs.alltoallv == PC_MPI || !(pc = pmpi_comm_get_coll(comm)))
         why = pc_knobs.alltoallv == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED
                                                             : (pmpi_layer.on ? PMPI_WHY_INTER : PMPI_WHY_OFF);
-    else if (pc->nnodes > 1)
-        pc = NULL, why = pc_knobs.hier ? PMPI_WHY_VARIANT : PMPI_WHY_MULTINODE;
+    else if (pc->nnodes > 1 && !pc_knobs.hier)
+        pc = NULL, why = PMPI_WHY_MULTINODE;
     else if (a->rbuf == MPI_IN_PLACE || !a->rcounts || !a->rdispls || a2av_alloc(&t, pc->size, a->w ? pc->size : 1) ||
              a2av_layout(&t, a, pc->size))
         pc = NULL, why = PMPI_WHY_VARIANT; /* erroneous: the real MPI reports it */
