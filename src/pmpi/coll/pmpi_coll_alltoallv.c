@@ -92,18 +92,26 @@ static inline MPI_Aint displ_of(const int *displs, const pc_dt_t *d, int w, int 
     return w ? (MPI_Aint)displs[r] : (MPI_Aint)displs[r] * d->extent;
 }
 
-/* Types and byte counts; -1 if the real MPI must take the call (it reports the error). */
+/* Types and byte counts; -1 if the real MPI must take the call (it reports the error). Alltoallw's
+ * type of an empty block is not looked at: programs pass MPI_DATATYPE_NULL there, and a rank that
+ * left for the real MPI alone would leave its peers waiting here. */
 static int a2av_layout(a2av_t *t, const a2av_args_t *a, int n)
 {
     int nt = a->w ? n : 1;
     for (int r = 0; r < nt; r++) {
-        if (pc_dt(a->rtypes[r], &t->rd[r]))
+        static const pc_dt_t none = {.size = 0, .lb = 0, .extent = 0, .dense = 1, .predefined = 1};
+        int rempty = a->w && a->rcounts[r] == 0, sempty = a->w && (a->in_place ? a->rcounts[r] : a->scounts[r]) == 0;
+        if (rempty)
+            t->rd[r] = none;
+        else if (pc_dt(a->rtypes[r], &t->rd[r]))
             return -1;
-        if (!a->in_place && pc_dt(a->stypes[r], &t->sd[r]))
+        if (a->in_place)
+            t->sd[r] = t->rd[r];
+        else if (sempty)
+            t->sd[r] = none;
+        else if (pc_dt(a->stypes[r], &t->sd[r]))
             return -1;
     }
-    if (a->in_place)
-        memcpy(t->sd, t->rd, (size_t)nt * sizeof(pc_dt_t));
     for (int r = 0; r < n; r++) {
         int sc = a->in_place ? a->rcounts[r] : a->scounts[r];
         if (sc < 0 || a->rcounts[r] < 0)
