@@ -1,5 +1,5 @@
 /* bench/imb/imb.c — the IMB-MPI1 set the papers use (PingPong, PingPing, Sendrecv, Exchange,
- * Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall, Reduce_scatter) plus a windowed
+ * Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall, Alltoallv, Reduce_scatter) plus a windowed
  * non-blocking message rate and the cost of polling (Testany), selected with --test.
  *
  * Timing follows IMB: every participating rank times the whole loop after a barrier and divides by
@@ -23,7 +23,8 @@ typedef struct {
     int rank, size;
     size_t bytes;
     char *sbuf, *rbuf; /* rbuf holds up to size (or window) blocks */
-    int *counts;       /* Reduce_scatter's recvcounts */
+    int *counts;       /* Reduce_scatter's recvcounts; Alltoallv's counts (bytes) */
+    int *displs;       /* Alltoallv's displacements */
     long window;       /* msgrate */
     MPI_Request *reqs;
     MPI_Status *stats;
@@ -330,6 +331,22 @@ static void alltoall_check(ctx_t *x, long n)
                     bc_seed((uint64_t)r, (uint64_t)x->rank + 1, x->bytes), r);
 }
 
+/* IMB's Alltoallv: every block the same size, counts and displacements as Alltoall's. */
+static void alltoallv_prepare(ctx_t *x)
+{
+    alltoall_prepare(x);
+    for (int r = 0; r < x->size; r++) {
+        x->counts[r] = (int)x->bytes;
+        x->displs[r] = (int)((size_t)r * x->bytes);
+    }
+}
+
+static void alltoallv_iter(ctx_t *x, long i)
+{
+    (void)i;
+    MPI_Alltoallv(x->sbuf, x->counts, x->displs, MPI_BYTE, x->rbuf, x->counts, x->displs, MPI_BYTE, x->comm);
+}
+
 /* ---------------------------------------------------------------- message rate ----------------- */
 
 /* Ranks pair up (0→1, 2→3, ...): the sender posts a window of non-blocking sends, the receiver a
@@ -425,6 +442,8 @@ static const test_t tests[] = {
     {"Allreduce", "allreduce", 0, 1, 0, one_block, red_prepare, allreduce_iter, allreduce_check, 1},
     {"Allgather", "allgather", 0, 1, 0, all_blocks, fill_own, allgather_iter, allgather_check, 1},
     {"Alltoall", "alltoall", 0, 1, 0, all_blocks, alltoall_prepare, alltoall_iter, alltoall_check,
+     1},
+    {"Alltoallv", "alltoallv", 0, 1, 0, all_blocks, alltoallv_prepare, alltoallv_iter, alltoall_check,
      1},
     {"Reduce_scatter", "reduce_scatter", 0, 1, 0, one_block, rs_prepare, rs_iter, rs_check, 1},
     {"msgrate", "msgrate", 0, 1, 0, window_blocks, fill_own, msgrate_iter, msgrate_check, 1},
@@ -528,7 +547,7 @@ static void run_test(const test_t *t, const bc_common_t *c, long window, long sl
                 x.reqs[0] = MPI_REQUEST_NULL;
         }
         size_t rblocks = t->rbuf_blocks(&x);
-        size_t sblocks = t->iter == alltoall_iter ? (size_t)x.size : 1;
+        size_t sblocks = t->iter == alltoall_iter || t->iter == alltoallv_iter ? (size_t)x.size : 1;
         size_t rbytes = maxb * rblocks;
         if (t->iter == msgrate_iter) /* windows of large messages are capped, see msgrate_window */
             for (int s = 0; s < c->nsizes; s++)
@@ -541,7 +560,8 @@ static void run_test(const test_t *t, const bc_common_t *c, long window, long sl
         x.sbuf = sbase && offset >= 0 ? (char *)(((uintptr_t)sbase + 4095) & ~(uintptr_t)4095) : sbase;
         x.rbuf = rbase && offset >= 0 ? (char *)(((uintptr_t)rbase + 4095) & ~(uintptr_t)4095) + offset : rbase;
         x.counts = malloc((size_t)x.size * sizeof *x.counts);
-        if (!x.sbuf || !x.rbuf || !x.counts || (with_reqs && (!x.reqs || !x.stats))) {
+        x.displs = malloc((size_t)x.size * sizeof *x.displs);
+        if (!x.sbuf || !x.rbuf || !x.counts || !x.displs || (with_reqs && (!x.reqs || !x.stats))) {
             fprintf(stderr, "imb: out of memory for %s at %zu B\n", t->name, maxb);
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
@@ -575,6 +595,7 @@ static void run_test(const test_t *t, const bc_common_t *c, long window, long sl
         free(sbase);
         free(rbase);
         free(x.counts);
+        free(x.displs);
         free(x.reqs);
         free(x.stats);
         if (probing)
@@ -593,7 +614,7 @@ int main(int argc, char **argv)
     bc_opt_t opts[] = {
         {"test", BC_OPT_STR, &which,
          "comma-separated tests: PingPong PingPing Sendrecv Exchange Barrier Bcast Reduce "
-         "Allreduce Allgather Alltoall Reduce_scatter msgrate, or all"},
+         "Allreduce Allgather Alltoall Alltoallv Reduce_scatter msgrate, or all"},
         {"window", BC_OPT_LONG, &window, "msgrate: messages in flight per window"},
         {"touch", BC_OPT_FLAG, &touch,
          "PingPong, PingPing, Sendrecv, Exchange, msgrate: store into every line of the send "

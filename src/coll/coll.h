@@ -184,4 +184,19 @@ BOBCAT_LAYER_API void coll_allgatherv(coll_node_t *cn, const void *sbuf, void *r
  * private, and sbuf may be rbuf (in place). */
 BOBCAT_LAYER_API void coll_alltoall(coll_node_t *cn, const void *sbuf, size_t bytes, void *rbuf);
 
+/* Vector all-to-all (MPI_Alltoallv/w) on packed bytes: I send sbytes[r] bytes at sblk[r] to group
+ * rank r and receive rbytes[r] bytes from r into rblk[r] (any memory: only I write it). Each rank
+ * reads its block straight from every peer's: a peer publishes where its block for me lies and how
+ * long it is (in its slot for up to 4 ranks, else in an array in its scratch), and I copy it.
+ * So sblk[r] (r != me) must be in the segment, unless coll_alltoallv_inlines(): then my block for
+ * the peer travels in my slot, and my buffers may be private and overlap my receive blocks. My own
+ * block is copied when sblk[me] != rblk[me] (pass them equal, or 0 bytes, in place). Returns how
+ * many blocks were longer than I expected (cut to rbytes: MPI's truncation error). */
+static inline int coll_alltoallv_inlines(const coll_node_t *cn, const size_t *sbytes)
+{
+    return cn->size == 2 && sbytes[1 - cn->rank] <= COLL_INLINE_MAX;
+}
+BOBCAT_LAYER_API int coll_alltoallv(coll_node_t *cn, const void *const *sblk, const size_t *sbytes, void *const *rblk,
+                                    const size_t *rbytes);
+
 #endif

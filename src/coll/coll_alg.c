@@ -611,3 +611,96 @@ void coll_alltoall(coll_node_t *cn, const void *sbuf, size_t bytes, void *rbuf)
     coll_signal_done(cn);
     coll_wait_all_done(cn);
 }
+
+/* Alltoallv: what a rank publishes in word 0 (the low byte; for INLINE the bytes above it are the
+ * block's length): INLINE (two ranks, my block for the peer in words 1..6), PAIRS (at most four
+ * ranks: (pointer, bytes) of my block for each peer in words 1..6, peers in rank order without me),
+ * ARRAY ((pointer, bytes) for every rank in an array in my scratch, pointer in word 1). The group
+ * size picks PAIRS or ARRAY on every rank; INLINE is each rank's own choice, and its peer reads
+ * which one it took. */
+enum { A2AV_INLINE = 1, A2AV_PAIRS = 2, A2AV_ARRAY = 3 };
+#define A2AV_PAIRS_MAX 4
+
+int coll_alltoallv(coll_node_t *cn, const void *const *sblk, const size_t *sbytes, void *const *rblk,
+                   const size_t *rbytes)
+{
+    int me = cn->rank, n = cn->size, cut = 0;
+    if (sblk[me] != rblk[me] && sbytes[me] && rbytes[me]) {
+        cut += sbytes[me] > rbytes[me];
+        util_copy(rblk[me], sblk[me], sbytes[me] < rbytes[me] ? sbytes[me] : rbytes[me]);
+    }
+    if (n == 1)
+        return cut;
+    cn->seq++;
+    uint64_t w[7] = {0};
+    int mode, nw = 1;
+    if (coll_alltoallv_inlines(cn, sbytes)) {
+        /* The slot is filled before I write any received block: in place is safe. */
+        size_t b = sbytes[1 - me];
+        mode = A2AV_INLINE;
+        w[0] = A2AV_INLINE | (uint64_t)b << 8;
+        if (b)
+            memcpy(&w[1], sblk[1 - me], b);
+        nw += (int)((b + 7) / 8);
+    } else if (n <= A2AV_PAIRS_MAX) {
+        mode = A2AV_PAIRS;
+        w[0] = A2AV_PAIRS;
+        for (int r = 0, k = 1; r < n; r++)
+            if (r != me) {
+                w[k++] = W(sblk[r]);
+                w[k++] = sbytes[r];
+            }
+        nw = 1 + 2 * (n - 1);
+    } else {
+        uint64_t *arr = coll_scratch(cn, 2 * (size_t)n * sizeof(uint64_t));
+        if (!arr) {
+            /* Peers are about to wait for this rank in shared memory: no way back. */
+            util_error("out of heap for a %zu-byte all-to-all table: raise the heap (yod --heap)",
+                       2 * (size_t)n * sizeof(uint64_t));
+            abort();
+        }
+        for (int r = 0; r < n; r++) {
+            arr[2 * r] = W(sblk[r]);
+            arr[2 * r + 1] = sbytes[r];
+        }
+        mode = A2AV_ARRAY;
+        w[0] = A2AV_ARRAY;
+        w[1] = W(arr);
+        nw = 2;
+    }
+    coll_publish(cn, w, nw);
+    int peer_reads = 0; /* a peer published pointers: it waits for my done */
+    for (int k = 1; k < n; k++) {
+        int r = (me + k) % n;
+        const coll_pub_t *p = coll_pub_of(cn, r); /* waited for even when empty (slot reuse rule) */
+        uint64_t w0 = p->word[0];
+        const void *src;
+        size_t b;
+        if ((w0 & 0xff) == A2AV_INLINE) {
+            src = &p->word[1];
+            b = (size_t)(w0 >> 8);
+        } else if ((w0 & 0xff) == A2AV_PAIRS) {
+            int i = me < r ? me : me - 1;
+            src = coll_peer(cn, r, p->word[1 + 2 * i]);
+            b = (size_t)p->word[2 + 2 * i];
+            peer_reads = 1;
+        } else {
+            const uint64_t *arr = coll_peer(cn, r, p->word[1]);
+            src = coll_peer(cn, r, arr[2 * me]);
+            b = (size_t)arr[2 * me + 1];
+            peer_reads = 1;
+        }
+        cut += b > rbytes[r];
+        if (b > rbytes[r])
+            b = rbytes[r];
+        if (b)
+            util_copy(rblk[r], src, b);
+    }
+    if (n != 2 || peer_reads)
+        coll_signal_done(cn);
+    /* Between two ranks, an INLINE rank's buffers are read by nobody (the slot reuse argument of the
+     * inline Allgather holds: each call waits on the peer's publication of that call). */
+    if (n != 2 || mode != A2AV_INLINE)
+        coll_wait_all_done(cn);
+    return cut;
+}

@@ -2,7 +2,7 @@
  * (tests/python/test_account.py) checks the merged totals against these counts exactly.
  * Per rank: 5 MPI_Comm_rank, 3 MPI_Alltoallv of 4 ints to every rank (16 * size bytes sent each),
  * 2 MPI_Ibarrier + MPI_Wait, 7 MPI_Allreduce of one double, and a ring of 4 MPI_Send/MPI_Recv of
- * 8 ints (Send/Recv are bobcat's own: rows "p2p send"/"p2p recv"). */
+ * 8 ints (Send/Recv are bobcat's own: rows "p2p send"/"p2p recv"; Alltoallv too since issue 30). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

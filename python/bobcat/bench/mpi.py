@@ -49,6 +49,7 @@ DEFAULT_TESTS = {
     "bcast": [8, 65536, 1 << 20],
     "reduce": [8, 1 << 20],
     "alltoall": [8, 65536, 1 << 20],
+    "alltoallv": [8, 65536, 1 << 20],
     "allgather": [8, 1 << 20],
     "msgrate": [8],
     "testany": [None],

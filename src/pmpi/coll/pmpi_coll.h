@@ -11,7 +11,7 @@
 /* Algorithm choice per collective, fixed at MPI_Init from the knobs. */
 typedef enum { PC_AUTO, PC_INPLACE, PC_SERIAL, PC_PARALLEL, PC_MPI, PC_FUSED, PC_SPLIT, PC_AUTO_PARALLEL } pc_alg_t;
 typedef struct {
-    pc_alg_t barrier, bcast, reduce, allreduce, reduce_scatter, scan, gather, scatter, allgather, alltoall;
+    pc_alg_t barrier, bcast, reduce, allreduce, reduce_scatter, scan, gather, scatter, allgather, alltoall, alltoallv;
     size_t parallel_min;
     int hier; /* BOBCAT_COLL_HIER: collectives that span nodes run hierarchically (else the real MPI) */
 } pc_knobs_t;
@@ -74,5 +74,10 @@ void hier_allgatherv(pmpi_comm_t *pc, const void *piece, const size_t *bytes, vo
 /* in: my n blocks of b bytes, in the segment and not overlapping out (node mates read it);
  * out: block r from rank r (any memory). */
 void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out);
+/* Alltoallv/w on packed blocks: my block for comm rank r is sbytes[r] at sblk[r] (in the segment:
+ * node mates read it, the leader packs it), the block from r lands at rblk[r] (any memory, rbytes[r]
+ * expected). sblk[me] == rblk[me]: in place, my own block stays. */
+void hier_alltoallv(pmpi_comm_t *pc, const void *const *sblk, const size_t *sbytes, void *const *rblk,
+                    const size_t *rbytes);
 
 #endif

@@ -361,3 +361,119 @@ void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out)
     free(pb);
     free(ptr);
 }
+
+void hier_alltoallv(pmpi_comm_t *pc, const void *const *sblk, const size_t *sbytes, void *const *rblk,
+                    const size_t *rbytes)
+{
+    int me = pc->rank, leader = pc->leader == me, ns = pc->node_size, N = pc->nnodes, n = pc->size;
+    int myk = pc->leader_rank[me];
+    /* 1. Every rank of the node learns every node mate's table: per comm rank r, where the mate's
+     * block for r lies, its length, and how much the mate expects from r. */
+    uint64_t *tab = hier_alloc(3 * (size_t)n * sizeof(uint64_t));
+    for (int r = 0; r < n; r++) {
+        tab[3 * r] = (uint64_t)(uintptr_t)sblk[r];
+        tab[3 * r + 1] = sbytes[r];
+        tab[3 * r + 2] = rbytes[r];
+    }
+    uint64_t *ptr = hier_alloc((size_t)ns * sizeof(uint64_t));
+    size_t *pb = hier_alloc(2 * (size_t)ns * sizeof(size_t)), *pd = pb + ns;
+    for (int i = 0; i < ns; i++)
+        pb[i] = sizeof(uint64_t), pd[i] = (size_t)i * sizeof(uint64_t);
+    ptr[pc->node_rank] = (uint64_t)(uintptr_t)tab;
+    coll_allgatherv(&pc->cn, NULL, ptr, pb, pd);
+    const uint64_t **mt = hier_alloc((size_t)ns * sizeof(uint64_t *)); /* node rank i's table, my view */
+    for (int i = 0; i < ns; i++) {
+        int q = pc->node_ranks[i];
+        mt[i] = q == me ? tab : pmpi_peer_ptr(pc, q, (const void *)(uintptr_t)ptr[i]);
+    }
+#define BLK(i, r) ((const char *)(mt[i][3 * (size_t)(r)] ? (pc->node_ranks[i] == me ? (const char *)(uintptr_t)mt[i][3 * (size_t)(r)] \
+                   : (const char *)pmpi_peer_ptr(pc, pc->node_ranks[i], (const void *)(uintptr_t)mt[i][3 * (size_t)(r)])) : NULL))
+    /* 2. Node-local blocks straight from the node mates' buffers (one copy). */
+    for (int i = 0; i < ns; i++) {
+        int q = pc->node_ranks[i];
+        size_t b = (size_t)mt[i][3 * (size_t)me + 1];
+        if (b > rbytes[q])
+            b = rbytes[q];
+        if (b && (q != me || sblk[me] != rblk[me]))
+            util_copy(rblk[q], BLK(i, me), b);
+    }
+    /* 3. The leader packs the off-node blocks per node pair straight from the node mates' buffers,
+     * [destination p of node k][source i of mine], and the leaders exchange them; what a leader
+     * receives from node m is [destination i of mine][source j of m], sized from the mates' tables. */
+    int *rdsp = hier_alloc((size_t)N * sizeof(int));
+    {
+        size_t off = 0;
+        for (int k = 0; k < N; k++) {
+            rdsp[k] = icount(off);
+            if (k == myk)
+                continue;
+            for (int i = 0; i < ns; i++)
+                for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++)
+                    off += (size_t)mt[i][3 * (size_t)pc->by_pos[p] + 2];
+        }
+        icount(off);
+    }
+    uint64_t rptr = 0;
+    char *rbuf = NULL;
+    if (leader) {
+        int *scnt = hier_alloc(3 * (size_t)N * sizeof(int)), *sdsp = scnt + N, *rcnt = sdsp + N;
+        size_t far = 0, rfar = 0, off = 0;
+        for (int k = 0; k < N; k++) {
+            if (k == myk)
+                continue;
+            for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++)
+                for (int i = 0; i < ns; i++) {
+                    far += (size_t)mt[i][3 * (size_t)pc->by_pos[p] + 1];
+                    rfar += (size_t)mt[i][3 * (size_t)pc->by_pos[p] + 2];
+                }
+        }
+        char *sbuf = hier_alloc(far ? far : 1);
+        rbuf = hier_alloc(rfar ? rfar : 1);
+        for (int k = 0; k < N; k++) {
+            sdsp[k] = icount(off);
+            rcnt[k] = k == myk ? 0 : icount((size_t)(k + 1 < N ? rdsp[k + 1] : (int)rfar) - (size_t)rdsp[k]);
+            if (k != myk)
+                for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++)
+                    for (int i = 0; i < ns; i++) {
+                        int d = pc->by_pos[p];
+                        size_t b = (size_t)mt[i][3 * (size_t)d + 1];
+                        if (b)
+                            util_copy(sbuf + off, BLK(i, d), b);
+                        off += b;
+                    }
+            scnt[k] = icount(off - (size_t)sdsp[k]);
+        }
+        PMPI_AWAY(PMPI_Alltoallv(sbuf, scnt, sdsp, MPI_BYTE, rbuf, rcnt, rdsp, MPI_BYTE, pc->leaders_comm));
+        free(sbuf);
+        free(scnt);
+        rptr = (uint64_t)(uintptr_t)rbuf;
+    }
+#undef BLK
+    /* 4. Every rank reads its off-node blocks from the leader's receive buffer: from node m, after
+     * the blocks of the node mates before me, source j of m at the sum of what I expect from the
+     * sources of m before it. */
+    coll_bcast(&pc->cn, 0, &rptr, sizeof rptr);
+    const char *got = leader ? rbuf : pmpi_peer_ptr(pc, pc->leader, (const void *)(uintptr_t)rptr);
+    for (int m = 0; m < N; m++) {
+        if (m == myk)
+            continue;
+        size_t off = (size_t)rdsp[m];
+        for (int i = 0; i < pc->node_rank; i++)
+            for (int p = pc->node_first[m]; p < pc->node_first[m] + pc->node_count[m]; p++)
+                off += (size_t)mt[i][3 * (size_t)pc->by_pos[p] + 2];
+        for (int p = pc->node_first[m]; p < pc->node_first[m] + pc->node_count[m]; p++) {
+            int j = pc->by_pos[p];
+            if (rbytes[j])
+                util_copy(rblk[j], got + off, rbytes[j]);
+            off += rbytes[j];
+        }
+    }
+    /* 5. Nobody's send buffer or table, nor the leader's receive buffer, is needed past this point. */
+    coll_barrier(&pc->cn);
+    free(rbuf);
+    free(rdsp);
+    free(mt);
+    free(pb);
+    free(ptr);
+    free(tab);
+}
