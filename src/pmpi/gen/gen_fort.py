@@ -125,10 +125,12 @@ def converter(name, params):
     return sig, f"static void fort_{name.lower()}({sig})\n{{\n{body}\n}}\n"
 
 
-def forwarder(name, params, f08_sym=None, ts=False):
+def forwarder(name, params, f08_sym=None, ts=False, blocking=True):
     """C text of an entry point that hands the call to the MPI's own Fortran profiling entry
     (pmpi_x_, Open MPI), or with f08_sym to MPICH's own mpi_f08 procedure of that name (the next
-    definition after the layer's: RTLD_NEXT), whose choice buffers are descriptors when ts."""
+    definition after the layer's: RTLD_NEXT), whose choice buffers are descriptors when ts. A
+    blocking routine runs inside the progress rule (and without the layer's lock at
+    MPI_THREAD_MULTIPLE: PMPI_AWAY's two halves); the others are only counted."""
     n = len(params)
     lens = sum(1 for p in params if parse(p)[0] == "char")  # a hidden length per CHARACTER argument
     # The account's view of the arguments, as C values (only evaluated while counting).
@@ -161,9 +163,10 @@ def forwarder(name, params, f08_sym=None, ts=False):
             f"    if (__builtin_expect(pmpi_stats_on, 0)) {{\n"
             f"        if (idx == -2)\n            idx = pmpi_pass_index(\"{name}\");\n"
             f"        if (idx >= 0)\n            {count};\n    }}\n"
-            f"    int away = bobcat_msg_away_begin();\n"
-            f"    fn({', '.join(fargs)});\n"
-            f"    bobcat_msg_away_end(away);\n}}\n")
+            + (f"    int mt = pmpi_mt, away = mt ? pmpi_mt_away_begin() : bobcat_msg_away_begin();\n"
+               f"    fn({', '.join(fargs)});\n"
+               f"    if (mt)\n        pmpi_mt_away_end(away);\n    else\n        bobcat_msg_away_end(away);\n}}\n"
+               if blocking else f"    fn({', '.join(fargs)});\n}}\n"))
     return sig, text
 
 
@@ -358,18 +361,21 @@ def main():
         protos = {m.group(1): " ".join(m.group(2).split()) for m in PROTO.finditer(pre.stdout)}
         lines.append(predefined(a.cc, incs))
         done = defined_in(a.sources)
-        for name in sorted((done | set(names_of(a.list))) - BY_HAND):
+        blocking = set(names_of(a.list))
+        # Every routine of the MPI's Fortran library: the layer's own converted, the rest forwarded
+        # to the MPI's Fortran (counted in the account; the blocking ones inside the progress rule).
+        for name in sorted(set(protos) - BY_HAND):
             lower = name.lower()
-            if name not in protos or name.endswith("_c") or f"ompi_{lower}_f" not in syms \
+            if name.endswith("_c") or "..." in protos[name] or f"ompi_{lower}_f" not in syms \
                     or f"pmpi_{lower}_" not in syms:
                 continue
             proto = protos[name]
             params = [] if proto in ("", "void") else [p.strip() for p in proto.split(",")]
-            made = converter(name, params) if name in done and "..." not in protos[name] else None
+            made = converter(name, params) if name in done else None
             if made:
                 conv += 1
             else:
-                made = forwarder(name, params)
+                made = forwarder(name, params, blocking=name in blocking or name in done)
                 fwd += 1
             sig, text = made
             lines.append(text)

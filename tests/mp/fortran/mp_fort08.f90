@@ -265,6 +265,7 @@ program mp_fort08
       ! for run_fort.sh, which finds them all on bobcat's path in BOBCAT_STATS
       print '(a,i0)', 'mp_fort08: allreduce calls=', merge(3, 4, idx0)
       print '(a)', 'mp_fort08: pass Win_fence calls=2'
+      print '(a)', 'mp_fort08: pass Put calls=1'
       print '(a)', 'mp_fort08: ok'
     else
       print '(a,i0,a)', 'mp_fort08: ', fails, ' FAILED checks'
