@@ -45,7 +45,9 @@ def main(argv=None) -> int:
                     choices=["single", "funneled", "serialized", "multiple"],
                     help="the level mpi4py requests (default multiple, mpi4py's own default; bobcat's "
                          "layer is on at every level)")
-    ap.add_argument("--test-timeout", type=int, default=120, help="seconds one test may take")
+    ap.add_argument("--test-timeout", type=int, default=300,
+                    help="seconds one test may take (MPICH's own 4-rank RMA tests at MULTIPLE take up to ~2 "
+                         "minutes here, bare)")
     ap.add_argument("--job-timeout", type=int, default=1800, help="seconds one job may take")
     ap.add_argument("--fresh-baseline", action="store_true", help="ignore cached bare results")
     ap.add_argument("--work", default=default_work(), help="cache and results (build/external)")
