@@ -319,6 +319,16 @@ def symbols(lib, *flags):
     return {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
 
 
+def mpi_protos(a):
+    """The include flags and {routine: parameter list} of the MPI's C API, from its mpi.h."""
+    incs = [f"-I{d}" for d in a.include.split(";") if d]
+    pre = subprocess.run([a.cc, "-E", "-P", *incs, "-x", "c", "-"], input="#include <mpi.h>\n",
+                         capture_output=True, text=True)
+    if pre.returncode != 0:
+        sys.exit(f"gen_fort: cannot preprocess mpi.h: {pre.stderr.strip()}")
+    return incs, {m.group(1): " ".join(m.group(2).split()) for m in PROTO.finditer(pre.stdout)}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cc", required=True)
@@ -331,12 +341,7 @@ def main():
     ap.add_argument("sources", nargs="*")
     a = ap.parse_args()
     if a.binding == "mpich-f08":
-        incs = [f"-I{d}" for d in a.include.split(";") if d]
-        pre = subprocess.run([a.cc, "-E", "-P", *incs, "-x", "c", "-"], input="#include <mpi.h>\n",
-                             capture_output=True, text=True)
-        if pre.returncode != 0:
-            sys.exit(f"gen_fort: cannot preprocess mpi.h: {pre.stderr.strip()}")
-        protos = {m.group(1): " ".join(m.group(2).split()) for m in PROTO.finditer(pre.stdout)}
+        incs, protos = mpi_protos(a)
         text, what = main_f08(a, protos, defined_in(a.sources))
         if not os.path.exists(a.out) or open(a.out).read() != text:
             with open(a.out, "w") as f:
@@ -353,12 +358,7 @@ def main():
     # through RTLD_NEXT, so this does not loop).
     via_pmpi = symbols(a.f08lib, "--undefined-only") if a.f08lib and os.path.exists(a.f08lib) else set()
     if syms:
-        incs = [f"-I{d}" for d in a.include.split(";") if d]
-        pre = subprocess.run([a.cc, "-E", "-P", *incs, "-x", "c", "-"], input="#include <mpi.h>\n",
-                             capture_output=True, text=True)
-        if pre.returncode != 0:
-            sys.exit(f"gen_fort: cannot preprocess mpi.h: {pre.stderr.strip()}")
-        protos = {m.group(1): " ".join(m.group(2).split()) for m in PROTO.finditer(pre.stdout)}
+        incs, protos = mpi_protos(a)
         lines.append(predefined(a.cc, incs))
         done = defined_in(a.sources)
         blocking = set(names_of(a.list))
