@@ -29,7 +29,7 @@ FLAVOURS = {
 }
 IMB_TESTS = {
     "pingpong", "pingping", "sendrecv", "exchange", "barrier", "bcast", "reduce", "allreduce",
-    "allgather", "alltoall", "reduce_scatter", "msgrate", "testany",
+    "allgather", "alltoall", "alltoallv", "reduce_scatter", "msgrate", "testany",
 }
 TIMEOUT = 90
 
