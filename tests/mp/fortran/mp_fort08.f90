@@ -266,6 +266,8 @@ program mp_fort08
       print '(a,i0)', 'mp_fort08: allreduce calls=', merge(3, 4, idx0)
       print '(a)', 'mp_fort08: pass Win_fence calls=2'
       print '(a)', 'mp_fort08: pass Put calls=1'
+      print '(a)', 'mp_fort08: pass Comm_size calls=2'
+      print '(a)', 'mp_fort08: pass Comm_rank calls=2'
       print '(a)', 'mp_fort08: ok'
     else
       print '(a,i0,a)', 'mp_fort08: ', fails, ' FAILED checks'
