@@ -309,7 +309,7 @@ __attribute__((constructor(101))) static void smartmap_start(void)
         if ((st = smartmap_shmem_share_static(o.JOB_ID, o.JOB_TOKEN, pl, o.BOOT_TIMEOUT)) != BOBCAT_OK)
             fail_start(st);
     }
-    if ((st = smartmap_alloc_init((void *)(s->base + symm), s->heap_size - symm, o.HEAP)) != BOBCAT_OK)
+    if ((st = smartmap_alloc_init((void *)(s->base + symm), s->heap_size - symm, o.HEAP, o.THREAD_HEAP)) != BOBCAT_OK)
         fail_start(st);
     pthread_atfork(NULL, NULL, atfork_child);
     if (pl->local_rank == 0) {
