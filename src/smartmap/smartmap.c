@@ -272,7 +272,7 @@ __attribute__((constructor(101))) static void smartmap_start(void)
     sys_segment_t seg;
     const char *why = "";
     double cpu_seg = cpu_seconds();
-    st = sys_segment_create((void *)SMAP_HEAP_BASE, o.HEAP + symm, o.PAGES, &seg, &why);
+    st = sys_segment_create((void *)SMAP_HEAP_BASE, o.HEAP + symm, o.PAGES, o.POPULATE + symm, &seg, &why);
     cpu_seg = cpu_seconds() - cpu_seg;
     if (st != BOBCAT_OK)
         fail_start(st);
@@ -281,8 +281,8 @@ __attribute__((constructor(101))) static void smartmap_start(void)
     s->pages = seg.pages;
     s->page_size = seg.page_size;
     s->worst_pages = seg.pages;
-    util_info("heap %zu MiB at %p on %s pages, populated in %.6f s, made in %.6f s CPU%s%s", seg.size >> 20,
-              (void *)s->base, smap_pages_name(seg.pages), seg.populate_s, cpu_seg,
+    util_info("heap %zu MiB at %p on %s pages, %zu MiB populated (the rest reserved) in %.6f s, made in %.6f s CPU%s%s",
+              seg.size >> 20, (void *)s->base, smap_pages_name(seg.pages), seg.populated >> 20, seg.populate_s, cpu_seg,
               *why ? "; best pages not used: " : "", why);
 
     s->slot_shift = smap_layout_shift(seg.size);
@@ -312,6 +312,7 @@ __attribute__((constructor(101))) static void smartmap_start(void)
     if ((st = smartmap_alloc_init((void *)(s->base + symm), s->heap_size - symm, o.HEAP, o.THREAD_HEAP)) != BOBCAT_OK)
         fail_start(st);
     pthread_atfork(NULL, NULL, atfork_child);
+    sys_segment_populate_rest((void *)s->base, &seg);
     if (pl->local_rank == 0) {
         report_node(s, seg.populate_s, why);
     }

@@ -1,0 +1,67 @@
+"""Several jobs start at once in a memory cgroup that cannot hold them all (issue 27, "Memory"):
+the ranks take their heaps in steps, each checked against the room the cgroup leaves under a
+node-wide lock, so every job either runs or stops with an error naming the heap, the limit and the
+knob (exit 3; or exit 2 when yod already sees the room gone before launch). None is killed by the
+OOM killer (the cgroup's own memory.events says so) and nothing is left in the cgroup."""
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bobcat import paths
+from test_yod_memory import _memory_cgroup
+
+YOD = paths.home() / "bin" / "yod"
+M = 1 << 20
+
+
+def _oom_kills(d: Path) -> int | None:
+    try:
+        text = (d / "memory.events").read_text()
+    except OSError:
+        return None
+    return int(re.search(r"^oom_kill (\d+)", text, re.M)[1])
+
+
+@pytest.mark.skipif(not YOD.exists(), reason="yod is not built (make build)")
+def test_concurrent_jobs_in_a_small_cgroup_run_or_fail_clearly():
+    d = _memory_cgroup()
+    if d is None:
+        pytest.skip("no memory cgroup this test may make (needs root and a memory controller)")
+    procs = []
+    try:
+        limit = "memory.limit_in_bytes" if (d / "memory.limit_in_bytes").exists() else "memory.max"
+        (d / limit).write_text(str(1024 * M))
+        if (d / "memory.swap.max").exists():
+            (d / "memory.swap.max").write_text("0")      # heaps cannot go to swap: the limit is hard
+        enter = ["sh", "-c", f'echo $$ > {d}/cgroup.procs && exec "$@"', "sh"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("BOBCAT_", "SLURM_"))}
+        env["BOBCAT_HOME"] = str(paths.home())
+        # 4 jobs x 2 ranks x 256 MiB = 2 GiB of heaps asked of a 1 GiB cgroup; each alone fits.
+        cmd = [*enter, str(YOD), "-VN2", "-np", "2", "--heap", "256M", "--pages", "small", "/bin/true"]
+        procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(4)]
+        outs = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+        codes = sorted(c for c, _ in outs)
+        for code, err in outs:
+            assert code in (0, 2, 3), err
+            assert "killed" not in err, err
+            if code == 3:
+                assert re.search(r"not enough memory for the 256 MiB heap: \d+ MiB of it taken when the cgroup's "
+                                 rf"{limit} \(1024 MiB", err), err
+                assert "BOBCAT_HEAP" in err and "--heap" in err, err
+            if code == 2:
+                assert f"cgroup's {limit}" in err, err
+        assert codes[0] == 0, f"no job ran: {outs}"
+        assert codes[-1] != 0, f"all four jobs ran in 1 GiB: the test did not stress the limit: {outs}"
+        kills = _oom_kills(d)
+        assert kills in (None, 0), f"the OOM killer killed {kills} processes in the job's cgroup"
+        assert (d / "cgroup.procs").read_text().strip() == "", "processes left in the cgroup"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        d.rmdir()
