@@ -47,7 +47,7 @@ def test_concurrent_jobs_in_a_small_cgroup_run_or_fail_clearly():
         codes = sorted(c for c, _ in outs)
         for code, err in outs:
             assert code in (0, 2, 3), err
-            assert "killed" not in err, err
+            assert "killed by signal" not in err and "OOM killer:" not in err, err
             if code == 3:
                 assert re.search(r"not enough memory for the 256 MiB heap: \d+ MiB of it taken when the cgroup's "
                                  rf"{limit} \(1024 MiB", err), err
