@@ -18,11 +18,15 @@ M = 1 << 20
 
 
 def _oom_kills(d: Path) -> int | None:
-    try:
-        text = (d / "memory.events").read_text()
-    except OSError:
-        return None
-    return int(re.search(r"^oom_kill (\d+)", text, re.M)[1])
+    """The cgroup's own count of OOM kills: v2's memory.events, v1's memory.oom_control."""
+    for name in ("memory.events", "memory.oom_control"):
+        try:
+            m = re.search(r"^oom_kill (\d+)", (d / name).read_text(), re.M)
+        except OSError:
+            continue
+        if m:
+            return int(m[1])
+    return None
 
 
 @pytest.mark.skipif(not YOD.exists(), reason="yod is not built (make build)")
