@@ -271,6 +271,9 @@ __attribute__((constructor(101))) static void smartmap_start(void)
         fail_start(BOBCAT_ERR_INVAL);
     sys_segment_t seg;
     const char *why = "";
+    /* Jobs starting together take the node's memory one job at a time (sys_job_lock). */
+    int job_lock[2];
+    sys_job_lock(o.JOB_ID, pl->node, pl->local_rank, 5.0, job_lock);
     double cpu_seg = cpu_seconds();
     st = sys_segment_create((void *)SMAP_HEAP_BASE, o.HEAP + symm, o.PAGES, o.POPULATE + symm, &seg, &why);
     cpu_seg = cpu_seconds() - cpu_seg;
@@ -297,6 +300,7 @@ __attribute__((constructor(101))) static void smartmap_start(void)
     else
         st = map_window(s, 0, seg.fd, &own);
     close(seg.fd); /* the mappings keep the memory; no descriptor of the heap stays open */
+    sys_job_unlock(job_lock); /* every heap of the node is taken (or this rank fails and exits) */
     if (st != BOBCAT_OK)
         fail_start(st);
     util_info("node of %d ranks formed and windows mapped (slot 2^%d, %s windows) in %.6f s, %.6f s CPU",

@@ -36,6 +36,13 @@ size_t sys_memory_room(char *what, size_t len);
  * while a rank checks the room and takes a step of it; -1 when not had within wait_s seconds. */
 int sys_node_lock(double wait_s);
 void sys_node_unlock(int fd);
+/* The node lock taken for a whole job's node: local rank 0 takes it (fds_p: the lock and the
+ * sign that the job holds it), the other local ranks wait up to wait_s for that sign. While the
+ * job holds it, sys_segment_create takes its steps without locking each. sys_job_unlock (rank 0,
+ * once the node has formed) lets it go; a rank's exit does too. */
+void sys_job_lock(const char *job, int node, int local_rank, double wait_s, int fds_p[2]);
+void sys_job_unlock(int fds[2]);
+int sys_job_holds_lock(void);
 
 /* Map an existing segment fd at `addr`, shared. With `populate` the page tables are filled now
  * (no fault on first access); without, on first access (and kept until unmapped). */

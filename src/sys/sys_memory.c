@@ -142,3 +142,56 @@ void sys_node_unlock(int fd)
     if (fd >= 0)
         close(fd);
 }
+
+/* The job's hold on the node lock: its local rank 0 takes the lock for the whole node of the job
+ * (every rank's heap, until the node has formed), so jobs that start together take memory one job
+ * at a time and the first ones complete, instead of every rank of every job taking part of its
+ * heap and every job failing. The other local ranks wait until their rank 0 holds it, which it
+ * says by a datagram socket bound to a name of the job's node (connect succeeds once it exists). */
+static int job_holds_lock;
+
+static socklen_t abstract_name(struct sockaddr_un *a, const char *job, int node)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "bobcat-populate-%s-%d", job, node);
+    if (n > (int)sizeof a->sun_path - 2)
+        n = (int)sizeof a->sun_path - 2;
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+void sys_job_lock(const char *job, int node, int local_rank, double wait_s, int fds_p[2])
+{
+    fds_p[0] = fds_p[1] = -1;
+    struct sockaddr_un a;
+    socklen_t alen = abstract_name(&a, job, node);
+    if (local_rank == 0) {
+        fds_p[0] = sys_node_lock(wait_s);
+        fds_p[1] = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fds_p[1] >= 0 && bind(fds_p[1], (struct sockaddr *)&a, alen)) {
+            close(fds_p[1]);
+            fds_p[1] = -1;
+        }
+        job_holds_lock = fds_p[0] >= 0;
+        return;
+    }
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    double t0 = util_now();
+    while (fd >= 0 && connect(fd, (struct sockaddr *)&a, alen) && util_now() - t0 < wait_s) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    if (fd >= 0)
+        close(fd);
+    job_holds_lock = util_now() - t0 < wait_s;
+}
+
+void sys_job_unlock(int fds[2])
+{
+    sys_node_unlock(fds[1]);
+    sys_node_unlock(fds[0]);
+    fds[0] = fds[1] = -1;
+    job_holds_lock = 0;
+}
+
+int sys_job_holds_lock(void) { return job_holds_lock; }

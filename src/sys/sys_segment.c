@@ -170,7 +170,7 @@ static bobcat_status_t take_in_steps(int fd, char *p, size_t size, smap_pages_t 
     for (size_t off = 0; off < size; off += STEP) {
         size_t len = size - off < STEP ? size - off : STEP;
         char what[256];
-        int lock = sys_node_lock(2.0);
+        int lock = sys_job_holds_lock() ? -1 : sys_node_lock(2.0);
         size_t room = sys_memory_room(what, sizeof what);
         if (room < len + ROOM_MARGIN) {
             sys_node_unlock(lock);

@@ -6,6 +6,7 @@ OOM killer (the cgroup's own memory.events says so) and nothing is left in the c
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def _oom_kills(d: Path) -> int | None:
 
 
 @pytest.mark.skipif(not YOD.exists(), reason="yod is not built (make build)")
-def test_concurrent_jobs_in_a_small_cgroup_run_or_fail_clearly():
+def test_concurrent_jobs_in_a_small_cgroup_run_or_fail_clearly(tmp_path):
     d = _memory_cgroup()
     if d is None:
         pytest.skip("no memory cgroup this test may make (needs root and a memory controller)")
@@ -44,10 +45,25 @@ def test_concurrent_jobs_in_a_small_cgroup_run_or_fail_clearly():
         env = {k: v for k, v in os.environ.items() if not k.startswith(("BOBCAT_", "SLURM_"))}
         env["BOBCAT_HOME"] = str(paths.home())
         # 4 jobs x 2 ranks x 256 MiB = 2 GiB of heaps asked of a 1 GiB cgroup; each alone fits.
-        cmd = [*enter, str(YOD), "-VN2", "-np", "2", "--heap", "256M", "--pages", "small", "/bin/true"]
-        procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(4)]
-        outs = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+        # Each rank says it runs, then holds its heap until the test has seen every job run or end,
+        # so the jobs' heaps are all wanted at once.
+        go = tmp_path / "go"
+        procs = []
+        for i in range(4):
+            rank = f'echo x >> {tmp_path}/ran-{i}; while [ ! -e {go} ]; do sleep 0.02; done'
+            cmd = [*enter, str(YOD), "-VN2", "-np", "2", "--heap", "256M", "--pages", "small", "-tlimit", "100",
+                   "/bin/sh", "-c", rank]
+            procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+
+        def settled(i):
+            f = tmp_path / f"ran-{i}"
+            return procs[i].poll() is not None or (f.exists() and len(f.read_text().split()) == 2)
+
+        deadline = time.monotonic() + 100
+        while not all(settled(i) for i in range(4)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        go.touch()
+        outs = [(p.wait(timeout=120), p.communicate()[1]) for p in procs]
         codes = sorted(c for c, _ in outs)
         for code, err in outs:
             assert code in (0, 2, 3), err
