@@ -51,7 +51,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "smartmap-populate: --kinds takes huge, thp, small (BOBCAT_PAGES), not '%s'\n", kinds[k]);
                 return 2;
             }
-            if (sys_segment_create(at, size, policy, &seg, &why) != BOBCAT_OK) {
+            if (sys_segment_create(at, size, policy, SIZE_MAX, &seg, &why) != BOBCAT_OK) {
                 printf("{\"bench\": \"smartmap-populate\", \"metric\": \"unavailable\", \"value\": 0, \"unit\": \"\", "
                        "\"better\": \"higher\", \"params\": {\"pages\": \"%s\", \"rep\": %d}}\n", kinds[k], rep);
                 continue;

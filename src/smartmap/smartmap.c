@@ -271,8 +271,11 @@ __attribute__((constructor(101))) static void smartmap_start(void)
         fail_start(BOBCAT_ERR_INVAL);
     sys_segment_t seg;
     const char *why = "";
+    /* Jobs starting together take the node's memory one job at a time (sys_job_lock). */
+    int job_lock[2];
+    sys_job_lock(o.JOB_ID, pl->node, pl->local_rank, 5.0, job_lock);
     double cpu_seg = cpu_seconds();
-    st = sys_segment_create((void *)SMAP_HEAP_BASE, o.HEAP + symm, o.PAGES, &seg, &why);
+    st = sys_segment_create((void *)SMAP_HEAP_BASE, o.HEAP + symm, o.PAGES, o.POPULATE + symm, &seg, &why);
     cpu_seg = cpu_seconds() - cpu_seg;
     if (st != BOBCAT_OK)
         fail_start(st);
@@ -281,8 +284,8 @@ __attribute__((constructor(101))) static void smartmap_start(void)
     s->pages = seg.pages;
     s->page_size = seg.page_size;
     s->worst_pages = seg.pages;
-    util_info("heap %zu MiB at %p on %s pages, populated in %.6f s, made in %.6f s CPU%s%s", seg.size >> 20,
-              (void *)s->base, smap_pages_name(seg.pages), seg.populate_s, cpu_seg,
+    util_info("heap %zu MiB at %p on %s pages, %zu MiB populated (the rest reserved) in %.6f s, made in %.6f s CPU%s%s",
+              seg.size >> 20, (void *)s->base, smap_pages_name(seg.pages), seg.populated >> 20, seg.populate_s, cpu_seg,
               *why ? "; best pages not used: " : "", why);
 
     s->slot_shift = smap_layout_shift(seg.size);
@@ -297,6 +300,7 @@ __attribute__((constructor(101))) static void smartmap_start(void)
     else
         st = map_window(s, 0, seg.fd, &own);
     close(seg.fd); /* the mappings keep the memory; no descriptor of the heap stays open */
+    sys_job_unlock(job_lock); /* every heap of the node is taken (or this rank fails and exits) */
     if (st != BOBCAT_OK)
         fail_start(st);
     util_info("node of %d ranks formed and windows mapped (slot 2^%d, %s windows) in %.6f s, %.6f s CPU",
@@ -309,9 +313,10 @@ __attribute__((constructor(101))) static void smartmap_start(void)
         if ((st = smartmap_shmem_share_static(o.JOB_ID, o.JOB_TOKEN, pl, o.BOOT_TIMEOUT)) != BOBCAT_OK)
             fail_start(st);
     }
-    if ((st = smartmap_alloc_init((void *)(s->base + symm), s->heap_size - symm, o.HEAP)) != BOBCAT_OK)
+    if ((st = smartmap_alloc_init((void *)(s->base + symm), s->heap_size - symm, o.HEAP, o.THREAD_HEAP)) != BOBCAT_OK)
         fail_start(st);
     pthread_atfork(NULL, NULL, atfork_child);
+    sys_segment_populate_rest((void *)s->base, &seg);
     if (pl->local_rank == 0) {
         report_node(s, seg.populate_s, why);
     }

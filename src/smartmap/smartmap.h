@@ -23,8 +23,9 @@ typedef struct {
 
 extern smartmap_state_t smartmap_state;
 
-/* Steer the allocator into [base, base + size). */
-bobcat_status_t smartmap_alloc_init(void *base, size_t size, size_t heap_per_rank_knob);
+/* Steer the allocator into [base, base + size). Threads share one heap until each has allocated
+ * thread_heap_after bytes (BOBCAT_THREAD_HEAP; 0: a heap per thread at once). */
+bobcat_status_t smartmap_alloc_init(void *base, size_t size, size_t heap_per_rank_knob, size_t thread_heap_after);
 /* Highest byte of the segment the allocator has handed out (for fork). */
 uintptr_t smartmap_alloc_high_water(void);
 

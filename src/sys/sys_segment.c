@@ -12,6 +12,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -125,9 +129,78 @@ static void populate_hugetlb_ascending(char *p, size_t size)
             return;
 }
 
+/* Memory a rank leaves beside its heap when it takes a step of it: its libraries, stack and the
+ * MPI's own buffers are charged to the same limits, after the heap. */
+#define ROOM_MARGIN ((size_t)64 << 20)
+#define STEP ((size_t)64 << 20)
+
+static int populate_range(char *p, size_t len)
+{
+    if (!madvise(p, len, MADV_POPULATE_WRITE))
+        return 0;
+    if (errno != EINVAL)
+        return -1;
+    long pg = sysconf(_SC_PAGESIZE); /* kernels before 5.14: touch every page by hand */
+    for (size_t off = 0; off < len; off += (size_t)pg)
+        ((volatile char *)p)[off] = 0;
+    return 0;
+}
+
+/* Take the heap's memory in steps, each under the node lock after checking that the memory is
+ * there (sys_memory_room), so that several ranks and jobs starting at once cannot together ask for
+ * more than the node or the job's cgroup holds and leave the OOM killer to choose: the rank that
+ * finds no room stops with an error that names the heap, the limit and the knob (issue 27).
+ * A 4 KiB-page heap is reserved (fallocate: pages allocated and charged, not yet cleared) and only
+ * its first `eager` bytes populated here, where the allocator starts; the rest is populated by a
+ * background thread (sys_segment_populate_rest) or on first touch. hugetlb pages come from the
+ * pool yod checked, not from these limits: they are populated in full as before. */
+static bobcat_status_t take_in_steps(int fd, char *p, size_t size, smap_pages_t kind, size_t eager,
+                                     size_t *populated_p)
+{
+    if (kind == SMAP_PAGES_HUGE) {
+        if (populate_range(p, size)) {
+            util_error("populating the %zu MiB heap on hugetlb pages failed (%m): the pool ran dry? lower yod --heap / "
+                       "BOBCAT_HEAP or reserve more pages (/proc/sys/vm/nr_hugepages)", size >> 20);
+            return BOBCAT_ERR_NOMEM;
+        }
+        *populated_p = size;
+        return BOBCAT_OK;
+    }
+    int reserve = kind == SMAP_PAGES_SMALL && eager < size;
+    for (size_t off = 0; off < size; off += STEP) {
+        size_t len = size - off < STEP ? size - off : STEP;
+        char what[256];
+        int lock = sys_job_holds_lock() ? -1 : sys_node_lock(2.0);
+        size_t room = sys_memory_room(what, sizeof what);
+        if (room < len + ROOM_MARGIN) {
+            sys_node_unlock(lock);
+            util_error("not enough memory for the %zu MiB heap: %zu MiB of it taken when %s left %zu MiB (another "
+                       "job starting at the same time?); the rank stops rather than be killed by the OOM killer. "
+                       "Lower the heap (yod --heap / --heap-node, BOBCAT_HEAP) or start fewer jobs at once",
+                       size >> 20, off >> 20, what, room >> 20);
+            return BOBCAT_ERR_NOMEM;
+        }
+        int err = reserve ? fallocate(fd, 0, (off_t)off, (off_t)len) : populate_range(p + off, len);
+        sys_node_unlock(lock);
+        if (err) {
+            util_error("%s the %zu MiB heap failed at %zu MiB (%m): not enough memory for it? lower yod --heap / "
+                       "BOBCAT_HEAP", reserve ? "reserving" : "populating", size >> 20, off >> 20);
+            return BOBCAT_ERR_NOMEM;
+        }
+    }
+    size_t now = reserve ? eager : size;
+    if (reserve && populate_range(p, now)) {
+        util_error("populating the first %zu MiB of the heap failed: %m", now >> 20);
+        return BOBCAT_ERR_NOMEM;
+    }
+    *populated_p = now;
+    return BOBCAT_OK;
+}
+
 /* One attempt at a page kind. Returns BOBCAT_OK, or BOBCAT_ERR_PAGES with *why set when the kind
  * is not available here, or another error for real failures (already logged). */
-static bobcat_status_t try_kind(void *addr, size_t size, smap_pages_t kind, sys_segment_t *seg, const char **why)
+static bobcat_status_t try_kind(void *addr, size_t size, smap_pages_t kind, size_t eager, sys_segment_t *seg,
+                                const char **why)
 {
     unsigned flags = MFD_CLOEXEC | (kind == SMAP_PAGES_HUGE ? MFD_HUGETLB | MFD_HUGE_2MB : 0);
     if (kind == SMAP_PAGES_HUGE && !hugetlb_wait_for(size / SYS_HUGE_PAGE)) {
@@ -170,17 +243,8 @@ static bobcat_status_t try_kind(void *addr, size_t size, smap_pages_t kind, sys_
     double t0 = util_now();
     if (kind == SMAP_PAGES_HUGE)
         populate_hugetlb_ascending(p, size);
-    if (madvise(p, size, MADV_POPULATE_WRITE)) {
-        /* Kernels before 5.14: touch every page by hand. */
-        if (errno != EINVAL) {
-            util_error("populating the %zu-byte heap failed (%m): not enough memory for the heap? "
-                       "lower yod --heap / BOBCAT_HEAP", size);
-            goto unmap;
-        }
-        long pg = sysconf(_SC_PAGESIZE);
-        for (size_t off = 0; off < size; off += (size_t)pg)
-            ((volatile char *)p)[off] = 0;
-    }
+    if ((st = take_in_steps(fd, p, size, kind, eager, &seg->populated)) != BOBCAT_OK)
+        goto unmap;
     seg->populate_s = util_now() - t0;
     if (kind == SMAP_PAGES_THP && pmd_mapped_bytes(p) == 0) {
         *why = "the kernel gave 4 KiB pages despite shmem THP (fragmented memory?)";
@@ -199,7 +263,7 @@ close_fd:
     return st;
 }
 
-bobcat_status_t sys_segment_create(void *addr, size_t size, util_word_t policy, sys_segment_t *seg_p,
+bobcat_status_t sys_segment_create(void *addr, size_t size, util_word_t policy, size_t eager, sys_segment_t *seg_p,
                                    const char **why_p)
 {
     size = (size + SYS_HUGE_PAGE - 1) & ~(SYS_HUGE_PAGE - 1);
@@ -215,7 +279,7 @@ bobcat_status_t sys_segment_create(void *addr, size_t size, util_word_t policy, 
     const char *why = "";
     for (int i = 0; i < n; i++) {
         const char *this_why = NULL;
-        bobcat_status_t st = try_kind(addr, size, order[i], seg_p, &this_why);
+        bobcat_status_t st = try_kind(addr, size, order[i], eager, seg_p, &this_why);
         if (st == BOBCAT_OK) {
             if (why_p)
                 *why_p = why;
@@ -247,4 +311,51 @@ bobcat_status_t sys_segment_map(int fd, void *addr, size_t size, int populate)
         return BOBCAT_ERR_SYS;
     }
     return BOBCAT_OK;
+}
+
+/* The rest of a reserved 4 KiB-page heap, populated while the program runs by a thread of idle
+ * priority (SCHED_IDLE: it runs only when the rank's core has nothing else to do, so it does not
+ * take time from the program) in 2 MiB steps from the low end, where the allocator goes next.
+ * Pages the program touches first are faulted in by the program (the memory is reserved: a
+ * fault clears a page, it cannot fail for want of memory). */
+typedef struct {
+    char *p;
+    size_t len;
+} rest_t;
+
+static void *populate_rest(void *arg)
+{
+    rest_t r = *(rest_t *)arg;
+    free(arg);
+    struct sched_param sp = {0};
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+    for (size_t off = 0; off < r.len; off += SYS_HUGE_PAGE) {
+        size_t len = r.len - off < SYS_HUGE_PAGE ? r.len - off : SYS_HUGE_PAGE;
+        if (madvise(r.p + off, len, MADV_POPULATE_WRITE))
+            break;
+    }
+    return NULL;
+}
+
+void sys_segment_populate_rest(void *addr, const sys_segment_t *seg)
+{
+    if (seg->populated >= seg->size)
+        return;
+    rest_t *r = malloc(sizeof *r);
+    if (!r)
+        return;
+    r->p = (char *)addr + seg->populated;
+    r->len = seg->size - seg->populated;
+    pthread_attr_t attr;
+    pthread_t tid;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* no program signal handler runs on it */
+    if (pthread_create(&tid, &attr, populate_rest, r))
+        free(r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
 }

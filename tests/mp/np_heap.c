@@ -12,7 +12,7 @@
 #include <bobcat/smartmap.h>
 #include "mp_util.h"
 
-#define NTHREADS 4 /* each allocating thread claims a 32 MiB block of the heap */
+#define NTHREADS 4 /* each churns past BOBCAT_THREAD_HEAP: a 32 MiB block of the heap each */
 #define NOPS 20000
 #define SLOTS 256
 
