@@ -68,6 +68,7 @@ def test_no_limit_no_cgroup(tmp_path):
 
 def test_memory_bound_takes_the_least(tmp_path, monkeypatch):
     monkeypatch.delenv("SLURM_MEM_PER_NODE", raising=False)
+    monkeypatch.delenv("SLURM_MEM_PER_CPU", raising=False)
     _tree(tmp_path, "0::/job\n", {"job/memory.max": str(4 * G), "job/memory.current": "0"})
     room, what, _ = memory_bound(16 * G, str(tmp_path))
     assert room == 4 * G and "cgroup's memory.max" in what
@@ -75,6 +76,13 @@ def test_memory_bound_takes_the_least(tmp_path, monkeypatch):
     monkeypatch.setenv("SLURM_MEM_PER_NODE", "1024")
     room, what, _ = memory_bound(16 * G, str(tmp_path))
     assert room == G and "SLURM_MEM_PER_NODE" in what
+    monkeypatch.delenv("SLURM_MEM_PER_NODE")
+    monkeypatch.setenv("SLURM_MEM_PER_CPU", "300")  # --mem-per-cpu=300M on 2 CPUs of this node
+    monkeypatch.setenv("SLURM_CPUS_ON_NODE", "2")
+    room, what, _ = memory_bound(16 * G, str(tmp_path))
+    assert room == 600 * M and "SLURM_MEM_PER_CPU" in what
+    monkeypatch.setenv("SLURM_CPUS_ON_NODE", "")  # unknown CPU count: not a bound
+    assert memory_bound(16 * G, str(tmp_path))[0] == 4 * G
 
 
 def test_default_heap_under_the_bounds():

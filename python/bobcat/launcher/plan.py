@@ -541,7 +541,7 @@ def memory_bound(avail: int | None = None, root: str = "") -> tuple[int | None, 
     """What bounds the default heap on this host: (bytes of memory the node's ranks may use, which
     limit that is, in words, and the soft `ulimit -v` in bytes or None).  The memory is the least
     of MemAvailable, the job's cgroup (v2 memory.max/memory.high, v1's limit) and Slurm's
-    SLURM_MEM_PER_NODE; `ulimit -v` bounds each rank's own address space instead (as_heap_cap)."""
+    SLURM_MEM_PER_NODE (or SLURM_MEM_PER_CPU times SLURM_CPUS_ON_NODE); `ulimit -v` bounds each rank's own address space instead (as_heap_cap)."""
     if avail is None:
         avail = mem_available()
     room, what = avail, "MemAvailable"
@@ -551,6 +551,12 @@ def memory_bound(avail: int | None = None, root: str = "") -> tuple[int | None, 
     slurm = os.environ.get("SLURM_MEM_PER_NODE", "")
     if slurm.isdigit() and int(slurm) > 0 and (room is None or int(slurm) << 20 < room):
         room, what = int(slurm) << 20, f"Slurm's SLURM_MEM_PER_NODE ({slurm} MiB)"
+    # --mem-per-cpu: Slurm's per-CPU memory times the CPUs the job holds on this node
+    per_cpu, cpus = os.environ.get("SLURM_MEM_PER_CPU", ""), os.environ.get("SLURM_CPUS_ON_NODE", "")
+    if per_cpu.isdigit() and cpus.isdigit() and int(per_cpu) > 0 and int(cpus) > 0:
+        mib = int(per_cpu) * int(cpus)
+        if room is None or mib << 20 < room:
+            room, what = mib << 20, f"Slurm's SLURM_MEM_PER_CPU x SLURM_CPUS_ON_NODE ({per_cpu} MiB x {cpus})"
     import resource
     soft = resource.getrlimit(resource.RLIMIT_AS)[0]
     return room, what, None if soft == resource.RLIM_INFINITY else soft
