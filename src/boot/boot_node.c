@@ -231,8 +231,8 @@ static bobcat_status_t serve(int lsock, const char *token, const boot_place_t *p
         if (!wait_readable(lsock, deadline)) {
             util_error("timed out after waiting for %d of the %d ranks of node %d (raise BOBCAT_BOOT_TIMEOUT if "
                        "start-up is just slow%s)", n - joined, n, pl->node,
-                       *socket_dir ? "" : "; ranks in other network namespaces cannot reach this abstract socket: "
-                                          "yod --boot-dir DIR");
+                       *socket_dir ? "" : "; ranks of one node in different network namespaces cannot reach this "
+                                          "abstract socket: give yod --boot-dir DIR");
             st = BOBCAT_ERR_TIMEOUT;
             goto out;
         }
