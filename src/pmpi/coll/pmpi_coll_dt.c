@@ -247,26 +247,26 @@ int pc_op(MPI_Op op, MPI_Datatype dt, coll_op_t *op_p, size_t *mult_p, pmpi_why_
     else if (op == MPI_MAXLOC) k = COLL_OP_MAXLOC;
     else if (op == MPI_MINLOC) k = COLL_OP_MINLOC;
     if (k != COLL_OP_N) {
+        /* A named type of the table, or a dense derived type of one (counted as `mult` of them). */
         MPI_Datatype base = dt;
         size_t mult = 1;
-        int found = map_find(dt) >= 0;
+        int i = map_find(dt);
         pc_dt_t d;
-        if (!found && pc_dt(dt, &d) == 0 && d.dense && !d.predefined && base_of(dt, &base, &mult) == 0 && mult)
+        if (i < 0 && pc_dt(dt, &d) == 0 && d.dense && !d.predefined && base_of(dt, &base, &mult) == 0 && mult) {
             *mult_p = mult;
-        else
-            base = dt;
-        int i = map_find(base);
+            i = map_find(base);
+        }
         if (i >= 0) {
-                if (dt_map[i].only == 1 && k != COLL_OP_BAND && k != COLL_OP_BOR && k != COLL_OP_BXOR)
-                    return -1;
-                if (dt_map[i].only == 2 && (k == COLL_OP_LAND || k == COLL_OP_LOR || k == COLL_OP_LXOR))
-                    return -1;
-                if (coll_op_builtin(k, dt_map[i].t, op_p) != BOBCAT_OK)
-                    return -1;
-                /* The MPIs refuse predefined ops on derived types, so phases through PMPI use the base. */
-                memcpy(&op_p->user[1], &base, sizeof base);
-                return 0;
-            }
+            if (dt_map[i].only == 1 && k != COLL_OP_BAND && k != COLL_OP_BOR && k != COLL_OP_BXOR)
+                return -1;
+            if (dt_map[i].only == 2 && (k == COLL_OP_LAND || k == COLL_OP_LOR || k == COLL_OP_LXOR))
+                return -1;
+            if (coll_op_builtin(k, dt_map[i].t, op_p) != BOBCAT_OK)
+                return -1;
+            /* The MPIs refuse predefined ops on derived types, so phases through PMPI use the base. */
+            memcpy(&op_p->user[1], &base, sizeof base);
+            return 0;
+        }
     }
     /* Any other op or type: the real MPI applies it (PMPI_Reduce_local), on a layout bobcat can
      * copy: dense, or predefined (its gaps are padding inside one element). */
