@@ -58,7 +58,6 @@ BOBCAT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *pr
 
 BOBCAT_EXPORT int MPI_Finalize(void)
 {
-    int rc;
     {
         PMPI_GUARD(); /* MULTIPLE: one thread finalizes, but a helper of the program's may still be
                          finishing a call of its own */
@@ -72,6 +71,5 @@ BOBCAT_EXPORT int MPI_Finalize(void)
         coll_tune.yield = NULL;
         pmpi_lock_stop();
     }
-    rc = PMPI_Finalize();
-    return rc;
+    return PMPI_Finalize(); /* outside the guard: the lock is let go of first */
 }

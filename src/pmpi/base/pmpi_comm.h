@@ -39,15 +39,31 @@
  * PMPI_* call of the layer goes through this, and so does every MPI_* entry point the layer only
  * passes through (pmpi_pass.c, generated). Under MPI_THREAD_MULTIPLE it also lets go of the
  * layer's lock for the call's duration (pmpi_lock.h). */
+typedef struct {
+    int mt;  /* taken at MPI_THREAD_MULTIPLE (pmpi_mt when the call began) */
+    int ret; /* what the matching end needs: went away, or this thread's depth */
+} pmpi_away_t;
+
+static inline pmpi_away_t pmpi_away_begin(void)
+{
+    pmpi_away_t a = {pmpi_mt, 0};
+    a.ret = a.mt ? pmpi_mt_away_begin() : bobcat_msg_away_begin();
+    return a;
+}
+
+static inline void pmpi_away_end(pmpi_away_t a)
+{
+    if (a.mt)
+        pmpi_mt_away_end(a.ret);
+    else
+        bobcat_msg_away_end(a.ret);
+}
+
 #define PMPI_AWAY(call)                                                                                  \
     __extension__({                                                                                      \
-        int mt_ = pmpi_mt;                                                                               \
-        int away_ = mt_ ? pmpi_mt_away_begin() : bobcat_msg_away_begin();                                \
+        pmpi_away_t away_ = pmpi_away_begin();                                                           \
         int rc_ = (call);                                                                                \
-        if (mt_)                                                                                         \
-            pmpi_mt_away_end(away_);                                                                     \
-        else                                                                                             \
-            bobcat_msg_away_end(away_);                                                                  \
+        pmpi_away_end(away_);                                                                            \
         rc_;                                                                                             \
     })
 

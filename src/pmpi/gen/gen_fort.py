@@ -130,7 +130,7 @@ def forwarder(name, params, f08_sym=None, ts=False, blocking=True):
     (pmpi_x_, Open MPI), or with f08_sym to MPICH's own mpi_f08 procedure of that name (the next
     definition after the layer's: RTLD_NEXT), whose choice buffers are descriptors when ts. A
     blocking routine runs inside the progress rule (and without the layer's lock at
-    MPI_THREAD_MULTIPLE: PMPI_AWAY's two halves); the others are only counted."""
+    MPI_THREAD_MULTIPLE: pmpi_away_begin/end, PMPI_AWAY's halves); the others are only counted."""
     n = len(params)
     lens = sum(1 for p in params if parse(p)[0] == "char")  # a hidden length per CHARACTER argument
     # The account's view of the arguments, as C values (only evaluated while counting).
@@ -155,7 +155,8 @@ def forwarder(name, params, f08_sym=None, ts=False, blocking=True):
     fargs = [f"a{i}" for i in range(n)] + ["ierr"] + [f"l{i}" for i in range(lens)]
     sig = ", ".join(fparams)
     lower = name.lower()
-    pre, entry = ("f08", f"f08_next(\"{f08_sym}\")") if f08_sym else ("fort", f"fort_profiling_entry(\"pmpi_{lower}_\")")
+    pre, entry = ("f08", f08_sym) if f08_sym else ("fort", f"pmpi_{lower}_")
+    entry = f"fort_profiling_entry(\"{entry}\")"
     text = (f"static void {pre}_{lower}({sig})\n{{\n"
             f"    static void (*fn)({sig});\n"
             f"    if (!fn)\n        fn = (void (*)({sig})){entry};\n"
@@ -163,9 +164,9 @@ def forwarder(name, params, f08_sym=None, ts=False, blocking=True):
             f"    if (__builtin_expect(pmpi_stats_on, 0)) {{\n"
             f"        if (idx == -2)\n            idx = pmpi_pass_index(\"{name}\");\n"
             f"        if (idx >= 0)\n            {count};\n    }}\n"
-            + (f"    int mt = pmpi_mt, away = mt ? pmpi_mt_away_begin() : bobcat_msg_away_begin();\n"
+            + (f"    pmpi_away_t away = pmpi_away_begin();\n"
                f"    fn({', '.join(fargs)});\n"
-               f"    if (mt)\n        pmpi_mt_away_end(away);\n    else\n        bobcat_msg_away_end(away);\n}}\n"
+               f"    pmpi_away_end(away);\n}}\n"
                if blocking else f"    fn({', '.join(fargs)});\n}}\n"))
     return sig, text
 

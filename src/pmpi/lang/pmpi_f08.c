@@ -9,7 +9,6 @@
 
 #if defined(MPICH)
 #include <dlfcn.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,17 +22,6 @@ void f08_sentinels_resolve(void)
     f08_sent.statuses_ignore = dlsym(RTLD_DEFAULT, "MPIR_F08_MPI_STATUSES_IGNORE_OBJ");
     /* A program without the f08 module has none of them: NULL never equals a buffer argument. */
     __atomic_store_n(&f08_sent.ready, 1, __ATOMIC_RELEASE);
-}
-
-void *f08_next(const char *sym)
-{
-    void *f = dlsym(RTLD_NEXT, sym);
-    if (!f) {
-        fprintf(stderr, "bobcat: MPICH's Fortran library has no %s, which this mpi_f08 call needs; run with "
-                        "BOBCAT_MPI=off, or report the MPICH version\n", sym);
-        PMPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return f;
 }
 
 /* ---- non-contiguous sections ----------------------------------------------------------------- */

@@ -24,6 +24,7 @@
 #define BOBCAT_PMPI_F08_H
 
 #include "base/pmpi_comm.h"
+#include "lang/pmpi_fort.h" /* fort_profiling_entry: MPICH's own mpi_f08 procedures too */
 
 #include <stddef.h>
 
@@ -149,10 +150,6 @@ static inline void f08_tmp_done(f08_tmp_t *t, int out, int rc)
     if (__builtin_expect(t->tmp != NULL, 0))
         f08_tmp_back(t, out, rc);
 }
-
-/* MPICH's own mpi_f08 procedure `sym` (the next definition after this library's), for the
- * forwarders; exits naming it if absent. */
-void *f08_next(const char *sym);
 
 /* One function under the name MPICH's mpi_f08 module calls. */
 #define F08_NAME(sym, fn, params) BOBCAT_EXPORT void sym params __attribute__((alias(#fn)));

@@ -3,14 +3,27 @@
  * the MPI's own Fortran entries. Written by hand: the routines whose Fortran form is not the C
  * form argument by argument (MPI_Init* without argc/argv; arrays of requests and statuses; 1-based
  * indices from Waitany/Waitsome/Testany/Testsome; Buffer_detach, whose Fortran buffer address is
- * not returned). MPICH's mpif.h and `use mpi` bindings call the C MPI_* entries, so there nothing
- * is needed and this file is empty. */
+ * not returned). MPICH's mpif.h and `use mpi` bindings call the C MPI_* entries, so for MPICH only
+ * the lookup of the MPI's own Fortran entries is here (its mpi_f08 part is lang/pmpi_f08.c). */
 #include "lang/pmpi_fort.h"
 
-#if defined(OPEN_MPI)
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* Both MPIs' forwarders (Open MPI's pmpi_x_, MPICH's mpi_x_f08_) reach the MPI's own entry here. */
+void *fort_profiling_entry(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        fprintf(stderr, "bobcat: the MPI's Fortran library has no %s, which this Fortran call needs; run "
+                        "with BOBCAT_MPI=off, or report the MPI version\n", name);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return f;
+}
+
+#if defined(OPEN_MPI)
 
 fort_sentinels_t fort_sent;
 
@@ -98,17 +111,6 @@ MPI_Op fort_op_slow(MPI_Fint f)
     if (!__atomic_load_n(&fort_h.ready, __ATOMIC_ACQUIRE))
         fort_handles_fill();
     return MPI_Op_f2c(f);
-}
-
-void *fort_profiling_entry(const char *name)
-{
-    void *f = dlsym(RTLD_NEXT, name);
-    if (!f) {
-        fprintf(stderr, "bobcat: the MPI's Fortran library has no %s, which this Fortran call needs; run "
-                        "with BOBCAT_MPI=off, or report the MPI version\n", name);
-        PMPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return f;
 }
 
 /* ---- start-up ------------------------------------------------------------------------------- */

@@ -113,8 +113,8 @@ _Static_assert(sizeof(MPI_Fint) == sizeof(int) && sizeof(MPI_Status) % sizeof(in
 static inline void fort_status_put(const MPI_Status *c, MPI_Fint *f) { __builtin_memcpy(f, c, sizeof *c); }
 #endif /* OPEN_MPI */
 
-/* The MPI's own Fortran entry `name` (pmpi_x_, the next definition after this library's), for the
- * forwarders; exits naming it if absent. */
+/* The MPI's own Fortran entry `name` (Open MPI's pmpi_x_, MPICH's mpi_x_f08_: the next definition
+ * after this library's), for the forwarders; exits naming it if absent. */
 void *fort_profiling_entry(const char *name);
 
 /* One function under every name a Fortran binding of Open MPI may call: the mangled mpif.h/use mpi
