@@ -199,4 +199,87 @@ static inline int coll_alltoallv_inlines(const coll_node_t *cn, const size_t *sb
 BOBCAT_LAYER_API int coll_alltoallv(coll_node_t *cn, const void *const *sblk, const size_t *sbytes, void *const *rblk,
                                     const size_t *rbytes);
 
+/* ---- nonblocking collectives: a ring of calls in flight per group (coll_nb.c) ----------------
+ *
+ * A group that runs nonblocking collectives has, besides its control area, a ring area: for each
+ * of COLL_NB_DEPTH calls in flight and each rank, a publication line (seq + 7 words, as coll_pub_t)
+ * and a unit line (claim, done); and per rank a watermark line. Call s uses entry s % DEPTH. The
+ * ranks of a communicator start its collectives in one order (MPI's rule), so call s is the same
+ * collective on every rank.
+ *
+ * A call is split into units, one per rank (rank p's unit: what lands in p's result, or slice p of
+ * a reduction). Every rank publishes its buffers when it starts the call; from then on, any rank
+ * that makes progress may claim a unit whose buffers are all in the segment and do it through the
+ * windows (claimable calls), so a rank that started the call and went away to compute still has
+ * its share done by the node mates that wait: what the SMARTMAP slides' in-place collectives give
+ * a nonblocking collective without a progress thread. Calls whose data travels inside the slots
+ * (inline: small) are done by each rank for itself. A rank's call is complete when the units that
+ * touch its buffers are done (every unit for most calls).
+ *
+ * Ring reuse rule: a rank publishes call s + DEPTH only when every rank's watermark (all its calls
+ * up to wm are complete, so it no longer reads their entries) is at least s. A call that cannot be
+ * published yet waits in its group's queue; progress publishes it later, in order. */
+#define COLL_NB_DEPTH 8
+
+typedef struct {
+    coll_pub_t pub;                               /* the call's words, seq stored last */
+    _Alignas(COLL_LINE) _Atomic uint64_t claim;   /* seq of the last call whose unit somebody took */
+    _Atomic uint64_t done;                        /* seq of the last call whose unit is finished */
+} coll_nb_slot_t;
+_Static_assert(sizeof(coll_nb_slot_t) == 2 * COLL_LINE, "a ring slot is two cache lines");
+
+typedef struct {
+    _Alignas(COLL_LINE) _Atomic int64_t refs;     /* ranks still using the area (owner frees at 0) */
+} coll_nb_area_t;
+
+BOBCAT_LAYER_API size_t coll_nb_area_size(int nranks);
+BOBCAT_LAYER_API void coll_nb_area_init(coll_nb_area_t *a, int nranks);
+
+typedef enum {
+    COLL_NB_BARRIER, COLL_NB_BCAST, COLL_NB_REDUCE, COLL_NB_ALLREDUCE, COLL_NB_ALLGATHER, COLL_NB_ALLTOALL,
+    COLL_NB_GATHER, COLL_NB_SCATTER, COLL_NB_REDUCE_SCATTER, COLL_NB_SCAN, COLL_NB_EXSCAN, COLL_NB_N
+} coll_nb_kind_t;
+
+struct coll_nb;
+/* One group as one of its ranks runs nonblocking collectives on it (private to that rank). */
+typedef struct coll_nb_group {
+    int size, rank;
+    const uintptr_t *base;     /* group rank -> offset from its pointers to my view */
+    char *area;                /* the ring area, in my view */
+    uint64_t started;          /* calls started here */
+    uint64_t published;        /* calls published (<= started) */
+    uint64_t wm;               /* my watermark as last stored */
+    uint64_t peers_wm;         /* the lowest peer watermark last read */
+    struct coll_nb *head, *tail; /* my calls not yet complete, in start order */
+    int help;                  /* do claimable units of other ranks (BOBCAT_NBC_HELP) */
+} coll_nb_group_t;
+
+/* One nonblocking collective as one rank runs it. The caller fills the arguments (every buffer a
+ * peer reaches in the segment unless the call is inline), then coll_nb_start. Arguments every rank
+ * passes alike (root, counts, op) are used by whoever does a unit; buffers travel in the slots. */
+typedef struct coll_nb {
+    coll_nb_group_t *g;
+    coll_nb_kind_t kind;
+    int root;
+    size_t bytes;              /* moving calls: bytes per piece/block (per rank for Bcast) */
+    size_t count;              /* reductions: elements (Reduce_scatter: see counts) */
+    const size_t *counts;      /* Reduce_scatter: elements per rank (the caller keeps it alive) */
+    coll_op_t op;
+    const void *sbuf;          /* mine (Bcast: the buffer, at every rank); NULL: in place */
+    void *rbuf;
+    int inl;                   /* the data travels in the slots (from facts every rank shares) */
+    uint64_t seq;              /* its place in the group's order (1, 2, ...) */
+    int published, mine_done, complete;
+    struct coll_nb *next;
+} coll_nb_t;
+
+/* Whether a call of this shape travels in the slots: the same answer on every rank. */
+BOBCAT_LAYER_API int coll_nb_inlines(const coll_nb_group_t *g, coll_nb_kind_t kind, size_t bytes, size_t span);
+/* Start the call: publish it, or queue it behind calls not yet published. Never waits. */
+BOBCAT_LAYER_API void coll_nb_start(coll_nb_t *c);
+/* Progress the call's group; 1 once the call is complete (then it has left the group). */
+BOBCAT_LAYER_API int coll_nb_test(coll_nb_t *c);
+/* Progress every call of the group (publish what can be, do units, complete). 1 if any remain. */
+BOBCAT_LAYER_API int coll_nb_progress(coll_nb_group_t *g);
+
 #endif

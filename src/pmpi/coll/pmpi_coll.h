@@ -14,6 +14,8 @@ typedef struct {
     pc_alg_t barrier, bcast, reduce, allreduce, reduce_scatter, scan, gather, scatter, allgather, alltoall, alltoallv;
     size_t parallel_min;
     int hier; /* BOBCAT_COLL_HIER: collectives that span nodes run hierarchically (else the real MPI) */
+    pc_alg_t nbc; /* BOBCAT_COLL_NBC */
+    int nbc_help; /* BOBCAT_COLL_NBC_HELP */
 } pc_knobs_t;
 extern pc_knobs_t pc_knobs;
 void pc_knobs_init(void);

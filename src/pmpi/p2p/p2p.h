@@ -49,6 +49,14 @@ typedef struct p2p_comm {
     MPI_Comm comm;
     int ctx, rank, size;
     int mixed;        /* some members on other nodes */
+    /* The nonblocking collectives' ring area (coll.h), agreed at registration: allocated by comm
+     * rank 0 of a communicator on one node (nb_own, freed with the entry once no member uses it),
+     * its address in rank 0's view (0: none, the real MPI does them); `nb` is the state the
+     * collectives keep (p2p_nb_free frees it with the entry). */
+    uint64_t nb_area;
+    coll_nb_area_t *nb_view;  /* the area in my view (NULL: none) */
+    void *nb_own;
+    void *nb;
     int *local;       /* comm rank -> local index on this node, -1 if on another node */
     /* Requests that use the communicator after their call (p2p_req_pin_comm). MPI_Comm_free while
      * some are pending marks it `freed` (it stays in the table); the real communicator is freed when
@@ -63,7 +71,15 @@ enum {
     P2P_K_RECV,     /* engine receive (maybe also waiting for off-node traffic: wildcard, mixed comm) */
     P2P_K_DEFER,    /* off-node receive held back behind an earlier wildcard on its comm */
     P2P_K_PERSIST,  /* persistent: `inner` is the started operation (either kind of request) */
+    P2P_K_EXT,      /* another room's operation (a nonblocking collective): `ext_ops` tests and frees it */
 };
+
+/* An operation of another room behind a request of bobcat's: test returns 1 once complete (with
+ * *err_p, the MPI error code), release frees what it holds (also for a request never completed). */
+typedef struct p2p_ext_ops {
+    int (*test)(p2p_req_t *r, int *err_p);
+    void (*release)(p2p_req_t *r);
+} p2p_ext_ops_t;
 
 struct p2p_req {
     uint64_t magic;           /* first word: tells bobcat's Open MPI handles from real ones */
@@ -91,6 +107,8 @@ struct p2p_req {
     int st_valid;
     p2p_req_t *onext, *oprev; /* the off-node queue (mixed comms) */
     p2p_req_t *fnext;         /* free list / orphans */
+    const p2p_ext_ops_t *ext_ops; /* P2P_K_EXT: its room's calls */
+    void *ext;                /* P2P_K_EXT: its room's state */
     int permanent;            /* the shared completed send (p2p_req_done): never released */
 };
 
@@ -218,10 +236,17 @@ int p2p_send_settled(msg_req_t *m, unsigned *polls);
 
 /* ---- p2p_progress.c ---- */
 
-/* This rank's progress matters to someone: receives posted, off-node queue, orphans. */
+/* Operations of other rooms in flight (nonblocking collectives): p2p_progress calls
+ * p2p_ext_progress while p2p_ext_pending is not 0. */
+extern int p2p_ext_pending;
+extern void (*p2p_ext_progress)(void);
+/* Frees a communicator entry's `nb` (set by the room that made it). */
+extern void (*p2p_nb_free)(p2p_comm_t *c);
+
+/* This rank's progress matters to someone: receives posted, off-node queue, orphans, collectives. */
 static inline int p2p_need_progress(void)
 {
-    return bobcat_msg_busy() || p2p_offq_head != NULL || p2p_orphans != NULL;
+    return bobcat_msg_busy() || p2p_offq_head != NULL || p2p_orphans != NULL || p2p_ext_pending;
 }
 void p2p_progress(void);
 void p2p_poke_mpi(void);

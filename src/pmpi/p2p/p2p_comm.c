@@ -60,10 +60,64 @@ p2p_comm_t *p2p_comm_unhash(MPI_Comm comm)
     return NULL;
 }
 
+void (*p2p_nb_free)(p2p_comm_t *c);
+
+/* Ring areas whose last user had not let go when their owner freed the communicator. */
+typedef struct nb_zombie {
+    coll_nb_area_t *a;
+    struct nb_zombie *next;
+} nb_zombie_t;
+static nb_zombie_t *nb_zombies;
+
+static void nb_reap(void)
+{
+    for (nb_zombie_t **z = &nb_zombies; *z;) {
+        if (atomic_load_explicit(&(*z)->a->refs, memory_order_acquire) == 0) {
+            nb_zombie_t *dead = *z;
+            *z = dead->next;
+            free(dead->a);
+            free(dead);
+        } else {
+            z = &(*z)->next;
+        }
+    }
+}
+
 void p2p_comm_entry_free(p2p_comm_t *c)
 {
+    if (c->nb && p2p_nb_free)
+        p2p_nb_free(c);
+    if (c->nb_view) {
+        int last = atomic_fetch_sub_explicit(&c->nb_view->refs, 1, memory_order_acq_rel) == 1;
+        if (c->nb_own) {
+            nb_zombie_t *z = last ? NULL : malloc(sizeof *z);
+            if (z) {
+                *z = (nb_zombie_t){c->nb_own, nb_zombies};
+                nb_zombies = z;
+            } else if (last) {
+                free(c->nb_own);
+            } /* else: out of memory for the note, the area stays (a leak, never a use after free) */
+        }
+    } else if (c->nb_own) {
+        free(c->nb_own);
+    }
+    nb_reap();
     free(c->local);
     free(c);
+}
+
+/* Comm rank 0's ring area for a communicator of `size` ranks all on this node (NULL: none). */
+static coll_nb_area_t *nb_area_new(int size)
+{
+    size_t bytes = (coll_nb_area_size(size) + COLL_LINE - 1) & ~(size_t)(COLL_LINE - 1);
+    coll_nb_area_t *a = aligned_alloc(COLL_LINE, bytes);
+    if (a && !smap_is_shared(a)) {
+        free(a);
+        a = NULL;
+    }
+    if (a)
+        coll_nb_area_init(a, size);
+    return a;
 }
 
 /* The last request using a communicator the user freed let go of it. */
@@ -167,20 +221,29 @@ void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
     }
     free(world);
     free(idx);
-    /* [0] = the context, [1] = 1 if some member cannot take part. */
-    int mine[2] = {fixed_ctx >= 0 ? fixed_ctx : next_ctx, !ok}, agreed[2] = {0, 1};
+    /* The nonblocking collectives' area: comm rank 0 of a communicator on one node makes it (every
+     * member knows whether the communicator is on one node: all see the same members). */
+    coll_nb_area_t *nb_own = ok && !mixed && size > 1 && rank == 0 ? nb_area_new(size) : NULL;
+    /* [0] = the context, [1] = 1 if some member cannot take part, [2] = the area (rank 0's view). */
+    long long mine[3] = {fixed_ctx >= 0 ? fixed_ctx : next_ctx, !ok, (long long)(uintptr_t)nb_own},
+              agreed[3] = {0, 1, 0};
     int reserved = fixed_ctx < 0 && p2p_set.threads;
     if (reserved) {
-        agreed[1] = ctx_agree_threads(comm, !ok, &agreed[0]);
-    } else if (PMPI_AWAY(PMPI_Allreduce(mine, agreed, 2, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS) {
+        int ctx = 0;
+        agreed[1] = ctx_agree_threads(comm, !ok, &ctx);
+        agreed[0] = ctx;
+        if (!agreed[1] && PMPI_AWAY(PMPI_Allreduce(&mine[2], &agreed[2], 1, MPI_LONG_LONG, MPI_MAX, comm)) != MPI_SUCCESS)
+            agreed[1] = 1;
+    } else if (PMPI_AWAY(PMPI_Allreduce(mine, agreed, 3, MPI_LONG_LONG, MPI_MAX, comm)) != MPI_SUCCESS) {
         agreed[1] = 1;
     }
     if (agreed[1]) {
+        free(nb_own);
         free(local);
         return;
     }
     if (fixed_ctx < 0 && agreed[0] >= next_ctx)
-        next_ctx = agreed[0] + 1;
+        next_ctx = (int)agreed[0] + 1;
     p2p_comm_t *c = calloc(1, sizeof *c);
     if (!c) {
         /* The others registered it: we cannot drop out alone. Corruption-class failure. */
@@ -188,7 +251,12 @@ void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
         return;
     }
     c->comm = comm;
-    c->ctx = agreed[0];
+    c->ctx = (int)agreed[0];
+    c->nb_own = nb_own;
+    c->nb_area = (uint64_t)agreed[2];
+    if (c->nb_area)
+        c->nb_view = (coll_nb_area_t *)(uintptr_t)(c->nb_area + (rank == 0 ? 0
+                                        : (uintptr_t)smap_remote_address(local[0], (void *)SMAP_HEAP_BASE) - SMAP_HEAP_BASE));
     c->rank = rank;
     c->size = size;
     c->mixed = mixed;

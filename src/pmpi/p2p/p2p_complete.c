@@ -130,6 +130,17 @@ int p2p_req_test(p2p_req_t *r, MPI_Status *st, int *err_p)
         r->st_err = err;
         break;
     }
+    case P2P_K_EXT: {
+        int err = MPI_SUCCESS;
+        if (!r->ext_ops->test(r, &err))
+            return 0;
+        r->st_src = MPI_ANY_SOURCE;
+        r->st_tag = MPI_ANY_TAG;
+        r->st_bytes = 0;
+        r->st_cancelled = 0;
+        r->st_err = err;
+        break;
+    }
     default:
         return 0;
     }

@@ -80,9 +80,14 @@ static void orphans_reap(void)
     }
 }
 
+int p2p_ext_pending;
+void (*p2p_ext_progress)(void);
+
 void p2p_progress(void)
 {
     bobcat_msg_progress();
+    if (p2p_ext_pending)
+        p2p_ext_progress();
     if (p2p_offq_head)
         offq_progress();
     if (p2p_orphans_pending())

@@ -133,6 +133,11 @@ void p2p_req_release(p2p_req_t *r)
         pmpi_dt_free(&r->type);
         r->type_owned = 0;
     }
+    if (r->kind == P2P_K_EXT && r->ext_ops) {
+        r->ext_ops->release(r);
+        r->ext_ops = NULL;
+        r->ext = NULL;
+    }
     if (r->c) {
         p2p_comm_unref(r->c);
         r->c = NULL;

@@ -1,0 +1,531 @@
+/* coll_nb: nonblocking collectives on one node group, as state machines over a ring area
+ * (coll.h, "nonblocking collectives"). Nothing here waits: coll_nb_start publishes (or queues),
+ * coll_nb_progress / coll_nb_test do whatever the publications so far allow and return.
+ *
+ * What rank r publishes for call s (words of its ring slot, pointers in r's own view):
+ *   BARRIER          nothing
+ *   BCAST            w0 = its buffer; inline: the root's data in w0..w5, non-roots nothing
+ *   REDUCE           w0 = its input, the root's w1 = its result; inline: the input in w0..w5
+ *   ALLREDUCE        w0 = its input, w1 = its result; inline: the input in w0..w5
+ *   ALLGATHER        w0 = its piece, w1 = its result; inline: the piece in w0..w5
+ *   ALLTOALL         w0 = its send buffer, w1 = its receive buffer; inline: the send buffer in w0..w5
+ *   GATHER, SCATTER  w0 = its send buffer, w1 = its receive buffer (as far as it has them)
+ *   REDUCE_SCATTER, SCAN, EXSCAN   w0 = its input, w1 = its result
+ *
+ * Rank p's unit (done by whoever claims it, from the publications and the arguments every rank
+ * passes alike): BCAST copies the root's buffer into p's; REDUCE and ALLREDUCE reduce slice p of
+ * every input into the root's result (every result); ALLGATHER fills p's result with every piece;
+ * ALLTOALL fills p's receive buffer with block p of every send buffer; GATHER (SCATTER) moves p's
+ * piece to (from) the root; REDUCE_SCATTER reduces p's block into p's result; SCAN (EXSCAN) reduces
+ * the inputs of ranks 0..p (0..p-1) into p's result. Inline calls: each rank does its own unit
+ * from the slots (no buffer of another rank is touched), and nobody else's.
+ *
+ * Reductions fold from the highest rank down (acc = x[i] op acc), as the blocking ones (coll_alg.c),
+ * into a private chunk that is then written out: in-place inputs are safe because only unit p
+ * reads or writes slice p. */
+#include "coll_sync.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define D COLL_NB_DEPTH
+#define NB_CHUNK (16 * 1024)
+#define INL_WORDS (COLL_INLINE_MAX / 8)
+
+static size_t hdr_size(int n) { return COLL_LINE + (size_t)n * COLL_LINE; }
+
+size_t coll_nb_area_size(int nranks) { return hdr_size(nranks) + (size_t)D * (size_t)nranks * sizeof(coll_nb_slot_t); }
+
+void coll_nb_area_init(coll_nb_area_t *a, int nranks)
+{
+    memset(a, 0, coll_nb_area_size(nranks));
+    atomic_store_explicit(&a->refs, nranks, memory_order_release);
+}
+
+static inline _Atomic uint64_t *wm_of(const coll_nb_group_t *g, int r)
+{
+    return (_Atomic uint64_t *)(g->area + COLL_LINE + (size_t)r * COLL_LINE);
+}
+
+static inline coll_nb_slot_t *slot_of(const coll_nb_group_t *g, uint64_t s, int r)
+{
+    return (coll_nb_slot_t *)(g->area + hdr_size(g->size)) + ((s % D) * (uint64_t)g->size + (uint64_t)r);
+}
+
+/* Word w of rank r's publication for call s, as a pointer in my view. */
+static inline char *pptr(const coll_nb_group_t *g, uint64_t s, int r, int w)
+{
+    uint64_t v = slot_of(g, s, r)->pub.word[w];
+    return v ? (char *)(uintptr_t)(v + g->base[r]) : NULL;
+}
+
+static inline const char *pwords(const coll_nb_group_t *g, uint64_t s, int r)
+{
+    return (const char *)slot_of(g, s, r)->pub.word;
+}
+
+static inline uint64_t W(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+int coll_nb_inlines(const coll_nb_group_t *g, coll_nb_kind_t kind, size_t bytes, size_t span)
+{
+    switch (kind) {
+    case COLL_NB_BCAST:
+    case COLL_NB_ALLGATHER:
+        return bytes <= COLL_INLINE_MAX;
+    case COLL_NB_ALLTOALL:
+        return bytes * (size_t)g->size <= COLL_INLINE_MAX;
+    case COLL_NB_REDUCE:
+    case COLL_NB_ALLREDUCE:
+        return span <= COLL_INLINE_MAX;
+    default:
+        return 0;
+    }
+}
+
+/* ---- who does what ------------------------------------------------------------------------ */
+
+static void slice_of(size_t count, int n, int r, size_t *lo_p, size_t *cnt_p)
+{
+    size_t q = count / (size_t)n, rem = count % (size_t)n;
+    *lo_p = (size_t)r * q + ((size_t)r < rem ? (size_t)r : rem);
+    *cnt_p = q + ((size_t)r < rem);
+}
+
+/* Rank p has a unit in this call. */
+static int has_unit(const coll_nb_t *c, int p)
+{
+    size_t lo, cnt;
+    switch (c->kind) {
+    case COLL_NB_BARRIER:
+        return 0;
+    case COLL_NB_BCAST:
+    case COLL_NB_GATHER:
+    case COLL_NB_SCATTER:
+        return p != c->root && c->bytes;
+    case COLL_NB_REDUCE:
+        if (c->inl)
+            return p == c->root;
+        slice_of(c->count, c->g->size, p, &lo, &cnt);
+        return cnt != 0;
+    case COLL_NB_ALLREDUCE:
+        if (c->inl)
+            return 1;
+        slice_of(c->count, c->g->size, p, &lo, &cnt);
+        return cnt != 0;
+    case COLL_NB_ALLGATHER:
+    case COLL_NB_ALLTOALL:
+        return c->bytes != 0;
+    case COLL_NB_REDUCE_SCATTER:
+        return c->counts[p] != 0;
+    case COLL_NB_SCAN:
+        return 1;
+    case COLL_NB_EXSCAN:
+        return p > 0;
+    default:
+        return 0;
+    }
+}
+
+/* What my call's completion waits for. */
+enum { NEED_NONE, NEED_PUBS, NEED_OWN, NEED_ALL };
+static int need_of(const coll_nb_t *c)
+{
+    int me = c->g->rank;
+    switch (c->kind) {
+    case COLL_NB_BARRIER:
+        return NEED_PUBS;
+    case COLL_NB_BCAST:
+        if (me == c->root)
+            return c->inl ? NEED_NONE : NEED_ALL;
+        return NEED_OWN;
+    case COLL_NB_REDUCE:
+        if (c->inl)
+            return me == c->root ? NEED_OWN : NEED_NONE;
+        return NEED_ALL;
+    case COLL_NB_ALLREDUCE:
+    case COLL_NB_ALLGATHER:
+    case COLL_NB_ALLTOALL:
+        return c->inl ? NEED_OWN : NEED_ALL;
+    case COLL_NB_GATHER:
+    case COLL_NB_SCATTER:
+        return me == c->root ? NEED_ALL : NEED_OWN;
+    default:
+        return NEED_ALL;
+    }
+}
+
+/* ---- the units ------------------------------------------------------------------------------ */
+
+/* dst[k] + off (k < ndst) = in[lo] op ... op in[hi] at byte offset off, for count elements; NULL
+ * destinations are skipped. Through a private chunk: any input may also be a destination. */
+static void fold_out(const coll_op_t *op, const char *const *in, int lo, int hi, size_t off, size_t count,
+                     char *const *dst, int ndst)
+{
+    _Alignas(64) char stack_acc[NB_CHUNK];
+    char *acc = stack_acc;
+    size_t per = NB_CHUNK / op->extent;
+    if (!per) {
+        per = 1;
+        acc = malloc(op->extent);
+        if (!acc) {
+            util_error("out of memory for a %zu-byte reduction element", op->extent);
+            abort();
+        }
+    }
+    for (size_t c0 = 0; c0 < count; c0 += per) {
+        size_t n = count - c0 < per ? count - c0 : per, o = off + c0 * op->extent, span = coll_span(op, n);
+        int i = hi - 1;
+        if (hi > lo && op->fn3) {
+            op->fn3(in[hi - 1] + o, in[hi] + o, acc, n, op);
+            i--;
+        } else {
+            memcpy(acc, in[hi] + o, span);
+        }
+        for (; i >= lo; i--)
+            op->fn(in[i] + o, acc, n, op);
+        for (int k = 0; k < ndst; k++)
+            if (dst[k])
+                util_copy(dst[k] + o, acc, span);
+    }
+    if (acc != stack_acc)
+        free(acc);
+}
+
+/* Inputs of every rank for a reduction, in my view (w0, or the slot's words when inline). */
+#define MAXSTACK 64
+typedef struct {
+    const char *stack[MAXSTACK];
+    const char **p;
+} ptrs_t;
+
+static const char **ptrs_get(ptrs_t *t, int n)
+{
+    t->p = n <= MAXSTACK ? t->stack : malloc(sizeof(char *) * (size_t)n);
+    if (!t->p) {
+        util_error("out of memory for a collective's table of %d ranks", n);
+        abort();
+    }
+    return t->p;
+}
+static void ptrs_put(ptrs_t *t)
+{
+    if (t->p != t->stack)
+        free(t->p);
+}
+
+static const char **inputs(ptrs_t *t, const coll_nb_t *c)
+{
+    const coll_nb_group_t *g = c->g;
+    const char **in = ptrs_get(t, g->size);
+    for (int r = 0; r < g->size; r++)
+        in[r] = c->inl ? pwords(g, c->seq, r) : pptr(g, c->seq, r, 0);
+    return in;
+}
+
+static void unit(coll_nb_t *c, int p)
+{
+    coll_nb_group_t *g = c->g;
+    uint64_t s = c->seq;
+    int n = g->size;
+    const coll_op_t *op = &c->op;
+    ptrs_t t;
+    size_t lo, cnt;
+    switch (c->kind) {
+    case COLL_NB_BCAST:
+        if (c->inl)
+            memcpy(c->rbuf, pwords(g, s, c->root), c->bytes); /* my own unit */
+        else
+            util_copy(pptr(g, s, p, 0), pptr(g, s, c->root, 0), c->bytes);
+        break;
+    case COLL_NB_REDUCE:
+    case COLL_NB_ALLREDUCE: {
+        const char **in = inputs(&t, c);
+        if (c->inl) {
+            char *dst = c->rbuf; /* my own unit: inline calls are each rank's own */
+            fold_out(op, in, 0, n - 1, 0, c->count, &dst, 1);
+        } else {
+            slice_of(c->count, n, p, &lo, &cnt);
+            if (c->kind == COLL_NB_REDUCE) {
+                char *dst = pptr(g, s, c->root, 1);
+                fold_out(op, in, 0, n - 1, lo * op->extent, cnt, &dst, 1);
+            } else {
+                ptrs_t dt;
+                char **dst = (char **)ptrs_get(&dt, n);
+                for (int r = 0; r < n; r++)
+                    dst[r] = pptr(g, s, (p + r) % n, 1); /* start at p's own: spread the writers */
+                fold_out(op, in, 0, n - 1, lo * op->extent, cnt, dst, n);
+                ptrs_put(&dt);
+            }
+        }
+        ptrs_put(&t);
+        break;
+    }
+    case COLL_NB_ALLGATHER:
+        for (int k = 1; k < n; k++) {
+            int r = (p + k) % n;
+            if (c->inl)
+                memcpy((char *)c->rbuf + (size_t)r * c->bytes, pwords(g, s, r), c->bytes);
+            else
+                util_copy(pptr(g, s, p, 1) + (size_t)r * c->bytes, pptr(g, s, r, 0), c->bytes);
+        }
+        break;
+    case COLL_NB_ALLTOALL:
+        for (int k = 1; k < n; k++) {
+            int r = (p + k) % n;
+            if (c->inl)
+                memcpy((char *)c->rbuf + (size_t)r * c->bytes, pwords(g, s, r) + (size_t)p * c->bytes, c->bytes);
+            else
+                util_copy(pptr(g, s, p, 1) + (size_t)r * c->bytes, pptr(g, s, r, 0) + (size_t)p * c->bytes, c->bytes);
+        }
+        break;
+    case COLL_NB_GATHER:
+        util_copy(pptr(g, s, c->root, 1) + (size_t)p * c->bytes, pptr(g, s, p, 0), c->bytes);
+        break;
+    case COLL_NB_SCATTER:
+        util_copy(pptr(g, s, p, 1), pptr(g, s, c->root, 0) + (size_t)p * c->bytes, c->bytes);
+        break;
+    case COLL_NB_REDUCE_SCATTER: {
+        size_t off = 0;
+        for (int r = 0; r < p; r++)
+            off += c->counts[r];
+        const char **in = inputs(&t, c);
+        for (int r = 0; r < n; r++)
+            in[r] += off * op->extent;
+        char *dst = pptr(g, s, p, 1);
+        fold_out(op, in, 0, n - 1, 0, c->counts[p], &dst, 1);
+        ptrs_put(&t);
+        break;
+    }
+    case COLL_NB_SCAN:
+    case COLL_NB_EXSCAN: {
+        const char **in = inputs(&t, c);
+        char *dst = pptr(g, s, p, 1);
+        fold_out(op, in, 0, c->kind == COLL_NB_SCAN ? p : p - 1, 0, c->count, &dst, 1);
+        ptrs_put(&t);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* ---- publication ---------------------------------------------------------------------------- */
+
+static void publish(coll_nb_t *c)
+{
+    coll_nb_group_t *g = c->g;
+    int me = g->rank;
+    uint64_t w[7] = {0};
+    switch (c->kind) {
+    case COLL_NB_BARRIER:
+        break;
+    case COLL_NB_BCAST:
+        if (!c->inl)
+            w[0] = W(c->rbuf);
+        else if (me == c->root)
+            memcpy(w, c->rbuf, c->bytes);
+        break;
+    case COLL_NB_REDUCE:
+    case COLL_NB_ALLREDUCE:
+        if (c->inl) {
+            memcpy(w, c->sbuf, coll_span(&c->op, c->count));
+        } else {
+            w[0] = W(c->sbuf);
+            w[1] = W(c->rbuf);
+        }
+        break;
+    case COLL_NB_ALLGATHER:
+        if (c->inl) {
+            memcpy(w, c->sbuf, c->bytes);
+        } else {
+            w[0] = W(c->sbuf);
+            w[1] = W(c->rbuf);
+        }
+        break;
+    case COLL_NB_ALLTOALL:
+        if (c->inl) {
+            memcpy(w, c->sbuf, c->bytes * (size_t)g->size);
+        } else {
+            w[0] = W(c->sbuf);
+            w[1] = W(c->rbuf);
+        }
+        break;
+    default:
+        w[0] = W(c->sbuf);
+        w[1] = W(c->rbuf);
+        break;
+    }
+    coll_nb_slot_t *sl = slot_of(g, c->seq, me);
+    for (int i = 0; i < 7; i++)
+        sl->pub.word[i] = w[i];
+    atomic_store_explicit(&sl->pub.seq, c->seq, memory_order_release);
+    c->published = 1;
+    g->published = c->seq;
+    if (!has_unit(c, me))
+        c->mine_done = 1;
+}
+
+/* Call s may take its ring entry: every rank (me too) is done with call s - D. */
+static int entry_free(coll_nb_group_t *g, uint64_t s)
+{
+    if (s <= D)
+        return 1;
+    uint64_t need = s - D;
+    if (g->wm < need)
+        return 0;
+    if (g->peers_wm >= need)
+        return 1;
+    uint64_t lo = UINT64_MAX;
+    for (int r = 0; r < g->size; r++)
+        if (r != g->rank) {
+            uint64_t v = atomic_load_explicit(wm_of(g, r), memory_order_acquire);
+            if (v < lo)
+                lo = v;
+        }
+    g->peers_wm = lo;
+    return lo >= need;
+}
+
+static void publish_queued(coll_nb_group_t *g)
+{
+    for (coll_nb_t *c = g->head; c; c = c->next)
+        if (!c->published) {
+            if (!entry_free(g, c->seq))
+                return;
+            publish(c);
+        }
+}
+
+/* ---- progress ------------------------------------------------------------------------------- */
+
+static int all_published(const coll_nb_t *c)
+{
+    const coll_nb_group_t *g = c->g;
+    for (int r = 0; r < g->size; r++)
+        if (atomic_load_explicit(&slot_of(g, c->seq, r)->pub.seq, memory_order_acquire) < c->seq)
+            return 0;
+    return 1;
+}
+
+static inline int unit_done(const coll_nb_t *c, int p)
+{
+    return atomic_load_explicit(&slot_of(c->g, c->seq, p)->done, memory_order_acquire) >= c->seq;
+}
+
+/* Take rank p's unit of call s (nobody has). */
+static int claim(const coll_nb_group_t *g, uint64_t s, int p)
+{
+    _Atomic uint64_t *cl = &slot_of(g, s, p)->claim;
+    uint64_t v = atomic_load_explicit(cl, memory_order_relaxed);
+    while (v < s)
+        if (atomic_compare_exchange_weak_explicit(cl, &v, s, memory_order_acq_rel, memory_order_relaxed))
+            return 1;
+    return 0;
+}
+
+static void do_claimed(coll_nb_t *c, int p)
+{
+    unit(c, p);
+    atomic_store_explicit(&slot_of(c->g, c->seq, p)->done, c->seq, memory_order_release);
+}
+
+static int is_complete(coll_nb_t *c)
+{
+    coll_nb_group_t *g = c->g;
+    switch (need_of(c)) {
+    case NEED_NONE:
+        return 1;
+    case NEED_PUBS:
+        return all_published(c);
+    case NEED_OWN:
+        return c->mine_done || (!c->inl && unit_done(c, g->rank));
+    default:
+        for (int p = 0; p < g->size; p++)
+            if (has_unit(c, p) && !unit_done(c, p))
+                return 0;
+        return 1;
+    }
+}
+
+/* One look at a published call: my unit, other units nobody took, completion. */
+static int advance(coll_nb_t *c)
+{
+    coll_nb_group_t *g = c->g;
+    int me = g->rank, n = g->size, nd = need_of(c);
+    if (nd == NEED_NONE)
+        return 1;
+    if (!all_published(c))
+        return 0;
+    if (!c->mine_done) {
+        if (c->inl) {
+            unit(c, me);
+            c->mine_done = 1;
+        } else if (claim(g, c->seq, me)) {
+            do_claimed(c, me);
+            c->mine_done = 1;
+        }
+    }
+    if (!c->inl && g->help)
+        for (int k = 1; k < n; k++) {
+            int p = (me + k) % n;
+            if (has_unit(c, p) && atomic_load_explicit(&slot_of(g, c->seq, p)->claim, memory_order_relaxed) < c->seq &&
+                claim(g, c->seq, p))
+                do_claimed(c, p);
+        }
+    return is_complete(c);
+}
+
+static void store_wm(coll_nb_group_t *g)
+{
+    uint64_t wm = g->head ? g->head->seq - 1 : g->started;
+    if (wm != g->wm) {
+        g->wm = wm;
+        atomic_store_explicit(wm_of(g, g->rank), wm, memory_order_release);
+    }
+}
+
+int coll_nb_progress(coll_nb_group_t *g)
+{
+    publish_queued(g);
+    int removed = 0;
+    for (coll_nb_t **pp = &g->head, *prev = NULL; *pp;) {
+        coll_nb_t *c = *pp;
+        if (c->published && advance(c)) {
+            c->complete = 1;
+            *pp = c->next;
+            if (g->tail == c)
+                g->tail = prev;
+            removed = 1;
+        } else {
+            prev = c;
+            pp = &c->next;
+        }
+    }
+    if (removed) {
+        store_wm(g);
+        publish_queued(g); /* my own watermark may have been what held the next one */
+    }
+    return g->head != NULL;
+}
+
+void coll_nb_start(coll_nb_t *c)
+{
+    coll_nb_group_t *g = c->g;
+    c->seq = ++g->started;
+    c->published = c->mine_done = c->complete = 0;
+    c->next = NULL;
+    if (g->tail)
+        g->tail->next = c;
+    else
+        g->head = c;
+    g->tail = c;
+    if (g->published + 1 == c->seq && entry_free(g, c->seq))
+        publish(c);
+}
+
+int coll_nb_test(coll_nb_t *c)
+{
+    if (!c->complete)
+        coll_nb_progress(c->g);
+    return c->complete;
+}

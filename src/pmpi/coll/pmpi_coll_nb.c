@@ -1,0 +1,674 @@
+/* pmpi_coll_nb: the nonblocking collectives (MPI_Ibarrier, Ibcast, Ireduce, Iallreduce, Iallgather,
+ * Ialltoall, Igather, Iscatter, Ireduce_scatter(_block), Iscan, Iexscan) over coll/'s ring
+ * (coll_nb.c), as requests of bobcat's (p2p's P2P_K_EXT kind), so that MPI_Wait/Test and their
+ * all/any/some forms complete them in any order and in arrays mixed with point-to-point and real
+ * requests, and every progress pass (p2p_progress: any wait, test, or call that progresses) moves
+ * them along.
+ *
+ * Which calls run here, from facts every rank of the communicator shares: the communicator has a
+ * ring area (agreed when it was registered: one node, at least two ranks, the engine on everywhere),
+ * BOBCAT_COLL_NBC is not mpi, and the arguments are ones the blocking collective would take
+ * (count > 0 or nothing to move, a datatype and op bobcat can describe, an int-sized whole). Anything
+ * else goes to the real MPI's own nonblocking collective, whole, on every rank alike, and BOBCAT_STATS
+ * says why (a row per call: Iallreduce, ...).
+ *
+ * Buffers: what a peer reads or writes must be in the segment, so a rank stages (at the start, a
+ * local decision) a buffer outside it or of a non-contiguous type, and unstages the result when its
+ * request completes; the request holds the datatypes it still needs. In-place forms whose result
+ * would overwrite an input another unit still reads (Ialltoall, Ireduce_scatter, Iscan) stage the
+ * input. Calls that travel in the slots (small) need neither. */
+#include "pmpi_coll.h"
+#include "../p2p/p2p.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { A_INLINE, A_RING, A_LOCAL };
+#define NB_ALGS {"inline", "ring", "local"}
+static pmpi_stat_t st_ibarrier = {.name = "Ibarrier", .alg_names = {"ring"}};
+static pmpi_stat_t st_ibcast = {.name = "Ibcast", .alg_names = NB_ALGS};
+static pmpi_stat_t st_ireduce = {.name = "Ireduce", .alg_names = NB_ALGS};
+static pmpi_stat_t st_iallreduce = {.name = "Iallreduce", .alg_names = NB_ALGS};
+static pmpi_stat_t st_iallgather = {.name = "Iallgather", .alg_names = NB_ALGS};
+static pmpi_stat_t st_ialltoall = {.name = "Ialltoall", .alg_names = NB_ALGS};
+static pmpi_stat_t st_igather = {.name = "Igather", .alg_names = NB_ALGS};
+static pmpi_stat_t st_iscatter = {.name = "Iscatter", .alg_names = NB_ALGS};
+static pmpi_stat_t st_irsb = {.name = "Ireduce_scatter_block", .alg_names = NB_ALGS};
+static pmpi_stat_t st_irs = {.name = "Ireduce_scatter", .alg_names = NB_ALGS};
+static pmpi_stat_t st_iscan = {.name = "Iscan", .alg_names = NB_ALGS};
+static pmpi_stat_t st_iexscan = {.name = "Iexscan", .alg_names = NB_ALGS};
+
+__attribute__((constructor)) static void register_stats(void)
+{
+    pmpi_stat_t *all[] = {&st_ibarrier, &st_ibcast, &st_ireduce, &st_iallreduce, &st_iallgather, &st_ialltoall,
+                          &st_igather, &st_iscatter, &st_irsb, &st_irs, &st_iscan, &st_iexscan};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pmpi_stats_register(all[i]);
+}
+
+/* ---- the communicator's ring, and the groups with calls in flight ---------------------------- */
+
+typedef struct nb_comm {
+    coll_nb_group_t g;
+    uintptr_t *base;
+    int active;               /* on the list of groups with calls in flight */
+    struct nb_comm *next;
+} nb_comm_t;
+
+static nb_comm_t *active_head;
+
+static void nb_progress_all(void)
+{
+    for (nb_comm_t **pp = &active_head; *pp;) {
+        nb_comm_t *nc = *pp;
+        if (coll_nb_progress(&nc->g)) {
+            pp = &nc->next;
+        } else {
+            nc->active = 0;
+            *pp = nc->next;
+        }
+    }
+    p2p_ext_pending = active_head != NULL;
+}
+
+static void nb_activate(nb_comm_t *nc)
+{
+    if (!nc->active) {
+        nc->active = 1;
+        nc->next = active_head;
+        active_head = nc;
+    }
+    p2p_ext_pending = 1;
+}
+
+static void nb_comm_free(p2p_comm_t *c)
+{
+    nb_comm_t *nc = c->nb;
+    /* Its requests pinned the entry, so none is in flight: it is not on the active list. */
+    for (nb_comm_t **pp = &active_head; *pp; pp = &(*pp)->next)
+        if (*pp == nc) {
+            *pp = nc->next;
+            break;
+        }
+    p2p_ext_pending = active_head != NULL;
+    free(nc->base);
+    free(nc);
+    c->nb = NULL;
+}
+
+/* The ring of comm, made on first use (local: the area was agreed at registration). NULL: none. */
+static nb_comm_t *nb_comm_of(MPI_Comm comm, pmpi_comm_t *pc, p2p_comm_t **c_p)
+{
+    p2p_comm_t *c = p2p_comm_lookup(comm);
+    *c_p = c;
+    if (!c || !c->nb_view)
+        return NULL;
+    if (c->nb)
+        return c->nb;
+    nb_comm_t *nc = calloc(1, sizeof *nc);
+    uintptr_t *base = malloc(sizeof(uintptr_t) * (size_t)pc->size);
+    if (!nc || !base) {
+        /* A ring that every member agreed on cannot be dropped by one: the peers would wait. */
+        util_error("out of memory for a communicator's nonblocking collectives");
+        abort();
+    }
+    for (int r = 0; r < pc->size; r++)
+        base[r] = r == pc->rank ? 0 : pc->peer_base[r];
+    nc->base = base;
+    nc->g = (coll_nb_group_t){.size = pc->size, .rank = pc->rank, .base = base, .area = (char *)c->nb_view,
+                              .help = pc_knobs.nbc_help};
+    p2p_nb_free = nb_comm_free;
+    p2p_ext_progress = nb_progress_all;
+    c->nb = nc;
+    return nc;
+}
+
+/* ---- a call as a request ---------------------------------------------------------------------- */
+
+typedef struct {
+    coll_nb_t c;
+    nb_comm_t *nc;
+    pc_buf_t in, out;        /* staged input / output (tmp: ours) */
+    MPI_Datatype in_held, out_held; /* the datatypes unstaging needs, held (MPI_DATATYPE_NULL: none) */
+    MPI_Datatype out_user;
+    void *extra;             /* a private copy (in-place input) freed at the end */
+    void *raw_user, *raw_tmp; /* a reduction's result staged as it lies in memory */
+    size_t raw_span;
+    size_t *counts;
+    int local_done;          /* complete from the start (nothing to move, one rank) */
+} nb_req_t;
+
+static int nb_test(p2p_req_t *r, int *err_p)
+{
+    nb_req_t *q = r->ext;
+    *err_p = MPI_SUCCESS;
+    if (!q->local_done && !coll_nb_test(&q->c))
+        return 0;
+    if (q->raw_tmp) {
+        memcpy(q->raw_user, q->raw_tmp, q->raw_span);
+        free(q->raw_tmp);
+        q->raw_tmp = NULL;
+    }
+    if (q->out.tmp) {
+        /* unstage into the user's buffer with the datatype the request holds */
+        q->out.dt = q->out_held;
+        pc_out_done(&q->out);
+    }
+    pc_in_done(&q->in);
+    q->local_done = 1;
+    return 1;
+}
+
+static void nb_release(p2p_req_t *r)
+{
+    nb_req_t *q = r->ext;
+    if (!q)
+        return;
+    if (!q->local_done) {
+        /* Freed before completion (MPI_Request_free is erroneous on these): the peers may still
+         * reach its buffers, so it stays until complete. Never reached from the orphan path, which
+         * releases only completed requests. */
+        return;
+    }
+    if (q->in_held != MPI_DATATYPE_NULL)
+        pmpi_dt_release(q->in_held, q->in.dt);
+    if (q->out_held != MPI_DATATYPE_NULL)
+        pmpi_dt_release(q->out_held, q->out_user);
+    pc_in_done(&q->in);
+    if (q->out.tmp)
+        free(q->out.p);
+    free(q->extra);
+    free(q->raw_tmp);
+    free(q->counts);
+    free(q);
+}
+
+static const p2p_ext_ops_t nb_ops = {nb_test, nb_release};
+
+static nb_req_t *req_new(void)
+{
+    nb_req_t *q = calloc(1, sizeof *q);
+    if (!q) {
+        util_error("out of memory for a nonblocking collective");
+        abort();
+    }
+    q->in_held = q->out_held = MPI_DATATYPE_NULL;
+    return q;
+}
+
+/* Hand the call out as a request (started already, or complete from the start). */
+static int req_out(nb_req_t *q, MPI_Comm comm, MPI_Request *req)
+{
+    p2p_req_t *r = p2p_req_new();
+    if (!r) {
+        util_error("out of bobcat requests for a nonblocking collective");
+        abort();
+    }
+    r->kind = P2P_K_EXT;
+    r->ext_ops = &nb_ops;
+    r->ext = q;
+    r->comm = comm;
+    *req = p2p_handle_of(r);
+    if (!q->local_done)
+        nb_activate(q->nc);
+    return MPI_SUCCESS;
+}
+
+/* Stage an input peers read (shared) and keep its datatype if packing needs it later: no, packing
+ * of an input happens now, so only outputs hold theirs. */
+static void stage_in(nb_req_t *q, const void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared)
+{
+    if (pc_in(&q->in, buf, count, dt, d, shared))
+        util_out_of_memory("a nonblocking collective's input", (size_t)count * (size_t)d->size);
+}
+
+static void stage_out(nb_req_t *q, void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared, int keep)
+{
+    if (pc_out(&q->out, buf, count, dt, d, shared, keep))
+        util_out_of_memory("a nonblocking collective's result", (size_t)count * (size_t)d->size);
+    if (q->out.tmp) {
+        q->out_user = dt;
+        q->out_held = pmpi_dt_hold(dt);
+        if (q->out_held == MPI_DATATYPE_NULL) {
+            util_error("could not hold a datatype for a nonblocking collective");
+            abort();
+        }
+    }
+}
+
+static void *xmalloc(size_t bytes) { return util_alloc_or_die(bytes ? bytes : 1, "a nonblocking collective"); }
+
+/* The ring of comm if this call runs on it; else NULL with the reason. */
+static nb_comm_t *nb_setup(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p)
+{
+    pmpi_comm_t *pc = NULL;
+    p2p_comm_t *c = NULL;
+    *pc_p = NULL;
+    if (pc_knobs.nbc == PC_MPI || !(pc = pmpi_comm_get(comm))) {
+        *why_p = pc_knobs.nbc == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : (pmpi_layer.on ? PMPI_WHY_INTER : PMPI_WHY_OFF);
+        return NULL;
+    }
+    if (!pc->single_node) {
+        *why_p = PMPI_WHY_MULTINODE;
+        return NULL;
+    }
+    nb_comm_t *nc = nb_comm_of(comm, pc, &c);
+    if (!nc) {
+        *why_p = PMPI_WHY_SETUP; /* one rank, or not registered (the engine is off somewhere) */
+        return NULL;
+    }
+    *pc_p = pc;
+    return nc;
+}
+
+static void start(nb_req_t *q, nb_comm_t *nc, coll_nb_kind_t kind)
+{
+    q->nc = nc;
+    q->c.g = &nc->g;
+    q->c.kind = kind;
+    coll_nb_start(&q->c);
+}
+
+/* The statistics row's path for a call that ran here. */
+static void count_path(pmpi_stat_t *st, const nb_req_t *q, size_t bytes)
+{
+    pmpi_stat_path(st, q->in.tmp || q->out.tmp || q->extra || q->raw_tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes,
+                   q->local_done ? A_LOCAL : q->c.inl ? A_INLINE : A_RING);
+}
+
+/* ---- the entry points ------------------------------------------------------------------------- */
+
+BOBCAT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    pmpi_comm_t *pc;
+    pmpi_why_t why;
+    nb_comm_t *nc = nb_setup(comm, &pc, &why);
+    if (!nc) {
+        pmpi_stat_mpi(&st_ibarrier, why, 0);
+        return PMPI_Ibarrier(comm, req);
+    }
+    nb_req_t *q = req_new();
+    start(q, nc, COLL_NB_BARRIER);
+    pmpi_stat_path(&st_ibarrier, PMPI_PATH_INPLACE, 0, 0);
+    return req_out(q, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    pmpi_comm_t *pc;
+    pmpi_why_t why;
+    pc_dt_t d;
+    nb_comm_t *nc = nb_setup(comm, &pc, &why);
+    if (nc && (count < 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, &d) != 0)) {
+        nc = NULL;
+        why = PMPI_WHY_VARIANT; /* an error for the real MPI to report */
+    }
+    if (!nc) {
+        pmpi_stat_mpi(&st_ibcast, why, 0);
+        return PMPI_Ibcast(buf, count, dt, root, comm, req);
+    }
+    nb_req_t *q = req_new();
+    size_t bytes = (size_t)count * (size_t)d.size;
+    if (!bytes) {
+        q->local_done = 1;
+    } else {
+        q->c.root = root;
+        q->c.bytes = bytes;
+        q->c.inl = coll_nb_inlines(&nc->g, COLL_NB_BCAST, bytes, 0);
+        if (pc->rank == root) {
+            stage_in(q, buf, count, dt, &d, !q->c.inl);
+            q->c.rbuf = q->in.p;
+        } else {
+            stage_out(q, buf, count, dt, &d, !q->c.inl, 0);
+            q->c.rbuf = q->out.p;
+        }
+        start(q, nc, COLL_NB_BCAST);
+    }
+    count_path(&st_ibcast, q, bytes);
+    return req_out(q, comm, req);
+}
+
+/* A reduction's op and datatype as coll/ runs them, and its element count; -1 (why set) if not. */
+static int red_args(int count, MPI_Datatype dt, MPI_Op op, coll_op_t *cop, size_t *n_p, pmpi_why_t *why_p)
+{
+    size_t mult;
+    if (count < 0) {
+        *why_p = PMPI_WHY_VARIANT;
+        return -1;
+    }
+    if (pc_op(op, dt, cop, &mult, why_p) != 0)
+        return -1;
+    if ((unsigned long long)count * mult > INT_MAX) {
+        *why_p = PMPI_WHY_VARIANT;
+        return -1;
+    }
+    *n_p = (size_t)count * mult;
+    return 0;
+}
+
+/* A reduction's input, readable by peers: the user's (or, in place, the result buffer's) contents
+ * as they lie in memory (reductions run on the layout, gaps included), copied into the segment when
+ * outside it; must_copy: the result overwrites what peers still read. */
+static const void *red_input(nb_req_t *q, const void *in, size_t span, int inl, int must_copy)
+{
+    if (!span || inl || (!must_copy && smap_is_shared(in)))
+        return in;
+    q->extra = xmalloc(span);
+    memcpy(q->extra, in, span);
+    return q->extra;
+}
+
+/* A reduction's result: the user's if in the segment (or private and inline), else a segment copy
+ * written back at completion (keep: it starts with the user's contents). */
+static void *red_output(nb_req_t *q, void *out, size_t span, int inl, int keep)
+{
+    if (!span || inl || smap_is_shared(out))
+        return out;
+    q->raw_user = out;
+    q->raw_span = span;
+    q->raw_tmp = xmalloc(span);
+    if (keep)
+        memcpy(q->raw_tmp, out, span);
+    return q->raw_tmp;
+}
+
+static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, void *rbuf, int count,
+                       MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
+{
+    pmpi_comm_t *pc;
+    pmpi_why_t why;
+    coll_op_t cop;
+    size_t n = 0;
+    nb_comm_t *nc = nb_setup(comm, &pc, &why);
+    if (nc && (red_args(count, dt, op, &cop, &n, &why) != 0 ||
+               (kind == COLL_NB_REDUCE && (root < 0 || root >= pc->size))))
+        nc = NULL;
+    if (nc && (kind == COLL_NB_REDUCE ? pc->rank != root && sbuf == MPI_IN_PLACE : 0)) {
+        nc = NULL;
+        why = PMPI_WHY_VARIANT;
+    }
+    if (!nc) {
+        pmpi_stat_mpi(st, why, 0);
+        switch (kind) {
+        case COLL_NB_REDUCE: return PMPI_Ireduce(sbuf, rbuf, count, dt, op, root, comm, req);
+        case COLL_NB_ALLREDUCE: return PMPI_Iallreduce(sbuf, rbuf, count, dt, op, comm, req);
+        case COLL_NB_SCAN: return PMPI_Iscan(sbuf, rbuf, count, dt, op, comm, req);
+        default: return PMPI_Iexscan(sbuf, rbuf, count, dt, op, comm, req);
+        }
+    }
+    nb_req_t *q = req_new();
+    size_t span = coll_span(&cop, n);
+    if (!n) {
+        q->local_done = 1;
+        count_path(st, q, 0);
+        return req_out(q, comm, req);
+    }
+    q->c.op = cop;
+    q->c.count = n;
+    q->c.root = root;
+    q->c.inl = coll_nb_inlines(&nc->g, kind, 0, span);
+    int me = pc->rank, in_place = sbuf == MPI_IN_PLACE, result = kind != COLL_NB_REDUCE || me == root;
+    void *out = NULL;
+    if (result) {
+        /* Scan, Exscan: my result overwrites my input, which later ranks' units read: copy it. */
+        int scanlike = kind == COLL_NB_SCAN || kind == COLL_NB_EXSCAN;
+        /* Exscan leaves rank 0's result alone: a staged one starts as the user's */
+        out = red_output(q, rbuf, span, q->c.inl, in_place || (kind == COLL_NB_EXSCAN && me == 0));
+        q->c.sbuf = in_place ? red_input(q, out, span, q->c.inl, scanlike) : red_input(q, sbuf, span, q->c.inl, 0);
+    } else {
+        q->c.sbuf = red_input(q, sbuf, span, q->c.inl, 0);
+    }
+    q->c.rbuf = out;
+    start(q, nc, kind);
+    count_path(st, q, span);
+    return req_out(q, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+                              MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return ireduce_any(COLL_NB_REDUCE, &st_ireduce, sbuf, rbuf, count, dt, op, root, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                 MPI_Request *req)
+{
+    PMPI_GUARD();
+    return ireduce_any(COLL_NB_ALLREDUCE, &st_iallreduce, sbuf, rbuf, count, dt, op, 0, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Iscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                            MPI_Request *req)
+{
+    PMPI_GUARD();
+    return ireduce_any(COLL_NB_SCAN, &st_iscan, sbuf, rbuf, count, dt, op, 0, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Iexscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                              MPI_Request *req)
+{
+    PMPI_GUARD();
+    return ireduce_any(COLL_NB_EXSCAN, &st_iexscan, sbuf, rbuf, count, dt, op, 0, comm, req);
+}
+
+/* Ireduce_scatter(_block): counts[r] elements of the result to rank r. */
+static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rcounts, int block, MPI_Datatype dt,
+                   MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    pmpi_comm_t *pc;
+    pmpi_why_t why;
+    coll_op_t cop;
+    size_t mult = 1;
+    nb_comm_t *nc = nb_setup(comm, &pc, &why);
+    long long total = 0;
+    if (nc) {
+        if (pc_op(op, dt, &cop, &mult, &why) != 0) {
+            nc = NULL;
+        } else {
+            for (int r = 0; r < pc->size && nc; r++) {
+                int k = block ? rcounts[0] : rcounts[r];
+                if (k < 0)
+                    nc = NULL;
+                total += k;
+            }
+            if (nc && (unsigned long long)total * mult > INT_MAX)
+                nc = NULL;
+            if (!nc)
+                why = PMPI_WHY_VARIANT;
+        }
+    }
+    if (!nc) {
+        pmpi_stat_mpi(st, why, 0);
+        if (block)
+            return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcounts[0], dt, op, comm, req);
+        return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dt, op, comm, req);
+    }
+    nb_req_t *q = req_new();
+    int n = pc->size, me = pc->rank, mine = block ? rcounts[0] : rcounts[me];
+    q->counts = xmalloc(sizeof(size_t) * (size_t)n);
+    for (int r = 0; r < n; r++)
+        q->counts[r] = (size_t)(block ? rcounts[0] : rcounts[r]) * mult;
+    size_t span = coll_span(&cop, (size_t)total * mult);
+    if (!total) {
+        q->local_done = 1;
+        count_path(st, q, 0);
+        return req_out(q, comm, req);
+    }
+    q->c.op = cop;
+    q->c.count = (size_t)total * mult;
+    q->c.counts = q->counts;
+    /* In place: the whole input is in rbuf and my result lands at its start: peers read a copy. */
+    q->c.sbuf = red_input(q, sbuf == MPI_IN_PLACE ? rbuf : sbuf, span, 0, sbuf == MPI_IN_PLACE);
+    q->c.rbuf = red_output(q, rbuf, coll_span(&cop, (size_t)mine * mult), 0, 0);
+    start(q, nc, COLL_NB_REDUCE_SCATTER);
+    count_path(st, q, span);
+    return req_out(q, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt, MPI_Op op,
+                                            MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return irs_any(&st_irsb, sbuf, rbuf, &rcount, 1, dt, op, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt, MPI_Op op,
+                                      MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return irs_any(&st_irs, sbuf, rbuf, rcounts, 0, dt, op, comm, req);
+}
+
+/* The moving calls: Iallgather, Ialltoall, Igather, Iscatter. */
+static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatype stype,
+                     void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    pmpi_comm_t *pc;
+    pmpi_why_t why;
+    pc_dt_t sd = {0}, rd = {0};
+    nb_comm_t *nc = nb_setup(comm, &pc, &why);
+    int rooted = kind == COLL_NB_GATHER || kind == COLL_NB_SCATTER;
+    if (nc) {
+        int n = pc->size, me = pc->rank;
+        int sends = !(sbuf == MPI_IN_PLACE) && !(kind == COLL_NB_SCATTER && me != root),
+            recvs = !(rbuf == MPI_IN_PLACE) && !(kind == COLL_NB_GATHER && me != root);
+        int bad = rooted && (root < 0 || root >= n);
+        bad |= kind == COLL_NB_SCATTER && me != root && !recvs;
+        bad |= kind == COLL_NB_GATHER && me != root && !sends;
+        bad |= !rooted && !recvs;
+        if (!bad && (sbuf != MPI_IN_PLACE || kind == COLL_NB_SCATTER) &&
+            !(kind == COLL_NB_SCATTER && me != root) && (scount < 0 || pc_dt(stype, &sd) != 0))
+            bad = 1;
+        if (!bad && rbuf != MPI_IN_PLACE && !(kind == COLL_NB_GATHER && me != root) &&
+            (rcount < 0 || pc_dt(rtype, &rd) != 0))
+            bad = 1;
+        /* The whole buffer (n pieces) must fit an int count for the staging calls. */
+        if (!bad && ((long long)scount * n > INT_MAX || (long long)rcount * n > INT_MAX))
+            bad = 1;
+        if (bad) {
+            nc = NULL;
+            why = PMPI_WHY_VARIANT;
+        }
+    }
+    if (!nc) {
+        pmpi_stat_mpi(st, why, 0);
+        switch (kind) {
+        case COLL_NB_ALLGATHER: return PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+        case COLL_NB_ALLTOALL: return PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+        case COLL_NB_GATHER: return PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+        default: return PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+        }
+    }
+    int n = pc->size, me = pc->rank;
+    nb_req_t *q = req_new();
+    /* The piece's bytes, from my side of the signature. */
+    size_t b;
+    if (kind == COLL_NB_SCATTER)
+        b = me == root ? (size_t)scount * (size_t)sd.size : (size_t)rcount * (size_t)rd.size;
+    else if (sbuf == MPI_IN_PLACE)
+        b = (size_t)rcount * (size_t)rd.size;
+    else
+        b = (size_t)scount * (size_t)sd.size;
+    if (!b) {
+        q->local_done = 1;
+        count_path(st, q, 0);
+        return req_out(q, comm, req);
+    }
+    q->c.bytes = b;
+    q->c.root = root;
+    q->c.inl = coll_nb_inlines(&nc->g, kind, b, 0);
+    int shared = !q->c.inl;
+    switch (kind) {
+    case COLL_NB_ALLGATHER:
+        if (sbuf == MPI_IN_PLACE) {
+            /* my piece is already in place in rbuf: the staged result keeps it */
+            q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 1), q->out.p);
+            q->c.sbuf = (char *)q->c.rbuf + (size_t)me * b;
+        } else {
+            stage_in(q, sbuf, scount, stype, &sd, shared);
+            q->c.sbuf = q->in.p;
+            q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 0), q->out.p);
+            memcpy((char *)q->c.rbuf + (size_t)me * b, q->c.sbuf, b);
+        }
+        break;
+    case COLL_NB_ALLTOALL:
+        if (sbuf == MPI_IN_PLACE) {
+            /* the result overwrites the blocks peers read: they read a copy */
+            q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 1), q->out.p);
+            q->extra = xmalloc(b * (size_t)n);
+            memcpy(q->extra, q->c.rbuf, b * (size_t)n);
+            q->c.sbuf = q->extra;
+        } else {
+            stage_in(q, sbuf, scount * n, stype, &sd, shared);
+            q->c.sbuf = q->in.p;
+            q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 0), q->out.p);
+            memcpy((char *)q->c.rbuf + (size_t)me * b, (const char *)q->c.sbuf + (size_t)me * b, b);
+        }
+        break;
+    case COLL_NB_GATHER:
+        q->c.inl = 0;
+        if (me == root) {
+            q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, 1, sbuf == MPI_IN_PLACE), q->out.p);
+            if (sbuf != MPI_IN_PLACE) {
+                stage_in(q, sbuf, scount, stype, &sd, 0);
+                memcpy((char *)q->c.rbuf + (size_t)me * b, q->in.p, b);
+                pc_in_done(&q->in);
+            }
+        } else {
+            stage_in(q, sbuf, scount, stype, &sd, 1);
+            q->c.sbuf = q->in.p;
+        }
+        break;
+    default: /* SCATTER */
+        q->c.inl = 0;
+        if (me == root) {
+            stage_in(q, sbuf, scount * n, stype, &sd, 1);
+            q->c.sbuf = q->in.p;
+            if (rbuf != MPI_IN_PLACE) {
+                pc_buf_t own;
+                if (pc_out(&own, rbuf, rcount, rtype, &rd, 0, 0))
+                    util_out_of_memory("a nonblocking collective's result", b);
+                memcpy(own.p, (const char *)q->c.sbuf + (size_t)me * b, b);
+                pc_out_done(&own);
+            }
+        } else {
+            q->c.rbuf = (stage_out(q, rbuf, rcount, rtype, &rd, 1, 0), q->out.p);
+        }
+        break;
+    }
+    start(q, nc, kind);
+    count_path(st, q, b);
+    return req_out(q, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                                 MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return imove_any(COLL_NB_ALLGATHER, &st_iallgather, sbuf, scount, stype, rbuf, rcount, rtype, 0, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                                MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return imove_any(COLL_NB_ALLTOALL, &st_ialltoall, sbuf, scount, stype, rbuf, rcount, rtype, 0, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Igather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                              MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return imove_any(COLL_NB_GATHER, &st_igather, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                               MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return imove_any(COLL_NB_SCATTER, &st_iscatter, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+}
