@@ -184,7 +184,7 @@ static void nb_release(p2p_req_t *r)
     free(q);
 }
 
-static const p2p_ext_ops_t nb_ops = {nb_test, nb_release};
+static const p2p_ext_ops_t nb_ops = {nb_test, nb_release, NULL};
 
 static nb_req_t *req_new(void)
 {
@@ -672,3 +672,204 @@ BOBCAT_EXPORT int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype,
     PMPI_GUARD();
     return imove_any(COLL_NB_SCATTER, &st_iscatter, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
 }
+
+/* ---- persistent collectives (MPI 4.0: MPI_Barrier_init, ...) ------------------------------------
+ * A persistent request of bobcat's (P2P_K_PERSIST with a start of this file's) keeps the arguments,
+ * with its own hold on the datatypes, and every MPI_Start starts the nonblocking call above as its
+ * inner request: on a communicator on one node, one entry of the ring per start; anywhere else the
+ * real MPI's nonblocking collective. The v/w and neighbourhood forms stay with the real MPI's own
+ * persistent requests. Open MPI 4.1 has none of these (its MPIX_ forms are not intercepted). */
+#if MPI_VERSION >= 4
+typedef struct {
+    coll_nb_kind_t kind;
+    const void *sbuf;
+    void *rbuf;
+    int scount, rcount, root;
+    MPI_Datatype sdt, rdt;   /* held */
+    MPI_Datatype sdt_user, rdt_user;
+    MPI_Op op;
+    int *rcounts;            /* Reduce_scatter: a copy */
+    int block;
+} pcoll_t;
+
+static int pcoll_start(p2p_req_t *r, MPI_Request *inner)
+{
+    pcoll_t *p = r->ext;
+    MPI_Comm comm = r->comm;
+    switch (p->kind) {
+    case COLL_NB_BARRIER: return MPI_Ibarrier(comm, inner);
+    case COLL_NB_BCAST: return MPI_Ibcast(p->rbuf, p->rcount, p->rdt, p->root, comm, inner);
+    case COLL_NB_REDUCE:
+    case COLL_NB_ALLREDUCE:
+    case COLL_NB_SCAN:
+    case COLL_NB_EXSCAN:
+        return ireduce_any(p->kind, p->kind == COLL_NB_REDUCE ? &st_ireduce : p->kind == COLL_NB_ALLREDUCE ? &st_iallreduce
+                                    : p->kind == COLL_NB_SCAN ? &st_iscan : &st_iexscan,
+                           p->sbuf, p->rbuf, p->rcount, p->rdt, p->op, p->root, comm, inner);
+    case COLL_NB_REDUCE_SCATTER:
+        return irs_any(p->block ? &st_irsb : &st_irs, p->sbuf, p->rbuf, p->rcounts, p->block, p->rdt, p->op, comm, inner);
+    default:
+        return imove_any(p->kind,
+                         p->kind == COLL_NB_ALLGATHER ? &st_iallgather : p->kind == COLL_NB_ALLTOALL ? &st_ialltoall
+                         : p->kind == COLL_NB_GATHER ? &st_igather : &st_iscatter,
+                         p->sbuf, p->scount, p->sdt, p->rbuf, p->rcount, p->rdt, p->root, comm, inner);
+    }
+}
+
+static void pcoll_release(p2p_req_t *r)
+{
+    pcoll_t *p = r->ext;
+    if (!p)
+        return;
+    if (p->sdt != MPI_DATATYPE_NULL)
+        pmpi_dt_release(p->sdt, p->sdt_user);
+    if (p->rdt != MPI_DATATYPE_NULL)
+        pmpi_dt_release(p->rdt, p->rdt_user);
+    free(p->rcounts);
+    free(p);
+}
+
+static const p2p_ext_ops_t pcoll_ops = {NULL, pcoll_release, pcoll_start};
+
+/* A datatype argument the starts use (MPI_DATATYPE_NULL stays: the start's call reports it). */
+static MPI_Datatype hold(MPI_Datatype dt)
+{
+    if (dt == MPI_DATATYPE_NULL)
+        return dt;
+    MPI_Datatype h = pmpi_dt_hold(dt);
+    return h == MPI_DATATYPE_NULL ? dt : h;
+}
+
+static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
+{
+    p2p_req_t *r = p2p_req_new();
+    pcoll_t *p = malloc(sizeof *p);
+    if (!r || !p) {
+        free(p);
+        if (r)
+            p2p_req_release(r);
+        return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
+    }
+    *p = *t;
+    p->sdt_user = t->sdt;
+    p->rdt_user = t->rdt;
+    p->sdt = hold(t->sdt);
+    p->rdt = hold(t->rdt);
+    r->kind = P2P_K_PERSIST;
+    r->persistent = 1;
+    r->active = 0;
+    r->comm = comm;
+    r->ext_ops = &pcoll_ops;
+    r->ext = p;
+    *req = p2p_handle_of(r);
+    return MPI_SUCCESS;
+}
+
+/* Persistent collectives on communicators bobcat does not handle at all (the layer off, an
+ * intercommunicator) stay the real MPI's. */
+static int pcoll_ours(MPI_Comm comm) { return pmpi_comm_get(comm) != NULL; }
+
+BOBCAT_EXPORT int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Barrier_init(comm, info, req);
+    pcoll_t t = {.kind = COLL_NB_BARRIER, .sdt = MPI_DATATYPE_NULL, .rdt = MPI_DATATYPE_NULL};
+    return pcoll_new(&t, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Bcast_init(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Info info,
+                                 MPI_Request *req)
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Bcast_init(buf, count, dt, root, comm, info, req);
+    pcoll_t t = {.kind = COLL_NB_BCAST, .rbuf = buf, .rcount = count, .rdt = dt, .sdt = MPI_DATATYPE_NULL, .root = root};
+    return pcoll_new(&t, comm, req);
+}
+
+#define PRED_INIT(NAME, KIND, ...)                                                                          \
+    {                                                                                                     \
+        PMPI_GUARD();                                                                                     \
+        if (!pcoll_ours(comm))                                                                            \
+            return PMPI_##NAME##_init(__VA_ARGS__);                                                       \
+        pcoll_t t = {.kind = KIND, .sbuf = sbuf, .rbuf = rbuf, .rcount = count, .rdt = dt,                \
+                     .sdt = MPI_DATATYPE_NULL, .op = op, .root = ROOT};                                   \
+        return pcoll_new(&t, comm, req);                                                                  \
+    }
+
+#define ROOT root
+BOBCAT_EXPORT int MPI_Reduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+                                  MPI_Comm comm, MPI_Info info, MPI_Request *req)
+PRED_INIT(Reduce, COLL_NB_REDUCE, sbuf, rbuf, count, dt, op, root, comm, info, req)
+#undef ROOT
+#define ROOT 0
+BOBCAT_EXPORT int MPI_Allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                                     MPI_Comm comm, MPI_Info info, MPI_Request *req)
+PRED_INIT(Allreduce, COLL_NB_ALLREDUCE, sbuf, rbuf, count, dt, op, comm, info, req)
+BOBCAT_EXPORT int MPI_Scan_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                MPI_Info info, MPI_Request *req)
+PRED_INIT(Scan, COLL_NB_SCAN, sbuf, rbuf, count, dt, op, comm, info, req)
+BOBCAT_EXPORT int MPI_Exscan_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                  MPI_Info info, MPI_Request *req)
+PRED_INIT(Exscan, COLL_NB_EXSCAN, sbuf, rbuf, count, dt, op, comm, info, req)
+#undef ROOT
+
+static int prs_init(const void *sbuf, void *rbuf, const int *rcounts, int block, MPI_Datatype dt, MPI_Op op,
+                    MPI_Comm comm, MPI_Request *req)
+{
+    int n = 1;
+    PMPI_Comm_size(comm, &n);
+    pcoll_t t = {.kind = COLL_NB_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .rdt = dt, .sdt = MPI_DATATYPE_NULL,
+                 .op = op, .block = block};
+    t.rcounts = malloc(sizeof(int) * (size_t)(block ? 1 : n));
+    if (!t.rcounts)
+        return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
+    memcpy(t.rcounts, rcounts, sizeof(int) * (size_t)(block ? 1 : n));
+    int rc = pcoll_new(&t, comm, req);
+    if (rc != MPI_SUCCESS)
+        free(t.rcounts);
+    return rc;
+}
+
+BOBCAT_EXPORT int MPI_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt, MPI_Op op,
+                                                MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Reduce_scatter_block_init(sbuf, rbuf, rcount, dt, op, comm, info, req);
+    return prs_init(sbuf, rbuf, &rcount, 1, dt, op, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Reduce_scatter_init(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
+                                          MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Reduce_scatter_init(sbuf, rbuf, rcounts, dt, op, comm, info, req);
+    return prs_init(sbuf, rbuf, rcounts, 0, dt, op, comm, req);
+}
+
+#define PMOVE_INIT(NAME, KIND, ROOTV, ...)                                                                  \
+    {                                                                                                     \
+        PMPI_GUARD();                                                                                     \
+        if (!pcoll_ours(comm))                                                                            \
+            return PMPI_##NAME##_init(__VA_ARGS__);                                                       \
+        pcoll_t t = {.kind = KIND, .sbuf = sbuf, .scount = scount, .sdt = stype, .rbuf = rbuf,            \
+                     .rcount = rcount, .rdt = rtype, .root = ROOTV};                                      \
+        return pcoll_new(&t, comm, req);                                                                  \
+    }
+
+BOBCAT_EXPORT int MPI_Allgather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                                     MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+PMOVE_INIT(Allgather, COLL_NB_ALLGATHER, 0, sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req)
+BOBCAT_EXPORT int MPI_Alltoall_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                                    MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+PMOVE_INIT(Alltoall, COLL_NB_ALLTOALL, 0, sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req)
+BOBCAT_EXPORT int MPI_Gather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                                  MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+PMOVE_INIT(Gather, COLL_NB_GATHER, root, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req)
+BOBCAT_EXPORT int MPI_Scatter_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                                   MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+PMOVE_INIT(Scatter, COLL_NB_SCATTER, root, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req)
+#endif

@@ -75,10 +75,13 @@ enum {
 };
 
 /* An operation of another room behind a request of bobcat's: test returns 1 once complete (with
- * *err_p, the MPI error code), release frees what it holds (also for a request never completed). */
+ * *err_p, the MPI error code), release frees what it holds (also for a request never completed).
+ * A persistent request of another room (a persistent collective) is a P2P_K_PERSIST whose ext_ops
+ * has start: MPI_Start calls it to start the operation as `inner` (test is then unused). */
 typedef struct p2p_ext_ops {
     int (*test)(p2p_req_t *r, int *err_p);
     void (*release)(p2p_req_t *r);
+    int (*start)(p2p_req_t *r, MPI_Request *inner);
 } p2p_ext_ops_t;
 
 struct p2p_req {

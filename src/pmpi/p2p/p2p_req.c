@@ -53,6 +53,7 @@ p2p_req_t *p2p_req_new(void)
     r->m.truncated = 0;
     r->m.ticket = NULL;
     r->kind = 0;
+    r->ext_ops = NULL;
     r->persistent = 0;
     r->active = 1;
     r->freed = 0;
@@ -133,7 +134,7 @@ void p2p_req_release(p2p_req_t *r)
         pmpi_dt_free(&r->type);
         r->type_owned = 0;
     }
-    if (r->kind == P2P_K_EXT && r->ext_ops) {
+    if (r->ext_ops) {
         r->ext_ops->release(r);
         r->ext_ops = NULL;
         r->ext = NULL;

@@ -19,7 +19,9 @@ BOBCAT_EXPORT int MPI_Start(MPI_Request *req)
     if (r->kind != P2P_K_PERSIST)
         return MPI_ERR_REQUEST;
     int rc;
-    if (r->mode == MODE_RECV)
+    if (r->ext_ops)
+        rc = r->ext_ops->start(r, &r->inner);
+    else if (r->mode == MODE_RECV)
         rc = p2p_irecv_any(r->buf, r->count, r->type, r->peer, r->tag, r->comm, &r->inner);
     else
         rc = p2p_isend_any(r->buf, r->count, r->type, r->peer, r->tag, r->comm, r->mode, &r->inner);
