@@ -1,6 +1,7 @@
 /* bench/imb/imb.c — the IMB-MPI1 set the papers use (PingPong, PingPing, Sendrecv, Exchange,
- * Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall, Alltoallv, Reduce_scatter) plus a windowed
- * non-blocking message rate and the cost of polling (Testany), selected with --test.
+ * Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall, Alltoallv, Reduce_scatter), IMB-NBC's
+ * Iallreduce, Ialltoall and Ibarrier (the call and its wait; --overlap adds IMB-NBC's overlap), plus
+ * a windowed non-blocking message rate and the cost of polling (Testany), selected with --test.
  *
  * Timing follows IMB: every participating rank times the whole loop after a barrier and divides by
  * the iteration count; t_min/t_avg/t_max (µs) are taken across ranks. PingPong reports half the
@@ -429,6 +430,41 @@ static void poll_iter(ctx_t *x, long i)
     }
 }
 
+/* ---------------------------------------------------------------- nonblocking (IMB-NBC) -------- */
+/* The pure time is the nonblocking call and its MPI_Wait; --overlap adds IMB-NBC's overlap run. */
+static MPI_Request nbc_req = MPI_REQUEST_NULL;
+
+static void iallreduce_start(ctx_t *x)
+{
+    MPI_Iallreduce(x->sbuf, x->rbuf, (int)(x->bytes / sizeof(float)), MPI_FLOAT, MPI_SUM, x->comm, &nbc_req);
+}
+
+static void iallreduce_iter(ctx_t *x, long i)
+{
+    (void)i;
+    iallreduce_start(x);
+    MPI_Wait(&nbc_req, MPI_STATUS_IGNORE);
+}
+
+static void ialltoall_start(ctx_t *x)
+{
+    MPI_Ialltoall(x->sbuf, (int)x->bytes, MPI_BYTE, x->rbuf, (int)x->bytes, MPI_BYTE, x->comm, &nbc_req);
+}
+
+static void ialltoall_iter(ctx_t *x, long i)
+{
+    (void)i;
+    ialltoall_start(x);
+    MPI_Wait(&nbc_req, MPI_STATUS_IGNORE);
+}
+
+static void ibarrier_iter(ctx_t *x, long i)
+{
+    (void)i;
+    MPI_Ibarrier(x->comm, &nbc_req);
+    MPI_Wait(&nbc_req, MPI_STATUS_IGNORE);
+}
+
 /* ---------------------------------------------------------------- the table -------------------- */
 
 static const test_t tests[] = {
@@ -446,6 +482,9 @@ static const test_t tests[] = {
     {"Alltoallv", "alltoallv", 0, 1, 0, all_blocks, alltoallv_prepare, alltoallv_iter, alltoall_check,
      1},
     {"Reduce_scatter", "reduce_scatter", 0, 1, 0, one_block, rs_prepare, rs_iter, rs_check, 1},
+    {"Iallreduce", "iallreduce", 0, 1, 0, one_block, red_prepare, iallreduce_iter, allreduce_check, 1},
+    {"Ialltoall", "ialltoall", 0, 1, 0, all_blocks, alltoall_prepare, ialltoall_iter, alltoall_check, 1},
+    {"Ibarrier", "ibarrier", 0, 0, 0, one_block, no_prepare, ibarrier_iter, no_check, 1},
     {"msgrate", "msgrate", 0, 1, 0, window_blocks, fill_own, msgrate_iter, msgrate_check, 1},
     {"Testany", "testany", 0, 0, 0, one_block, poll_prepare, poll_iter, no_check, 1},
 };
@@ -519,6 +558,43 @@ static void report(const test_t *t, ctx_t *x, long n, long slice, double before,
                       "%s\"iters\": %ld%s", sz, n, sl);
 }
 
+/* --overlap: IMB-NBC's overlap. t_pure is this rank's time per call + wait (the loop just timed);
+ * then the same number of calls, each started, followed by t_cpu = the slowest rank's t_pure of
+ * computing without MPI (a spin on the clock) on the computing ranks, then waited for: t_ovrl.
+ * overlap = 100 * max(0, min(1, (t_pure + t_cpu - t_ovrl) / min(t_pure, t_cpu))) on rank 0, which
+ * computes in both modes: `one` (only rank 0 computes, its node mates wait: what SMARTMAP's helping
+ * gives without a progress thread) and `all` (every rank computes, as IMB-NBC). */
+static int overlap_mode; /* 0 off, 1 one, 2 all */
+
+static void overlap_run(const test_t *t, ctx_t *x, long n)
+{
+    double tpure = x->el / (double)n, tcpu;
+    MPI_Allreduce(&tpure, &tcpu, 1, MPI_DOUBLE, MPI_MAX, x->comm);
+    int computes = overlap_mode == 2 || x->rank == 0;
+    void (*start)(ctx_t *) = t->iter == iallreduce_iter ? iallreduce_start : ialltoall_start;
+    MPI_Barrier(x->comm);
+    double t0 = bc_now();
+    for (long i = 0; i < n; i++) {
+        start(x);
+        if (computes) {
+            double end = bc_now() + tcpu;
+            while (bc_now() < end)
+                ;
+        }
+        MPI_Wait(&nbc_req, MPI_STATUS_IGNORE);
+    }
+    double tovrl = (bc_now() - t0) / (double)n;
+    double lo = tpure < tcpu ? tpure : tcpu, ov = lo > 0 ? (tpure + tcpu - tovrl) / lo : 0;
+    ov = 100.0 * (ov < 0 ? 0 : ov > 1 ? 1 : ov);
+    /* rank 0's figures (it computes in both modes) */
+    double v[3] = {tpure * 1e6, tovrl * 1e6, ov};
+    MPI_Bcast(v, 3, MPI_DOUBLE, 0, x->comm);
+    const char *mode = overlap_mode == 2 ? "all" : "one";
+    bc_emit_extra("t_pure", v[0], "us", "lower", NULL, "\"bytes\": %zu, \"iters\": %ld, \"computing\": \"%s\"", x->bytes, n, mode);
+    bc_emit_extra("t_ovrl", v[1], "us", "lower", NULL, "\"bytes\": %zu, \"iters\": %ld, \"computing\": \"%s\"", x->bytes, n, mode);
+    bc_emit_extra("overlap", v[2], "%", "higher", NULL, "\"bytes\": %zu, \"iters\": %ld, \"computing\": \"%s\"", x->bytes, n, mode);
+}
+
 static void run_test(const test_t *t, const bc_common_t *c, long window, long slices)
 {
     int wrank = bc_rank, wsize = bc_nranks;
@@ -547,7 +623,7 @@ static void run_test(const test_t *t, const bc_common_t *c, long window, long sl
                 x.reqs[0] = MPI_REQUEST_NULL;
         }
         size_t rblocks = t->rbuf_blocks(&x);
-        size_t sblocks = t->iter == alltoall_iter || t->iter == alltoallv_iter ? (size_t)x.size : 1;
+        size_t sblocks = t->iter == alltoall_iter || t->iter == alltoallv_iter || t->iter == ialltoall_iter ? (size_t)x.size : 1;
         size_t rbytes = maxb * rblocks;
         if (t->iter == msgrate_iter) /* windows of large messages are capped, see msgrate_window */
             for (int s = 0; s < c->nsizes; s++)
@@ -589,6 +665,8 @@ static void run_test(const test_t *t, const bc_common_t *c, long window, long sl
                 double after = probing ? bc_pair_probe(x.comm, &pp, PROBE_S) : -1;
                 report(t, &x, per, slices > 1 ? k : -1, before, after);
             }
+            if (overlap_mode && (t->iter == iallreduce_iter || t->iter == ialltoall_iter))
+                overlap_run(t, &x, per);
         }
         if (t->iter == poll_iter)
             poll_finish(&x);
@@ -608,14 +686,17 @@ static void run_test(const test_t *t, const bc_common_t *c, long window, long sl
 
 int main(int argc, char **argv)
 {
-    const char *which = "PingPong";
+    const char *which = "PingPong", *overlap_s = "off";
     long window = 64, slices = 1;
     bc_common_t c = {.iters = 1000, .warmup = 5, .time_s = 0.05, .max_size = 4 << 20};
     bc_opt_t opts[] = {
         {"test", BC_OPT_STR, &which,
          "comma-separated tests: PingPong PingPing Sendrecv Exchange Barrier Bcast Reduce "
-         "Allreduce Allgather Alltoall Alltoallv Reduce_scatter msgrate, or all"},
+         "Allreduce Allgather Alltoall Alltoallv Reduce_scatter Iallreduce Ialltoall Ibarrier msgrate, or all"},
         {"window", BC_OPT_LONG, &window, "msgrate: messages in flight per window"},
+        {"overlap", BC_OPT_STR, &overlap_s,
+         "Iallreduce, Ialltoall: also IMB-NBC's overlap (t_pure, t_ovrl, overlap %), with `one` rank "
+         "(rank 0) or `all` ranks computing between the start and the wait (default: off)"},
         {"touch", BC_OPT_FLAG, &touch,
          "PingPong, PingPing, Sendrecv, Exchange, msgrate: store into every line of the send "
          "buffer before each send (new data, as a program sends; IMB sends the same bytes)"},
@@ -632,6 +713,9 @@ int main(int argc, char **argv)
              "IMB-MPI1 tests (t_min/t_avg/t_max in us per iteration, bandwidth in MB/s) and a "
              "windowed message rate (msg/s).",
              BC_C_ITERS | BC_C_WARMUP | BC_C_TIME | BC_C_SIZES, &c, opts);
+    overlap_mode = !strcmp(overlap_s, "one") ? 1 : !strcmp(overlap_s, "all") ? 2 : 0;
+    if (!overlap_mode && strcmp(overlap_s, "off"))
+        bc_usage_error("--overlap must be one, all or off");
     if (window < 1 || window > 4096)
         bc_usage_error("--window must be in 1..4096");
     if (slices < 1 || slices > 1000)

@@ -14,8 +14,9 @@
  *
  * Rank p's unit (done by whoever claims it, from the publications and the arguments every rank
  * passes alike): BCAST copies the root's buffer into p's; REDUCE and ALLREDUCE reduce slice p of
- * every input into the root's result (every result); ALLGATHER fills p's result with every piece;
- * ALLTOALL fills p's receive buffer with block p of every send buffer; GATHER (SCATTER) moves p's
+ * every input into the root's result (every result); ALLGATHER fills p's result with every piece,
+ * its own included; ALLTOALL fills p's receive buffer with block p of every send buffer, its own
+ * included; GATHER (SCATTER) moves p's
  * piece to (from) the root; REDUCE_SCATTER reduces p's block into p's result; SCAN (EXSCAN) reduces
  * the inputs of ranks 0..p (0..p-1) into p's result. Inline calls: each rank does its own unit
  * from the slots (no buffer of another rank is touched), and nobody else's.
@@ -261,21 +262,20 @@ static void unit(coll_nb_t *c, int p)
         break;
     }
     case COLL_NB_ALLGATHER:
-        for (int k = 1; k < n; k++) {
-            int r = (p + k) % n;
-            if (c->inl)
-                memcpy((char *)c->rbuf + (size_t)r * c->bytes, pwords(g, s, r), c->bytes);
-            else
-                util_copy(pptr(g, s, p, 1) + (size_t)r * c->bytes, pptr(g, s, r, 0), c->bytes);
-        }
-        break;
     case COLL_NB_ALLTOALL:
-        for (int k = 1; k < n; k++) {
+        /* Inline: the owner copied its own block at the start. Otherwise the unit includes p's own
+         * block (a rank that went away to compute has nothing left to copy but its result). */
+        for (int k = c->inl ? 1 : 0; k < n; k++) {
             int r = (p + k) % n;
-            if (c->inl)
-                memcpy((char *)c->rbuf + (size_t)r * c->bytes, pwords(g, s, r) + (size_t)p * c->bytes, c->bytes);
-            else
-                util_copy(pptr(g, s, p, 1) + (size_t)r * c->bytes, pptr(g, s, r, 0) + (size_t)p * c->bytes, c->bytes);
+            size_t in_off = c->kind == COLL_NB_ALLTOALL ? (size_t)p * c->bytes : 0;
+            if (c->inl) {
+                memcpy((char *)c->rbuf + (size_t)r * c->bytes, pwords(g, s, r) + in_off, c->bytes);
+            } else {
+                char *dst = pptr(g, s, p, 1) + (size_t)r * c->bytes;
+                const char *src = pptr(g, s, r, 0) + in_off;
+                if (dst != src) /* Iallgather in place: p's own piece is where it belongs */
+                    util_copy(dst, src, c->bytes);
+            }
         }
         break;
     case COLL_NB_GATHER:

@@ -516,3 +516,30 @@ def test_real_imb_runs(tmp_path):
         want = statistics.median(raw[("linux-shm", b)]) / statistics.median(
             raw[("linux-shm-nocma", b)])
         assert grid[0, j] == pytest.approx(want, rel=1e-9)
+
+
+def test_nonblocking_collectives_beside_blocking(tmp_path):
+    """imb's IMB-NBC tests (Iallreduce with --overlap) get a Pallas table of their own next to the
+    blocking Allreduce's, and the overlap table shows the median overlap per configuration."""
+    fx = Fixture(tmp_path / "nbc.db")
+    overlap = {"lwk": [90.0, 85.0, 95.0], "linux-shm": [10.0, 0.0, 20.0]}
+    for cfg in overlap:
+        for rep in range(3):
+            ms = [{"bench": "allreduce", "name": "t_avg", "value": 1.0 + rep, "unit": "us", "better": "lower",
+                   "params": {"bytes": 8, "ranks": 2}},
+                  {"bench": "iallreduce", "name": "t_avg", "value": 2.0 + rep, "unit": "us", "better": "lower",
+                   "params": {"bytes": 8, "ranks": 2}},
+                  {"bench": "iallreduce", "name": "overlap", "value": overlap[cfg][rep], "unit": "%",
+                   "better": "higher", "params": {"bytes": 1 << 20, "ranks": 2, "computing": "one"}}]
+            fx.run("imb", cfg, "VN2", 2, rep, ms, {"test": "iallreduce"})
+    fx.close()
+    page = parse(render(tmp_path / "nbc.db", tmp_path / "out"))
+    assert "pallas-iallreduce" in page.tables and "pallas-allreduce" in page.tables
+    rows = page.tables["nbc-overlap"]
+    assert rows[0][:3] == ["test", "bytes", "computing"]
+    row = [r for r in rows[1:] if r[0] == "Iallreduce"][0]
+    assert row[1] == str(1 << 20) and row[2] == "one"
+    cols = {h: i for i, h in enumerate(rows[0])}
+    lwk = [h for h in cols if h.startswith("lwk")][0]
+    shm = [h for h in cols if h.startswith("linux-shm")][0]
+    assert float(row[cols[lwk]]) == 90.0 and float(row[cols[shm]]) == 10.0

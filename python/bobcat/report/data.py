@@ -21,7 +21,7 @@ from ..evaluation.store import read_contents
 # The IMB tests the `imb` benchmark runs, by lower-case name, spelled as the IMB spells them.
 IMB_TESTS = {t.lower(): t for t in (
     "PingPong", "PingPing", "Sendrecv", "Exchange", "Barrier", "Bcast", "Reduce", "Allreduce",
-    "Allgather", "Alltoall", "Reduce_scatter", "msgrate")}
+    "Allgather", "Alltoall", "Reduce_scatter", "msgrate", "Iallreduce", "Ialltoall", "Ibarrier")}
 
 # Parameters that describe how a number was measured, not what was measured: two repetitions that
 # differ only in these are still repetitions of one measurement.

@@ -18,7 +18,7 @@ from typing import Any
 from . import plots
 from .data import NOISE_PARAMS, Dataset, Table, at_default_pages, fmt, load
 from .shmem_tables import shmem_table
-from .tables import (account_table, config_ratios, headline, matrix, pages_table, pallas_tables,
+from .tables import (account_table, config_ratios, headline, matrix, nbc_overlap_table, pages_table, pallas_tables,
                      placement_tables, selfish_table, sn_vs_vn, utilization_table, variability)
 
 _CSS = """
@@ -197,6 +197,7 @@ def render(db_path: str | os.PathLike, out_dir: str | os.PathLike, *,
     body.append('<h3 id="pallas">Pallas (IMB) tables (CNW §5.2.1)</h3>')
     body += [_table(t, 4) for t in pallas] or [
         '<p class="missing">not measured (why: no runs of imb)</p>']
+    body.append(_table(nbc_overlap_table(ds), 1))
     body += [_table(selfish_table(ds)), _figure(by_num["S2"])]
     body.append('<h3 id="util-formula">Effective core utilization</h3>'
                 '<p><span class="formula">u = T<sub>SN</sub> / T<sub>VNn</sub> (times) or '

@@ -127,6 +127,22 @@ def pallas_tables(ds: Dataset) -> list[Table]:
     return tables
 
 
+def nbc_overlap_table(ds: Dataset) -> Table:
+    """IMB-NBC's overlap of the nonblocking collectives (imb --overlap), beside their t_avg in the
+    Pallas tables: how much of the call's time rank 0 spends computing, per configuration."""
+    ov = [s for s in ds.samples if s.test and s.name == "overlap"]
+    if not ov:
+        return Table("nbc-overlap", "IMB-NBC overlap", "", [], [],
+                     empty_reason="no runs of imb Iallreduce/Ialltoall with --overlap")
+    headers, rows = matrix(ov, lambda s: (s.test, s.size if s.size is not None else "—",
+                                          str(s.params.get("computing", "?"))),
+                           ["test", "bytes", "computing"], lambda s: ds.label(s.run))
+    return Table("nbc-overlap", "IMB-NBC overlap (%), higher is better",
+                 "Medians over repetitions. Rank 0 computes for the call's own time (t_pure) between the "
+                 "start and the wait; `one`: only rank 0 computes and its node mates wait (they may do its "
+                 "share), `all`: every rank computes (IMB-NBC's setting).", headers, rows)
+
+
 def sn_vs_vn(ds: Dataset) -> Table:
     """CNW §4.1.3 HPCC table: the same HPCC metrics in SN and VN modes, per configuration."""
     hp = [s for s in ds.samples if s.benchmark == "hpcc" and s.name in HPCC_KEYS

@@ -592,7 +592,8 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
             stage_in(q, sbuf, scount, stype, &sd, shared);
             q->c.sbuf = q->in.p;
             q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 0), q->out.p);
-            memcpy((char *)q->c.rbuf + (size_t)me * b, q->c.sbuf, b);
+            if (q->c.inl) /* else my own piece is part of my unit */
+                memcpy((char *)q->c.rbuf + (size_t)me * b, q->c.sbuf, b);
         }
         break;
     case COLL_NB_ALLTOALL:
@@ -606,7 +607,8 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
             stage_in(q, sbuf, scount * n, stype, &sd, shared);
             q->c.sbuf = q->in.p;
             q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 0), q->out.p);
-            memcpy((char *)q->c.rbuf + (size_t)me * b, (const char *)q->c.sbuf + (size_t)me * b, b);
+            if (q->c.inl)
+                memcpy((char *)q->c.rbuf + (size_t)me * b, (const char *)q->c.sbuf + (size_t)me * b, b);
         }
         break;
     case COLL_NB_GATHER:

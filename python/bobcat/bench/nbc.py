@@ -1,0 +1,122 @@
+"""Benchmark of bobcat's nonblocking collectives (issue 30), 2 ranks on one node, against the real
+MPIs at their default and best on-node settings. Not a test: timings need a quiet machine.
+
+Protocol (as bench.coll): the variants are interleaved (A B C ... A B C ...) for --reps rounds, each
+round one run of the imb benchmark per variant; medians over rounds; the core-to-core probe before
+and after. Three tables:
+  * Iallreduce + Wait at 8 B (and 64 KiB, 1 MiB) against bobcat's blocking Allreduce of the same run
+    (aim: within 1.3x) and against the best peer's Iallreduce (aim: 2x faster);
+  * Ialltoall + Wait at 8 B, 64 KiB, 1 MiB per block against the best peer;
+  * IMB-NBC's overlap at 1 MiB (Ialltoall, Iallreduce): rank 0 computes for t_pure between the
+    start and the wait while its node mate waits (`one`: SMARTMAP's helping, no progress thread),
+    and with both computing (`all`: IMB-NBC's own setting).
+bobcat's variants also run with BOBCAT_COLL_NBC_HELP=0 (every rank does only its own share) so the
+overlap table shows what helping adds.
+Usage: python -m bobcat.bench.nbc [--reps N] [--json FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+from ..evaluation import parsers
+from .. import paths
+from .common import probe
+
+SIZES = [8, 65536, 1 << 20]
+
+
+def variants() -> dict[str, tuple[str, list[str], dict[str, str]]]:
+    yod = str(paths.home() / "bin" / "yod")
+    ompi = ["mpirun.openmpi", "-np", "2", "--bind-to", "core"]
+    mpich = ["mpiexec.mpich", "-n", "2", "-bind-to", "core"]
+    y = [yod, "-VN2", "-np", "2", "--heap", "512M"]
+    return {
+        "bobcat.openmpi": ("openmpi", y, {}),
+        "bobcat-nohelp.openmpi": ("openmpi", y, {"BOBCAT_COLL_NBC_HELP": "0"}),
+        "ompi.default": ("openmpi", ompi, {}),
+        "ompi.nocma": ("openmpi", ompi + ["--mca", "btl_vader_single_copy_mechanism", "none"], {}),
+        "bobcat.mpich": ("mpich", y, {}),
+        "bobcat-nohelp.mpich": ("mpich", y, {"BOBCAT_COLL_NBC_HELP": "0"}),
+        "mpich.default": ("mpich", mpich, {}),
+        "mpich.nocma": ("mpich", mpich, {"UCX_TLS": "sysv,posix,self"}),
+    }
+
+
+def _run(flavour: str, cmd: list[str], extra: dict[str, str], args: list[str]) -> list:
+    exe = str(paths.home() / "libexec" / "bobcat" / "bench" / f"imb.{flavour}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOBCAT_")}
+    env.update(BOBCAT_HOME=str(paths.home()), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env.update(extra)
+    r = subprocess.run(cmd + [exe] + args, capture_output=True, text=True, env=env, timeout=900)
+    if r.returncode != 0 or '"valid": false' in r.stdout:
+        print(f"warning: {cmd[0]} {flavour} {extra} exited {r.returncode}: {r.stderr[-300:]}", file=sys.stderr)
+    return parsers.parse_jsonl(r.stdout).metrics
+
+
+def run_once(flavour: str, cmd: list[str], extra: dict[str, str]) -> dict[str, float]:
+    """One round of one variant: {"<bench>/<bytes>[/<mode>]/<metric>": value}."""
+    out: dict[str, float] = {}
+    sizes = ",".join(str(s) for s in SIZES)
+    for m in _run(flavour, cmd, extra, ["--test", "Allreduce,Iallreduce,Ialltoall", "--sizes", sizes, "--time", "0.2",
+                                        "--iters", "2000", "--validate"]):
+        if m.name == "t_avg":
+            out[f"{m.bench.lower()}/{int(m.params.get('bytes', 0))}/t_avg"] = m.value
+    for mode in ("one", "all"):
+        for m in _run(flavour, cmd, extra, ["--test", "Iallreduce,Ialltoall", "--sizes", str(1 << 20), "--time", "0.2",
+                                            "--iters", "500", "--overlap", mode]):
+            if m.name in ("overlap", "t_ovrl", "t_pure"):
+                out[f"{m.bench.lower()}/{int(m.params.get('bytes', 0))}/{mode}/{m.name}"] = m.value
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--json", help="write the raw results here")
+    a = ap.parse_args(argv)
+    vs = variants()
+    before = probe()
+    rows: dict[str, list[dict]] = {v: [] for v in vs}
+    for _ in range(a.reps):
+        for name, (fl, cmd, extra) in vs.items():
+            rows[name].append(run_once(fl, cmd, extra))
+    after = probe()
+    keys = sorted({k for rs in rows.values() for r in rs for k in r})
+    med = {name: {k: statistics.median([r[k] for r in rs if k in r] or [float("nan")]) for k in keys}
+           for name, rs in rows.items()}
+    print(f"probe before {before}, after {after}; medians of {a.reps} interleaved rounds")
+    for fl in ("openmpi", "mpich"):
+        pre = "ompi" if fl == "openmpi" else "mpich"
+        b = med[f"bobcat.{fl}"]
+        peers = {n: m for n, m in med.items() if n.startswith(pre + ".")}
+        print(f"\n== {fl}")
+        for bench in ("iallreduce", "ialltoall"):
+            for s in SIZES:
+                k = f"{bench}/{s}/t_avg"
+                best = min(peers, key=lambda n: peers[n].get(k, float("inf")))
+                line = f"{bench:10s} {s:8d} B: bobcat {b.get(k, float('nan')):9.3f} us"
+                if bench == "iallreduce":
+                    blk = b.get(f"allreduce/{s}/t_avg", float("nan"))
+                    line += f" | blocking {blk:9.3f} (I/blocking {b.get(k, float('nan')) / blk:5.2f})"
+                line += f" | best peer {best} {peers[best].get(k, float('nan')):9.3f} (peer/bobcat " \
+                        f"{peers[best].get(k, float('nan')) / b.get(k, float('nan')):5.2f})"
+                print(line)
+        for bench in ("iallreduce", "ialltoall"):
+            for mode in ("one", "all"):
+                k = f"{bench}/{1 << 20}/{mode}/overlap"
+                cells = " ".join(f"{n} {m.get(k, float('nan')):5.1f}%" for n, m in med.items() if n.endswith(fl)
+                                 or n.startswith(pre + "."))
+                print(f"overlap {bench:10s} 1 MiB, {mode} computing: {cells}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"probe_before": before, "probe_after": after, "medians": med}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
