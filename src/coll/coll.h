@@ -220,6 +220,11 @@ BOBCAT_LAYER_API int coll_alltoallv(coll_node_t *cn, const void *const *sblk, co
  * up to wm are complete, so it no longer reads their entries) is at least s. A call that cannot be
  * published yet waits in its group's queue; progress publishes it later, in order. */
 #define COLL_NB_DEPTH 8
+/* Persistent collectives match in the order of their inits, not of their starts (MPI 4.0), so the
+ * first COLL_NB_CHANNELS persistent collectives made on a communicator get a channel each: a ring
+ * of depth 1 of their own after the main ring in the same area (a persistent request has one call
+ * in flight at a time). */
+#define COLL_NB_CHANNELS 8
 
 typedef struct {
     coll_pub_t pub;                               /* the call's words, seq stored last */
@@ -234,6 +239,8 @@ typedef struct {
 
 BOBCAT_LAYER_API size_t coll_nb_area_size(int nranks);
 BOBCAT_LAYER_API void coll_nb_area_init(coll_nb_area_t *a, int nranks);
+/* Channel k (< COLL_NB_CHANNELS) of an area (in my view): a group's `area` with depth 1. */
+BOBCAT_LAYER_API char *coll_nb_channel(char *area, int nranks, int k);
 
 typedef enum {
     COLL_NB_BARRIER, COLL_NB_BCAST, COLL_NB_REDUCE, COLL_NB_ALLREDUCE, COLL_NB_ALLGATHER, COLL_NB_ALLTOALL,
@@ -245,7 +252,8 @@ struct coll_nb;
 typedef struct coll_nb_group {
     int size, rank;
     const uintptr_t *base;     /* group rank -> offset from its pointers to my view */
-    char *area;                /* the ring area, in my view */
+    char *area;                /* the ring area (or a channel of it), in my view */
+    int depth;                 /* calls in flight its ring holds: COLL_NB_DEPTH, a channel 1 */
     uint64_t started;          /* calls started here */
     uint64_t published;        /* calls published (<= started) */
     uint64_t wm;               /* my watermark as last stored */
@@ -269,6 +277,8 @@ typedef struct coll_nb {
     void *rbuf;
     int inl;                   /* the data travels in the slots (from facts every rank shares) */
     uint64_t seq;              /* its place in the group's order (1, 2, ...) */
+    int hold;                  /* started but not to be published yet (its data is not ready: the
+                                  node phase after a leaders' phase); coll_nb_release publishes it */
     int published, mine_done, complete;
     struct coll_nb *next;
 } coll_nb_t;
@@ -277,6 +287,8 @@ typedef struct coll_nb {
 BOBCAT_LAYER_API int coll_nb_inlines(const coll_nb_group_t *g, coll_nb_kind_t kind, size_t bytes, size_t span);
 /* Start the call: publish it, or queue it behind calls not yet published. Never waits. */
 BOBCAT_LAYER_API void coll_nb_start(coll_nb_t *c);
+/* A held call's data is ready: publish it (and the calls queued behind it). */
+BOBCAT_LAYER_API void coll_nb_release(coll_nb_t *c);
 /* Progress the call's group; 1 once the call is complete (then it has left the group). */
 BOBCAT_LAYER_API int coll_nb_test(coll_nb_t *c);
 /* Progress every call of the group (publish what can be, do units, complete). 1 if any remain. */

@@ -35,7 +35,14 @@
 
 static size_t hdr_size(int n) { return COLL_LINE + (size_t)n * COLL_LINE; }
 
-size_t coll_nb_area_size(int nranks) { return hdr_size(nranks) + (size_t)D * (size_t)nranks * sizeof(coll_nb_slot_t); }
+static size_t ring_size(int n, int depth) { return hdr_size(n) + (size_t)depth * (size_t)n * sizeof(coll_nb_slot_t); }
+
+size_t coll_nb_area_size(int nranks) { return ring_size(nranks, D) + COLL_NB_CHANNELS * ring_size(nranks, 1); }
+
+char *coll_nb_channel(char *area, int nranks, int k)
+{
+    return area + ring_size(nranks, D) + (size_t)k * ring_size(nranks, 1);
+}
 
 void coll_nb_area_init(coll_nb_area_t *a, int nranks)
 {
@@ -50,7 +57,7 @@ static inline _Atomic uint64_t *wm_of(const coll_nb_group_t *g, int r)
 
 static inline coll_nb_slot_t *slot_of(const coll_nb_group_t *g, uint64_t s, int r)
 {
-    return (coll_nb_slot_t *)(g->area + hdr_size(g->size)) + ((s % D) * (uint64_t)g->size + (uint64_t)r);
+    return (coll_nb_slot_t *)(g->area + hdr_size(g->size)) + ((s % (uint64_t)g->depth) * (uint64_t)g->size + (uint64_t)r);
 }
 
 /* Word w of rank r's publication for call s, as a pointer in my view. */
@@ -365,12 +372,13 @@ static void publish(coll_nb_t *c)
         c->mine_done = 1;
 }
 
-/* Call s may take its ring entry: every rank (me too) is done with call s - D. */
+/* Call s may take its ring entry: every rank (me too) is done with call s - depth. */
 static int entry_free(coll_nb_group_t *g, uint64_t s)
 {
-    if (s <= D)
+    uint64_t depth = (uint64_t)g->depth;
+    if (s <= depth)
         return 1;
-    uint64_t need = s - D;
+    uint64_t need = s - depth;
     if (g->wm < need)
         return 0;
     if (g->peers_wm >= need)
@@ -390,8 +398,8 @@ static void publish_queued(coll_nb_group_t *g)
 {
     for (coll_nb_t *c = g->head; c; c = c->next)
         if (!c->published) {
-            if (!entry_free(g, c->seq))
-                return;
+            if (c->hold || !entry_free(g, c->seq))
+                return; /* in order: nothing behind it either */
             publish(c);
         }
 }
@@ -512,15 +520,21 @@ void coll_nb_start(coll_nb_t *c)
 {
     coll_nb_group_t *g = c->g;
     c->seq = ++g->started;
-    c->published = c->mine_done = c->complete = 0;
+    c->published = c->mine_done = c->complete = 0; /* hold: as the caller set it */
     c->next = NULL;
     if (g->tail)
         g->tail->next = c;
     else
         g->head = c;
     g->tail = c;
-    if (g->published + 1 == c->seq && entry_free(g, c->seq))
+    if (!c->hold && g->published + 1 == c->seq && entry_free(g, c->seq))
         publish(c);
+}
+
+void coll_nb_release(coll_nb_t *c)
+{
+    c->hold = 0;
+    coll_nb_progress(c->g);
 }
 
 int coll_nb_test(coll_nb_t *c)

@@ -78,6 +78,9 @@ static void reap_zombies(void)
     }
 }
 
+void (*pmpi_node_part_built)(pmpi_comm_t *pc);
+void (*pmpi_node_part_freed)(pmpi_comm_t *pc);
+
 static void comm_destroy(pmpi_comm_t *pc)
 {
     for (int i = 0; i < ext_count; i++)
@@ -103,6 +106,8 @@ static void comm_destroy(pmpi_comm_t *pc)
         free(pc->pos);
         /* Inside MPI_Finalize the MPI is tearing communicators down itself. */
         if (!pmpi_layer.finalizing) {
+            if (pmpi_node_part_freed)
+                pmpi_node_part_freed(pc);
             if (pc->node_comm != MPI_COMM_NULL)
                 PMPI_Comm_free(&pc->node_comm);
             if (pc->leaders_comm != MPI_COMM_NULL)
@@ -356,6 +361,8 @@ static int node_part_build(pmpi_comm_t *pc)
                            .progress = mpi_progress};
     base = NULL;
     pc->coll_ready = 1;
+    if (pmpi_node_part_built)
+        pmpi_node_part_built(pc);
     return 0;
 fail:
     free(base);

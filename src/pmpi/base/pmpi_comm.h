@@ -149,6 +149,13 @@ static inline void *pmpi_peer_ptr(const pmpi_comm_t *pc, int r, const void *p)
     return (void *)((uintptr_t)p + pc->peer_base[r]);
 }
 
+/* Set by a room above (p2p): called when a communicator's node part has just been built (a
+ * collective point: every rank of the communicator calls it) and just before its node communicator
+ * is freed. p2p registers a spanning communicator's node communicator there, so that its
+ * nonblocking collectives have a ring for their node phase. */
+extern void (*pmpi_node_part_built)(pmpi_comm_t *pc);
+extern void (*pmpi_node_part_freed)(pmpi_comm_t *pc);
+
 /* Other parts of the layer run fn at the start of MPI_Finalize (before the statistics are printed
  * and the layer stops; MPI still works), in registration order. Up to 8. */
 void pmpi_at_finalize(void (*fn)(void));

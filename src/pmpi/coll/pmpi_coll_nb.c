@@ -24,9 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { A_INLINE, A_RING, A_LOCAL };
-#define NB_ALGS {"inline", "ring", "local"}
-static pmpi_stat_t st_ibarrier = {.name = "Ibarrier", .alg_names = {"ring"}};
+enum { A_INLINE, A_RING, A_LOCAL, A_HIER };
+#define NB_ALGS {"inline", "ring", "local", "hier"}
+static pmpi_stat_t st_ibarrier = {.name = "Ibarrier", .alg_names = {"ring", "hier"}};
 static pmpi_stat_t st_ibcast = {.name = "Ibcast", .alg_names = NB_ALGS};
 static pmpi_stat_t st_ireduce = {.name = "Ireduce", .alg_names = NB_ALGS};
 static pmpi_stat_t st_iallreduce = {.name = "Iallreduce", .alg_names = NB_ALGS};
@@ -53,10 +53,17 @@ typedef struct nb_comm {
     coll_nb_group_t g;
     uintptr_t *base;
     int active;               /* on the list of groups with calls in flight */
+    int pinits;               /* persistent collectives made on the communicator so far */
     struct nb_comm *next;
 } nb_comm_t;
 
+/* While a persistent request starts its call: the channel it runs on instead of the main ring. */
+static nb_comm_t *nb_channel;
+
 static nb_comm_t *active_head;
+struct nb_req;
+static struct nb_req *hier_head; /* calls across nodes in flight */
+static int hier_progress(void);
 
 static void nb_progress_all(void)
 {
@@ -69,7 +76,8 @@ static void nb_progress_all(void)
             *pp = nc->next;
         }
     }
-    p2p_ext_pending = active_head != NULL;
+    int hier = hier_head ? hier_progress() : 0;
+    p2p_ext_pending = active_head != NULL || hier;
 }
 
 static void nb_activate(nb_comm_t *nc)
@@ -117,7 +125,7 @@ static nb_comm_t *nb_comm_of(MPI_Comm comm, pmpi_comm_t *pc, p2p_comm_t **c_p)
         base[r] = r == pc->rank ? 0 : pc->peer_base[r];
     nc->base = base;
     nc->g = (coll_nb_group_t){.size = pc->size, .rank = pc->rank, .base = base, .area = (char *)c->nb_view,
-                              .help = pc_knobs.nbc_help};
+                              .depth = COLL_NB_DEPTH, .help = pc_knobs.nbc_help};
     p2p_nb_free = nb_comm_free;
     p2p_ext_progress = nb_progress_all;
     c->nb = nc;
@@ -126,7 +134,7 @@ static nb_comm_t *nb_comm_of(MPI_Comm comm, pmpi_comm_t *pc, p2p_comm_t **c_p)
 
 /* ---- a call as a request ---------------------------------------------------------------------- */
 
-typedef struct {
+typedef struct nb_req {
     coll_nb_t c;
     nb_comm_t *nc;
     pc_buf_t in, out;        /* staged input / output (tmp: ours) */
@@ -137,14 +145,95 @@ typedef struct {
     size_t raw_span;
     size_t *counts;
     int local_done;          /* complete from the start (nothing to move, one rank) */
+    /* Across nodes (hier): step 0 the node call c (has_c), step 1 the leader's call through the
+     * real MPI (real), step 2 the node call c2 (has_c2), which the leader holds until step 1 ends. */
+    int hier, step, leader, has_c, has_c2;
+    coll_nb_t c2;
+    nb_comm_t *node;         /* the node communicator's ring (NULL: alone on my node) */
+    MPI_Request real;
+    coll_nb_kind_t lkind;    /* the leaders' call: BARRIER, BCAST (bytes) or ALLREDUCE (in place) */
+    void *lbuf;
+    int lcount, lroot;
+    MPI_Datatype ldt;
+    MPI_Op lop;
+    MPI_Comm lcomm;
+    struct nb_req *hnext;    /* the list of calls across nodes in flight */
 } nb_req_t;
+
+/* ---- across nodes: node phase, leaders' phase, node phase --------------------------------------- */
+
+static int leaders_start(nb_req_t *q)
+{
+    switch (q->lkind) {
+    case COLL_NB_BARRIER: return PMPI_Ibarrier(q->lcomm, &q->real);
+    case COLL_NB_BCAST: return PMPI_Ibcast(q->lbuf, q->lcount, MPI_BYTE, q->lroot, q->lcomm, &q->real);
+    default: return PMPI_Iallreduce(MPI_IN_PLACE, q->lbuf, q->lcount, q->ldt, q->lop, q->lcomm, &q->real);
+    }
+}
+
+/* One look: as far as the steps go now. 1 once all are done. */
+static int hier_advance(nb_req_t *q)
+{
+    if (q->step == 0) {
+        if (q->has_c && !coll_nb_test(&q->c))
+            return 0;
+        q->step = 1;
+    }
+    if (q->step == 1) {
+        if (q->leader) {
+            /* The leaders' calls are collectives on the leaders' communicator: every leader starts
+             * them in the order the calls were started (the list's), whatever order their node
+             * phases end in. */
+            if (q->real == MPI_REQUEST_NULL)
+                for (nb_req_t *e = hier_head; e && e != q; e = e->hnext)
+                    if (e->lcomm == q->lcomm && e->leader && e->step <= 1 && e->real == MPI_REQUEST_NULL)
+                        return 0;
+            if (q->real == MPI_REQUEST_NULL && leaders_start(q) != MPI_SUCCESS) {
+                util_error("the leaders' phase of a nonblocking collective failed to start in the real MPI");
+                abort();
+            }
+            int flag = 0;
+            PMPI_Test(&q->real, &flag, MPI_STATUS_IGNORE);
+            if (!flag)
+                return 0;
+            if (q->has_c2)
+                coll_nb_release(&q->c2);
+        }
+        q->step = 2;
+    }
+    if (q->step == 2) {
+        if (q->has_c2 && !coll_nb_test(&q->c2))
+            return 0;
+        q->step = 3;
+    }
+    return 1;
+}
+
+/* Advance every call across nodes in flight (the leaders' phases need this rank's progress);
+ * 1 if some remain. */
+static int hier_progress(void)
+{
+    for (nb_req_t **pp = &hier_head; *pp;) {
+        if (hier_advance(*pp))
+            *pp = (*pp)->hnext;
+        else
+            pp = &(*pp)->hnext;
+    }
+    return hier_head != NULL;
+}
 
 static int nb_test(p2p_req_t *r, int *err_p)
 {
     nb_req_t *q = r->ext;
     *err_p = MPI_SUCCESS;
-    if (!q->local_done && !coll_nb_test(&q->c))
+    if (q->hier ? !hier_advance(q) : !q->local_done && !coll_nb_test(&q->c))
         return 0;
+    if (q->hier)
+        for (nb_req_t **pp = &hier_head; *pp; pp = &(*pp)->hnext)
+            if (*pp == q) {
+                *pp = q->hnext;
+                break;
+            }
     if (q->raw_tmp) {
         memcpy(q->raw_user, q->raw_tmp, q->raw_span);
         free(q->raw_tmp);
@@ -210,7 +299,7 @@ static int req_out(nb_req_t *q, MPI_Comm comm, MPI_Request *req)
     r->ext = q;
     r->comm = comm;
     *req = p2p_handle_of(r);
-    if (!q->local_done)
+    if (!q->local_done && !q->hier)
         nb_activate(q->nc);
     return MPI_SUCCESS;
 }
@@ -253,6 +342,10 @@ static nb_comm_t *nb_setup(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p)
         *why_p = PMPI_WHY_MULTINODE;
         return NULL;
     }
+    if (nb_channel) { /* a persistent request's start: its own channel */
+        *pc_p = pc;
+        return nb_channel;
+    }
     nb_comm_t *nc = nb_comm_of(comm, pc, &c);
     if (!nc) {
         *why_p = PMPI_WHY_SETUP; /* one rank, or not registered (the engine is off somewhere) */
@@ -270,11 +363,83 @@ static void start(nb_req_t *q, nb_comm_t *nc, coll_nb_kind_t kind)
     coll_nb_start(&q->c);
 }
 
+/* Across nodes (the communicator spans nodes): the node phases on the node communicator's ring
+ * (*node_p; NULL when I am alone on my node), the leaders' phase through the real MPI's nonblocking
+ * call. Needs the node part (built by an earlier blocking collective: every rank has it or none)
+ * and BOBCAT_COLL_HIER. 0 when it runs so; else -1 with the reason. */
+static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmpi_why_t *why_p)
+{
+    pmpi_comm_t *pc = pmpi_comm_get(comm);
+    *why_p = PMPI_WHY_MULTINODE;
+    if (!pc || pc_knobs.nbc == PC_MPI || !pc_knobs.hier)
+        return -1;
+    if (!pc->coll_ready || !p2p_comm_lookup(comm)) {
+        *why_p = PMPI_WHY_SETUP; /* no blocking collective on it yet, or not registered */
+        return -1;
+    }
+    *node_p = NULL;
+    if (pc->node_size > 1) {
+        pmpi_comm_t *npc = pmpi_comm_get(pc->node_comm);
+        p2p_comm_t *c = NULL;
+        *node_p = npc ? nb_comm_of(pc->node_comm, npc, &c) : NULL;
+        if (!*node_p) {
+            /* Other nodes may have theirs: no way to agree on the real MPI now. */
+            util_error("no ring for the node phase of a nonblocking collective (out of memory?)");
+            abort();
+        }
+    }
+    *pc_p = pc;
+    return 0;
+}
+
+/* Start the node calls (c now; c2 held on the leader until its leaders' call completes) and put
+ * the call on the list that progress advances. */
+static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_kind_t k1, coll_nb_kind_t k2)
+{
+    q->hier = 1;
+    q->node = node;
+    q->leader = pc->leader == pc->rank;
+    q->lcomm = pc->leaders_comm;
+    q->real = MPI_REQUEST_NULL;
+    q->nc = node;
+    q->has_c = node && k1 != COLL_NB_N;
+    q->has_c2 = node && k2 != COLL_NB_N;
+    if (q->has_c) {
+        q->c.g = &node->g;
+        q->c.kind = k1;
+        coll_nb_start(&q->c);
+    }
+    if (q->has_c2) {
+        q->c2.g = &node->g;
+        q->c2.kind = k2;
+        q->c2.hold = q->leader;
+        coll_nb_start(&q->c2);
+    }
+    if (node)
+        nb_activate(node);
+    p2p_ext_progress = nb_progress_all; /* (a rank alone on its node has no ring that set it) */
+    q->hnext = NULL; /* at the tail: the list is in start order */
+    nb_req_t **pp = &hier_head;
+    while (*pp)
+        pp = &(*pp)->hnext;
+    *pp = q;
+    p2p_ext_pending = 1;
+}
+
+/* The node communicator rank of comm rank r (r on my node). */
+static int node_rank_of(const pmpi_comm_t *pc, int r)
+{
+    for (int i = 0; i < pc->node_size; i++)
+        if (pc->node_ranks[i] == r)
+            return i;
+    return -1;
+}
+
 /* The statistics row's path for a call that ran here. */
 static void count_path(pmpi_stat_t *st, const nb_req_t *q, size_t bytes)
 {
     pmpi_stat_path(st, q->in.tmp || q->out.tmp || q->extra || q->raw_tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes,
-                   q->local_done ? A_LOCAL : q->c.inl ? A_INLINE : A_RING);
+                   q->hier ? A_HIER : q->local_done ? A_LOCAL : q->c.inl ? A_INLINE : A_RING);
 }
 
 /* ---- the entry points ------------------------------------------------------------------------- */
@@ -284,7 +449,14 @@ BOBCAT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
     PMPI_GUARD();
     pmpi_comm_t *pc;
     pmpi_why_t why;
-    nb_comm_t *nc = nb_setup(comm, &pc, &why);
+    nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0) {
+        nb_req_t *q = req_new();
+        q->lkind = COLL_NB_BARRIER;
+        hier_start(q, pc, node, COLL_NB_BARRIER, COLL_NB_BARRIER);
+        pmpi_stat_path(&st_ibarrier, PMPI_PATH_INPLACE, 0, 1);
+        return req_out(q, comm, req);
+    }
     if (!nc) {
         pmpi_stat_mpi(&st_ibarrier, why, 0);
         return PMPI_Ibarrier(comm, req);
@@ -301,10 +473,43 @@ BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MP
     pmpi_comm_t *pc;
     pmpi_why_t why;
     pc_dt_t d;
-    nb_comm_t *nc = nb_setup(comm, &pc, &why);
-    if (nc && (count < 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, &d) != 0)) {
+    nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
+    int hier = !nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0;
+    if ((nc || hier) && (count < 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, &d) != 0 ||
+                         (hier && (long long)count * d.size > INT_MAX))) {
         nc = NULL;
-        why = PMPI_WHY_VARIANT; /* an error for the real MPI to report */
+        hier = 0;
+        why = PMPI_WHY_VARIANT; /* an error for the real MPI to report, or too big for the leaders' int count */
+    }
+    if (hier) {
+        nb_req_t *q = req_new();
+        size_t bytes = (size_t)count * (size_t)d.size;
+        if (!bytes) {
+            q->local_done = 1;
+            count_path(&st_ibcast, q, 0);
+            return req_out(q, comm, req);
+        }
+        int me = pc->rank, inl = coll_nb_inlines(node ? &node->g : NULL, COLL_NB_BCAST, bytes, 0);
+        if (me == root)
+            stage_in(q, buf, count, dt, &d, !inl), q->c.rbuf = q->in.p;
+        else
+            stage_out(q, buf, count, dt, &d, !inl, 0), q->c.rbuf = q->out.p;
+        q->c.bytes = q->c2.bytes = bytes;
+        q->c.inl = q->c2.inl = inl;
+        q->c2.rbuf = q->c.rbuf;
+        q->lkind = COLL_NB_BCAST;
+        q->lbuf = q->c.rbuf;
+        q->lcount = (int)bytes;
+        q->lroot = pc->leader_rank[root];
+        if (pc->node[root] == pc->node[me]) { /* root's node: the node call, then the leader sends */
+            q->c.root = node_rank_of(pc, root);
+            hier_start(q, pc, node, COLL_NB_BCAST, COLL_NB_N);
+        } else { /* the leader receives, then the node call from it */
+            q->c2.root = 0;
+            hier_start(q, pc, node, COLL_NB_N, COLL_NB_BCAST);
+        }
+        count_path(&st_ibcast, q, bytes);
+        return req_out(q, comm, req);
     }
     if (!nc) {
         pmpi_stat_mpi(&st_ibcast, why, 0);
@@ -375,6 +580,44 @@ static void *red_output(nb_req_t *q, void *out, size_t span, int inl, int keep)
     return q->raw_tmp;
 }
 
+/* Iallreduce across nodes: the node reduces to its leader (ring), the leaders allreduce in place
+ * through the real MPI, the node gets the result from its leader (ring, held by the leader until
+ * then). The result buffer R is the input too where the call is in place. */
+static int iallreduce_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void *rbuf, size_t n,
+                           const coll_op_t *cop, MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    nb_req_t *q = req_new();
+    size_t span = coll_span(cop, n);
+    if (!n) {
+        q->local_done = 1;
+        count_path(&st_iallreduce, q, 0);
+        return req_out(q, comm, req);
+    }
+    int in_place = sbuf == MPI_IN_PLACE, inl = coll_nb_inlines(node ? &node->g : NULL, COLL_NB_REDUCE, 0, span);
+    void *R = red_output(q, rbuf, span, inl, in_place);
+    const void *in = in_place ? R : red_input(q, sbuf, span, inl, 0);
+    q->c.op = *cop;
+    q->c.count = n;
+    q->c.root = 0;
+    q->c.inl = inl;
+    q->c.sbuf = in;
+    q->c.rbuf = pc->leader == pc->rank ? R : NULL;
+    q->c2.root = 0;
+    q->c2.bytes = span;
+    q->c2.inl = coll_nb_inlines(node ? &node->g : NULL, COLL_NB_BCAST, span, 0);
+    q->c2.rbuf = R;
+    q->lkind = COLL_NB_ALLREDUCE;
+    q->lbuf = R;
+    q->lcount = (int)n;
+    q->ldt = pc_op_base(cop);
+    q->lop = op;
+    if (!node && in != R) /* alone on my node: my input is the node's partial result */
+        memcpy(R, in, span);
+    hier_start(q, pc, node, COLL_NB_REDUCE, COLL_NB_BCAST);
+    count_path(&st_iallreduce, q, span);
+    return req_out(q, comm, req);
+}
+
 static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, void *rbuf, int count,
                        MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
 {
@@ -382,7 +625,14 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
     pmpi_why_t why;
     coll_op_t cop;
     size_t n = 0;
-    nb_comm_t *nc = nb_setup(comm, &pc, &why);
+    nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
+    if (!nc && kind == COLL_NB_ALLREDUCE && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0) {
+        if (red_args(count, dt, op, &cop, &n, &why) == 0 && (cop.commutative || pc->blocked) &&
+            sbuf != rbuf && rbuf != MPI_IN_PLACE)
+            return iallreduce_hier(pc, node, sbuf, rbuf, n, &cop, op, comm, req);
+        if (why == PMPI_WHY_MULTINODE)
+            why = cop.commutative || pc->blocked ? PMPI_WHY_VARIANT : PMPI_WHY_ORDER;
+    }
     if (nc && (red_args(count, dt, op, &cop, &n, &why) != 0 ||
                (kind == COLL_NB_REDUCE && (root < 0 || root >= pc->size))))
         nc = NULL;
@@ -682,8 +932,11 @@ BOBCAT_EXPORT int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype,
  * real MPI's nonblocking collective. The v/w and neighbourhood forms stay with the real MPI's own
  * persistent requests. Open MPI 4.1 has none of these (its MPIX_ forms are not intercepted). */
 #if MPI_VERSION >= 4
+static nb_comm_t *pcoll_chan; /* the channel pcoll_ours found, for the pcoll_new that follows */
+
 typedef struct {
     coll_nb_kind_t kind;
+    nb_comm_t *chan;         /* its channel (never NULL: without one the real MPI's request is used) */
     const void *sbuf;
     void *rbuf;
     int scount, rcount, root;
@@ -694,10 +947,19 @@ typedef struct {
     int block;
 } pcoll_t;
 
+static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner);
+
 static int pcoll_start(p2p_req_t *r, MPI_Request *inner)
 {
     pcoll_t *p = r->ext;
-    MPI_Comm comm = r->comm;
+    nb_channel = p->chan;
+    int rc = pcoll_start_on(p, r->comm, inner);
+    nb_channel = NULL;
+    return rc;
+}
+
+static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner)
+{
     switch (p->kind) {
     case COLL_NB_BARRIER: return MPI_Ibarrier(comm, inner);
     case COLL_NB_BCAST: return MPI_Ibcast(p->rbuf, p->rcount, p->rdt, p->root, comm, inner);
@@ -727,6 +989,15 @@ static void pcoll_release(p2p_req_t *r)
         pmpi_dt_release(p->sdt, p->sdt_user);
     if (p->rdt != MPI_DATATYPE_NULL)
         pmpi_dt_release(p->rdt, p->rdt_user);
+    if (p->chan && !p->chan->g.head) { /* (freed with a call in flight is erroneous: then it stays) */
+        for (nb_comm_t **pp = &active_head; *pp; pp = &(*pp)->next)
+            if (*pp == p->chan) {
+                *pp = p->chan->next;
+                break;
+            }
+        free(p->chan->base);
+        free(p->chan);
+    }
     free(p->rcounts);
     free(p);
 }
@@ -742,6 +1013,37 @@ static MPI_Datatype hold(MPI_Datatype dt)
     return h == MPI_DATATYPE_NULL ? dt : h;
 }
 
+/* The channel of the k-th persistent collective made on comm, for k < COLL_NB_CHANNELS on a
+ * communicator on one node (every rank counts alike: the inits come in one order); else NULL and
+ * the real MPI's persistent request serves it. */
+static nb_comm_t *pcoll_channel(MPI_Comm comm)
+{
+    pmpi_comm_t *pc;
+    pmpi_why_t why;
+    nb_comm_t *nc = nb_setup(comm, &pc, &why);
+    if (!nc || nc->pinits >= COLL_NB_CHANNELS) {
+        if (nc)
+            nc->pinits++;
+        return NULL;
+    }
+    int k = nc->pinits++;
+    nb_comm_t *ch = calloc(1, sizeof *ch);
+    uintptr_t *base = malloc(sizeof(uintptr_t) * (size_t)pc->size);
+    if (!ch || !base) {
+        util_error("out of memory for a persistent collective");
+        abort();
+    }
+    memcpy(base, nc->base, sizeof(uintptr_t) * (size_t)pc->size);
+    ch->base = base;
+    ch->g = nc->g;
+    ch->g.base = base;
+    ch->g.area = coll_nb_channel(nc->g.area, pc->size, k);
+    ch->g.depth = 1;
+    ch->g.started = ch->g.published = ch->g.wm = ch->g.peers_wm = 0;
+    ch->g.head = ch->g.tail = NULL;
+    return ch;
+}
+
 static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
 {
     p2p_req_t *r = p2p_req_new();
@@ -753,6 +1055,8 @@ static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
         return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
     }
     *p = *t;
+    p->chan = pcoll_chan;
+    pcoll_chan = NULL;
     p->sdt_user = t->sdt;
     p->rdt_user = t->rdt;
     p->sdt = hold(t->sdt);
@@ -767,9 +1071,9 @@ static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
     return MPI_SUCCESS;
 }
 
-/* Persistent collectives on communicators bobcat does not handle at all (the layer off, an
- * intercommunicator) stay the real MPI's. */
-static int pcoll_ours(MPI_Comm comm) { return pmpi_comm_get(comm) != NULL; }
+/* Whether bobcat runs this persistent collective (on a channel of the communicator's ring); if
+ * not, the real MPI's own persistent request does, whole. */
+static int pcoll_ours(MPI_Comm comm) { return (pcoll_chan = pcoll_channel(comm)) != NULL; }
 
 BOBCAT_EXPORT int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
@@ -825,8 +1129,12 @@ static int prs_init(const void *sbuf, void *rbuf, const int *rcounts, int block,
     pcoll_t t = {.kind = COLL_NB_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .rdt = dt, .sdt = MPI_DATATYPE_NULL,
                  .op = op, .block = block};
     t.rcounts = malloc(sizeof(int) * (size_t)(block ? 1 : n));
-    if (!t.rcounts)
+    if (!t.rcounts) {
+        free(pcoll_chan->base);
+        free(pcoll_chan);
+        pcoll_chan = NULL;
         return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
+    }
     memcpy(t.rcounts, rcounts, sizeof(int) * (size_t)(block ? 1 : n));
     int rc = pcoll_new(&t, comm, req);
     if (rc != MPI_SUCCESS)

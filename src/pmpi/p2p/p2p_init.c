@@ -12,6 +12,22 @@
 /* Marker the evaluation reads (nm) to record that lwk's on-node point-to-point is bobcat's. */
 BOBCAT_EXPORT const char bobcat_msg_layer[] = "single-copy on-node point-to-point over SMARTMAP";
 
+/* A communicator that spans nodes: its node communicator (private to the layer) is registered too,
+ * so its nonblocking collectives get a ring for their node phase (pmpi_coll_nb.c). Collective over
+ * the communicator where the node part is built. */
+static void node_part_built(pmpi_comm_t *pc)
+{
+    if (pc->nnodes > 1 && pc->node_comm != MPI_COMM_NULL && p2p_comm_lookup(pc->comm))
+        p2p_comm_register(pc->node_comm, -1);
+}
+
+static void node_part_freed(pmpi_comm_t *pc)
+{
+    p2p_comm_t *c = pc->node_comm != MPI_COMM_NULL ? p2p_comm_find(pc->node_comm) : NULL;
+    if (c)
+        p2p_comm_entry_free(p2p_comm_unhash(pc->node_comm));
+}
+
 int p2p_init(void)
 {
     int provided = MPI_THREAD_SINGLE, wsize = 1;
@@ -58,6 +74,8 @@ int p2p_init(void)
         p2p_set.done = p2p_handle_of(p2p_req_done());
         p2p_set.eager_limit = bobcat_msg_eager_limit();
     }
+    pmpi_node_part_built = node_part_built;
+    pmpi_node_part_freed = node_part_freed;
     p2p_comm_register(MPI_COMM_WORLD, 0);
     p2p_comm_register(MPI_COMM_SELF, 1);
     return ok;

@@ -7,6 +7,7 @@
 #include "p2p.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static void retire(p2p_req_t *r, MPI_Request *h)
 {
@@ -365,6 +366,71 @@ static int waitall_mine(int n, MPI_Request *reqs, MPI_Status *sts)
     return MPI_SUCCESS;
 }
 
+/* Waitall over both kinds: every request is tested on its own (the real ones with PMPI_Test) and
+ * retired as it completes, until all are; a wait may retire part of the array before the rest.
+ * Not PMPI_Testall over the real ones: MPICH 4.0's Testall (and Testsome) report MPI_ERR_IN_STATUS
+ * and MPI_ERR_PENDING for persistent collective requests that are merely not complete yet, where its
+ * own Waitall and Test are right. MPI_ERROR fields change only if some request failed. */
+static int waitall_mixed(int n, MPI_Request *reqs, MPI_Status *sts)
+{
+    unsigned char stack_done[64], *done = n <= 64 ? stack_done : calloc((size_t)n, 1);
+    int *errs = calloc((size_t)n, sizeof *errs);
+    if (!done || !errs) {
+        if (done != stack_done)
+            free(done);
+        free(errs);
+        return MPI_ERR_NO_MEM;
+    }
+    if (done == stack_done)
+        memset(done, 0, sizeof stack_done);
+    unsigned spins = 0;
+    int left = n, any_err = 0;
+    MPI_Comm errcomm = MPI_COMM_NULL;
+    while (left) {
+        p2p_progress();
+        for (int i = 0; i < n; i++) {
+            if (done[i])
+                continue;
+            MPI_Status *st = st_at(sts, i);
+            p2p_req_t *r = p2p_req_of(reqs[i]);
+            int flag = 0, err = MPI_SUCCESS;
+            if (r) {
+                flag = p2p_req_test(r, st, &err);
+                if (flag) {
+                    if (err != MPI_SUCCESS && errcomm == MPI_COMM_NULL)
+                        errcomm = req_comm(r);
+                    retire(r, &reqs[i]);
+                }
+            } else if (reqs[i] == MPI_REQUEST_NULL) {
+                p2p_status_set(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, 0);
+                flag = 1;
+            } else {
+                int keep = st != MPI_STATUS_IGNORE ? st->MPI_ERROR : MPI_SUCCESS;
+                err = PMPI_Test(&reqs[i], &flag, st);
+                if (st != MPI_STATUS_IGNORE)
+                    st->MPI_ERROR = keep;
+            }
+            if (flag) {
+                done[i] = 1;
+                errs[i] = err;
+                any_err |= err != MPI_SUCCESS;
+                left--;
+            }
+        }
+        if (left) {
+            p2p_poke_mpi();
+            p2p_relax(&spins);
+        }
+    }
+    if (any_err && sts != MPI_STATUSES_IGNORE)
+        for (int i = 0; i < n; i++)
+            sts[i].MPI_ERROR = errs[i];
+    if (done != stack_done)
+        free(done);
+    free(errs);
+    return any_err ? in_status(errcomm) : MPI_SUCCESS;
+}
+
 BOBCAT_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
     PMPI_GUARD();
@@ -379,14 +445,7 @@ BOBCAT_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
         return PMPI_AWAY(PMPI_Waitall(n, reqs, sts));
     if (mine && !real)
         return waitall_mine(n, reqs, sts);
-    unsigned spins = 0;
-    for (;;) {
-        int flag = 0, rc = testall_impl(n, reqs, &flag, sts);
-        if (flag || (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS))
-            return rc;
-        p2p_poke_mpi();
-        p2p_relax(&spins);
-    }
+    return waitall_mixed(n, reqs, sts);
 }
 
 /* Testany over both kinds: *idx = MPI_UNDEFINED with flag 1 when nothing is active. */
