@@ -78,6 +78,7 @@ static void reap_zombies(void)
     }
 }
 
+int pmpi_real_requests;
 void (*pmpi_node_part_built)(pmpi_comm_t *pc);
 void (*pmpi_node_part_freed)(pmpi_comm_t *pc);
 

@@ -165,6 +165,10 @@ void pmpi_at_finalize(void (*fn)(void));
  * of an access epoch), so bobcat's waits and MPI_Barrier drive it: pmpi_mpi_progress is one
  * progress pass of the real MPI (MPI_Test on a receive nothing matches). */
 extern int pmpi_rma_windows;
+/* Some request of the real MPI's may be pending (a nonblocking call bobcat passed on): bobcat's waits
+ * then drive the real MPI's progress now and then, as the standard's progress rule asks (the real
+ * operation may need this rank's MPI to move while it waits on one of bobcat's requests). Sticky. */
+extern int pmpi_real_requests;
 void pmpi_mpi_progress(void);
 void pmpi_run_finalize_hooks(void);
 

@@ -164,6 +164,7 @@ typedef struct nb_req {
 
 static int leaders_start(nb_req_t *q)
 {
+    pmpi_real_requests = 1;
     switch (q->lkind) {
     case COLL_NB_BARRIER: return PMPI_Ibarrier(q->lcomm, &q->real);
     case COLL_NB_BCAST: return PMPI_Ibcast(q->lbuf, q->lcount, MPI_BYTE, q->lroot, q->lcomm, &q->real);
@@ -459,6 +460,7 @@ BOBCAT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
     }
     if (!nc) {
         pmpi_stat_mpi(&st_ibarrier, why, 0);
+        pmpi_real_requests = 1;
         return PMPI_Ibarrier(comm, req);
     }
     nb_req_t *q = req_new();
@@ -513,6 +515,7 @@ BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MP
     }
     if (!nc) {
         pmpi_stat_mpi(&st_ibcast, why, 0);
+        pmpi_real_requests = 1;
         return PMPI_Ibcast(buf, count, dt, root, comm, req);
     }
     nb_req_t *q = req_new();
@@ -642,6 +645,7 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
     }
     if (!nc) {
         pmpi_stat_mpi(st, why, 0);
+        pmpi_real_requests = 1;
         switch (kind) {
         case COLL_NB_REDUCE: return PMPI_Ireduce(sbuf, rbuf, count, dt, op, root, comm, req);
         case COLL_NB_ALLREDUCE: return PMPI_Iallreduce(sbuf, rbuf, count, dt, op, comm, req);
@@ -733,6 +737,7 @@ static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rco
     }
     if (!nc) {
         pmpi_stat_mpi(st, why, 0);
+        pmpi_real_requests = 1;
         if (block)
             return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcounts[0], dt, op, comm, req);
         return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dt, op, comm, req);
@@ -806,6 +811,7 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
     }
     if (!nc) {
         pmpi_stat_mpi(st, why, 0);
+        pmpi_real_requests = 1;
         switch (kind) {
         case COLL_NB_ALLGATHER: return PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
         case COLL_NB_ALLTOALL: return PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
@@ -1024,6 +1030,7 @@ static nb_comm_t *pcoll_channel(MPI_Comm comm)
     if (!nc || nc->pinits >= COLL_NB_CHANNELS) {
         if (nc)
             nc->pinits++;
+        pmpi_real_requests = 1; /* the real MPI's persistent request */
         return NULL;
     }
     int k = nc->pinits++;

@@ -175,7 +175,10 @@ def main():
         size = bytes_expr(n, plist, names, comm)
         count = f"pmpi_pass_count({len(table)}, {comm or 'MPI_COMM_NULL'}, {size})"
         call = f"PMPI_AWAY(PMPI_{n}({args}))" if n in blocking else f"PMPI_{n}({args})"
-        lines.append(f"BOBCAT_EXPORT int MPI_{n}({decl})\n{{\n    if (__builtin_expect(pmpi_stats_on, 0))\n"
+        # A routine that hands out a request of the real MPI's (a nonblocking collective, MPI_Comm_idup,
+        # a request-based RMA call...): from then on bobcat's waits drive the real MPI's progress too.
+        note = "    pmpi_real_requests = 1;\n" if any(shape(p) == ("MPI_Request", 1) for p in plist) else ""
+        lines.append(f"BOBCAT_EXPORT int MPI_{n}({decl})\n{{\n{note}    if (__builtin_expect(pmpi_stats_on, 0))\n"
                      f"        {count};\n    return {call};\n}}\n")
         table.append(n)
         # Does it move data or synchronise ranks (what the account's shares count), or is it local

@@ -94,14 +94,15 @@ void p2p_progress(void)
         orphans_reap();
 }
 
-/* Waiting on bobcat alone must not starve the real MPI's progress: off-node rendezvous, and on one
- * node too while RMA windows exist (an MPICH passive-target lock is granted, and an access epoch
+/* Waiting on bobcat alone must not starve the real MPI's progress: off-node rendezvous, requests of
+ * the real MPI's in flight (a nonblocking collective it runs), and on one node too while RMA windows
+ * exist (an MPICH passive-target lock is granted, and an access epoch
  * completes, only inside the target's progress engine). Every 16th poll: one pass costs more than
  * an on-node message. */
 void p2p_poke_mpi(void)
 {
     static unsigned n;
-    if ((p2p_set.multinode || pmpi_rma_windows) && (++n & 15) == 0)
+    if ((p2p_set.multinode || pmpi_rma_windows || pmpi_real_requests) && (++n & 15) == 0)
         pmpi_mpi_progress();
 }
 
