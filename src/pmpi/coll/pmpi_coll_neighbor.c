@@ -27,8 +27,9 @@
  * neighbour one rank, and there the standard (MPI 4.0, Annex B.1.1: errata of 3.1 from
  * mpi-forum/mpi-issues#153) wants block k of the sender in block k^1 of the receiver, which the
  * order alone does not give: on a Cartesian communicator block k is sent with tag k and received
- * with tag k^1 (the -1 block comes from the neighbour's +1 send). Open MPI 4.1's own nonblocking
- * forms get that case wrong (its blocking ones and MPICH's are right): tests/mp/mp_neighbor.c. */
+ * with tag k^1 (the -1 block comes from the neighbour's +1 send). The real MPIs installed here get
+ * that case wrong in some calls (Open MPI 4.1's nonblocking alltoall forms, MPICH 4.0's alltoallv/w):
+ * there bobcat's result is the standard's and differs from theirs (tests/mp/mp_neighbor.c). */
 #include "pmpi_coll.h"
 #include "../p2p/p2p.h"
 
