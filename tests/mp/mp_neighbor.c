@@ -28,7 +28,8 @@
  * the layer off, and with it on checked here and left out of the digest (rank 0 prints how many).
  *
  * Paths (BOBCAT_STATS on and the layer on): every call ran on bobcat's path but the two on the
- * idup'd communicator (why.setup-failed); each topology kind and the staged path were seen. */
+ * idup'd communicator (why.setup-failed); each topology kind and the staged path were seen. With
+ * BOBCAT_COLL_NEIGHBOR=mpi every call went to the real MPI (why.forced). */
 /* MPICH marks statuses arguments as written: MPI_STATUSES_IGNORE (NULL) draws a warning. */
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 /* ... and MPI_UNWEIGHTED, a sentinel pointer, as an array it reads. */
@@ -636,7 +637,8 @@ int main(int argc, char **argv)
         CHECK(digest != NULL, "cannot write %s", path);
     }
     int layer = !env_is("BOBCAT_MPI", "off", "0") && stat_of("Neighbor_alltoall", "calls") >= 0;
-    layer_on = layer;
+    int forced = env_is("BOBCAT_COLL_NEIGHBOR", "mpi", NULL);
+    layer_on = layer && !forced; /* forced: the results are the real MPI's, departures included */
     int stats = layer && getenv("BOBCAT_STATS") && !env_is("BOBCAT_STATS", "off", "0");
     ty[T_INT] = MPI_INT;
     MPI_Type_vector(2, 1, 2, MPI_INT, &ty[T_VEC2]);
@@ -693,10 +695,16 @@ int main(int argc, char **argv)
     run_isolation(&t);
     run_isolation(&tg);
 
-    if (stats) {
-        const char *rows[] = {"Neighbor_allgather", "Neighbor_allgatherv", "Neighbor_alltoall", "Neighbor_alltoallv",
-                              "Neighbor_alltoallw", "Ineighbor_allgather", "Ineighbor_allgatherv",
-                              "Ineighbor_alltoall", "Ineighbor_alltoallv", "Ineighbor_alltoallw"};
+    const char *rows[] = {"Neighbor_allgather", "Neighbor_allgatherv", "Neighbor_alltoall", "Neighbor_alltoallv",
+                          "Neighbor_alltoallw", "Ineighbor_allgather", "Ineighbor_allgatherv", "Ineighbor_alltoall",
+                          "Ineighbor_alltoallv", "Ineighbor_alltoallw"};
+    if (stats && forced)
+        for (int i = 0; i < 10; i++)
+            CHECK(stat_of(rows[i], "inplace") + stat_of(rows[i], "staged") == 0 && stat_of(rows[i], "mpi") > 0 &&
+                      stat_of(rows[i], "why.forced") == stat_of(rows[i], "mpi"),
+                  "BOBCAT_COLL_NEIGHBOR=mpi: %s mpi %lld why.forced %lld", rows[i], stat_of(rows[i], "mpi"),
+                  stat_of(rows[i], "why.forced"));
+    if (stats && !forced) {
         for (int i = 0; i < 10; i++) {
             /* the idup'd communicator's Neighbor_allgather and Ineighbor_allgather: the real MPI's */
             long long want = i == 0 || i == 5;

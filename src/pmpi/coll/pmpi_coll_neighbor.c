@@ -10,8 +10,8 @@
  * registered communicator with a topology, from a constructor p2p_comm_api.c intercepts or a dup of
  * one), a private communicator of the same members that the messages travel on, so they never match
  * the program's. Anything else (the layer off, a communicator made by MPI_Comm_idup or by a
- * constructor not intercepted) goes to the real MPI's own call, whole, on every member alike, and
- * BOBCAT_STATS says why (a row per call: Neighbor_alltoall, Ineighbor_alltoall, ...).
+ * constructor not intercepted, BOBCAT_COLL_NEIGHBOR=mpi) goes to the real MPI's own call, whole, on
+ * every member alike, and BOBCAT_STATS says why (a row per call: Neighbor_alltoall, ...).
  *
  * The neighbours (MPI 4.0 section 8.6), asked of the MPI on the first call and kept with the
  * communicator: Cartesian, for each dimension the -1 then the +1 neighbour (MPI_Cart_shift; a
@@ -291,6 +291,10 @@ static int op_test(nbr_op_t *op)
 static const nbr_t *nbr_setup(MPI_Comm comm, const nbr_args_t *a, MPI_Comm *shadow_p, pmpi_why_t *why_p)
 {
     *why_p = PMPI_WHY_SETUP;
+    if (pmpi_layer.on && pc_knobs.neighbor == PC_MPI) {
+        *why_p = PMPI_WHY_FORCED;
+        return NULL;
+    }
     p2p_comm_t *c = pmpi_layer.on && comm != MPI_COMM_NULL ? p2p_comm_lookup(comm) : NULL;
     if (!c || c->nbr_shadow == MPI_COMM_NULL) {
         /* not registered (p2p_why_not: the layer or the engine is off, an intercommunicator, a
