@@ -16,6 +16,7 @@ typedef struct {
     int hier; /* BOBCAT_COLL_HIER: collectives that span nodes run hierarchically (else the real MPI) */
     pc_alg_t nbc; /* BOBCAT_COLL_NBC */
     int nbc_help; /* BOBCAT_COLL_NBC_HELP */
+    pc_alg_t neighbor; /* BOBCAT_COLL_NEIGHBOR */
 } pc_knobs_t;
 extern pc_knobs_t pc_knobs;
 void pc_knobs_init(void);

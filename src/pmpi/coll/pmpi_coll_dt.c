@@ -79,7 +79,7 @@ void pc_knobs_init(void)
                             alg_of(o->COLL_ALLREDUCE), alg_of(o->COLL_REDUCE_SCATTER), alg_of(o->COLL_SCAN),
                             alg_of(o->COLL_GATHER), alg_of(o->COLL_SCATTER), alg_of(o->COLL_ALLGATHER),
                             alg_of(o->COLL_ALLTOALL), alg_of(o->COLL_ALLTOALLV), o->COLL_PARALLEL_MIN, o->COLL_HIER,
-                            alg_of(o->COLL_NBC), o->COLL_NBC_HELP};
+                            alg_of(o->COLL_NBC), o->COLL_NBC_HELP, alg_of(o->COLL_NEIGHBOR)};
     /* Bcast: split forced (any size past the inline one), from COLL_SPLIT_MIN (auto), or never. */
     coll_tune.split_min = pc_knobs.bcast == PC_SPLIT  ? 1
                           : pc_knobs.bcast == PC_AUTO ? o->COLL_SPLIT_MIN

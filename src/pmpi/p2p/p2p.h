@@ -58,6 +58,12 @@ typedef struct p2p_comm {
     void *nb_own;
     void *nb;
     int *local;       /* comm rank -> local index on this node, -1 if on another node */
+    /* The neighbourhood collectives (coll/pmpi_coll_neighbor.c) of a communicator with a topology:
+     * `nbr_shadow`, a private communicator of the same members (MPI_COMM_NULL: none, they go to the
+     * real MPI) that their messages travel on, made by the constructors of p2p_comm_api.c and freed
+     * with the entry; `nbr`, the neighbour lists they build on first use (one malloc'd block). */
+    MPI_Comm nbr_shadow;
+    void *nbr;
     /* Requests that use the communicator after their call (p2p_req_pin_comm). MPI_Comm_free while
      * some are pending marks it `freed` (it stays in the table); the real communicator is freed when
      * the last of them is retired (as MPI frees a communicator only after its pending operations). */

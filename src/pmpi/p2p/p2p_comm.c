@@ -85,6 +85,14 @@ static void nb_reap(void)
 
 void p2p_comm_entry_free(p2p_comm_t *c)
 {
+    if (c->nbr_shadow != MPI_COMM_NULL) {
+        /* The shadow's own entry may be gone already (p2p_comm_reset frees entries in table order). */
+        p2p_comm_t *s = p2p_comm_unhash(c->nbr_shadow);
+        if (s)
+            p2p_comm_entry_free(s);
+        PMPI_Comm_free(&c->nbr_shadow);
+    }
+    free(c->nbr);
     if (c->nb && p2p_nb_free)
         p2p_nb_free(c);
     if (c->nb_view) {
@@ -261,6 +269,7 @@ void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
     c->size = size;
     c->mixed = mixed;
     c->local = local;
+    c->nbr_shadow = MPI_COMM_NULL;
     unsigned h = hash(comm);
     c->next = buckets[h];
     buckets[h] = c;

@@ -7,11 +7,35 @@
 
 #define REG(newcomm_p) do { if (rc == MPI_SUCCESS) p2p_comm_register(*(newcomm_p), -1); } while (0)
 
+/* A registered communicator with a topology gets its neighbourhood collectives' shadow (p2p.h):
+ * collective over comm, after REG. Every member decides alike: registration was agreed, and all
+ * see the same topology. A split, not a dup: no user attribute is copied to it (a dup would run
+ * the program's copy callbacks, and its delete callbacks at the free). */
+static void shadow_make(MPI_Comm comm)
+{
+    p2p_comm_t *c = comm != MPI_COMM_NULL ? p2p_comm_lookup(comm) : NULL;
+    int topo = MPI_UNDEFINED, rank = 0;
+    if (!c || PMPI_Topo_test(comm, &topo) != MPI_SUCCESS || topo == MPI_UNDEFINED)
+        return;
+    MPI_Comm sh = MPI_COMM_NULL;
+    PMPI_Comm_rank(comm, &rank);
+    if (PMPI_AWAY(PMPI_Comm_split(comm, 0, rank, &sh)) != MPI_SUCCESS || sh == MPI_COMM_NULL)
+        return; /* the real MPI raised it on comm: its handler returned */
+    p2p_comm_register(sh, -1);
+    c = p2p_comm_lookup(comm); /* the lock was let go of meanwhile (MULTIPLE) */
+    if (c)
+        c->nbr_shadow = sh;
+    else
+        PMPI_Comm_free(&sh);
+}
+
+#define REG_TOPO(newcomm_p) do { if (rc == MPI_SUCCESS) { p2p_comm_register(*(newcomm_p), -1); shadow_make(*(newcomm_p)); } } while (0)
+
 BOBCAT_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_dup(comm, newcomm));
-    REG(newcomm);
+    REG_TOPO(newcomm);
     return rc;
 }
 
@@ -19,7 +43,7 @@ BOBCAT_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm 
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_dup_with_info(comm, info, newcomm));
-    REG(newcomm);
+    REG_TOPO(newcomm);
     return rc;
 }
 
@@ -52,7 +76,7 @@ BOBCAT_EXPORT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], co
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm));
-    REG(newcomm);
+    REG_TOPO(newcomm);
     return rc;
 }
 
@@ -60,7 +84,7 @@ BOBCAT_EXPORT int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm 
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Cart_sub(comm, remain_dims, newcomm));
-    REG(newcomm);
+    REG_TOPO(newcomm);
     return rc;
 }
 
@@ -69,7 +93,7 @@ BOBCAT_EXPORT int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[],
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm));
-    REG(newcomm);
+    REG_TOPO(newcomm);
     return rc;
 }
 
@@ -79,7 +103,7 @@ BOBCAT_EXPORT int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights, info, reorder, newcomm));
-    REG(newcomm);
+    REG_TOPO(newcomm);
     return rc;
 }
 
@@ -91,7 +115,7 @@ BOBCAT_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, co
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
                                              destweights, info, reorder, newcomm));
-    REG(newcomm);
+    REG_TOPO(newcomm);
     return rc;
 }
 
