@@ -1101,32 +1101,58 @@ BOBCAT_EXPORT int MPI_Bcast_init(void *buf, int count, MPI_Datatype dt, int root
     return pcoll_new(&t, comm, req);
 }
 
-#define PRED_INIT(NAME, KIND, ...)                                                                          \
-    {                                                                                                     \
-        PMPI_GUARD();                                                                                     \
-        if (!pcoll_ours(comm))                                                                            \
-            return PMPI_##NAME##_init(__VA_ARGS__);                                                       \
-        pcoll_t t = {.kind = KIND, .sbuf = sbuf, .rbuf = rbuf, .rcount = count, .rdt = dt,                \
-                     .sdt = MPI_DATATYPE_NULL, .op = op, .root = ROOT};                                   \
-        return pcoll_new(&t, comm, req);                                                                  \
-    }
+/* The reductions' and the moving calls' inits: the arguments kept for the starts. */
+static int pred_init(coll_nb_kind_t kind, const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+                     MPI_Comm comm, MPI_Request *req)
+{
+    pcoll_t t = {.kind = kind, .sbuf = sbuf, .rbuf = rbuf, .rcount = count, .rdt = dt, .sdt = MPI_DATATYPE_NULL,
+                 .op = op, .root = root};
+    return pcoll_new(&t, comm, req);
+}
 
-#define ROOT root
+static int pmove_init(coll_nb_kind_t kind, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                      MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    pcoll_t t = {.kind = kind, .sbuf = sbuf, .scount = scount, .sdt = stype, .rbuf = rbuf, .rcount = rcount,
+                 .rdt = rtype, .root = root};
+    return pcoll_new(&t, comm, req);
+}
+
 BOBCAT_EXPORT int MPI_Reduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                                   MPI_Comm comm, MPI_Info info, MPI_Request *req)
-PRED_INIT(Reduce, COLL_NB_REDUCE, sbuf, rbuf, count, dt, op, root, comm, info, req)
-#undef ROOT
-#define ROOT 0
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Reduce_init(sbuf, rbuf, count, dt, op, root, comm, info, req);
+    return pred_init(COLL_NB_REDUCE, sbuf, rbuf, count, dt, op, root, comm, req);
+}
+
 BOBCAT_EXPORT int MPI_Allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                                      MPI_Comm comm, MPI_Info info, MPI_Request *req)
-PRED_INIT(Allreduce, COLL_NB_ALLREDUCE, sbuf, rbuf, count, dt, op, comm, info, req)
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Allreduce_init(sbuf, rbuf, count, dt, op, comm, info, req);
+    return pred_init(COLL_NB_ALLREDUCE, sbuf, rbuf, count, dt, op, 0, comm, req);
+}
+
 BOBCAT_EXPORT int MPI_Scan_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                                 MPI_Info info, MPI_Request *req)
-PRED_INIT(Scan, COLL_NB_SCAN, sbuf, rbuf, count, dt, op, comm, info, req)
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Scan_init(sbuf, rbuf, count, dt, op, comm, info, req);
+    return pred_init(COLL_NB_SCAN, sbuf, rbuf, count, dt, op, 0, comm, req);
+}
+
 BOBCAT_EXPORT int MPI_Exscan_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                                   MPI_Info info, MPI_Request *req)
-PRED_INIT(Exscan, COLL_NB_EXSCAN, sbuf, rbuf, count, dt, op, comm, info, req)
-#undef ROOT
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Exscan_init(sbuf, rbuf, count, dt, op, comm, info, req);
+    return pred_init(COLL_NB_EXSCAN, sbuf, rbuf, count, dt, op, 0, comm, req);
+}
 
 static int prs_init(const void *sbuf, void *rbuf, const int *rcounts, int block, MPI_Datatype dt, MPI_Op op,
                     MPI_Comm comm, MPI_Request *req)
@@ -1167,26 +1193,39 @@ BOBCAT_EXPORT int MPI_Reduce_scatter_init(const void *sbuf, void *rbuf, const in
     return prs_init(sbuf, rbuf, rcounts, 0, dt, op, comm, req);
 }
 
-#define PMOVE_INIT(NAME, KIND, ROOTV, ...)                                                                  \
-    {                                                                                                     \
-        PMPI_GUARD();                                                                                     \
-        if (!pcoll_ours(comm))                                                                            \
-            return PMPI_##NAME##_init(__VA_ARGS__);                                                       \
-        pcoll_t t = {.kind = KIND, .sbuf = sbuf, .scount = scount, .sdt = stype, .rbuf = rbuf,            \
-                     .rcount = rcount, .rdt = rtype, .root = ROOTV};                                      \
-        return pcoll_new(&t, comm, req);                                                                  \
-    }
-
 BOBCAT_EXPORT int MPI_Allgather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                      MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
-PMOVE_INIT(Allgather, COLL_NB_ALLGATHER, 0, sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req)
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
+    return pmove_init(COLL_NB_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, 0, comm, req);
+}
+
 BOBCAT_EXPORT int MPI_Alltoall_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                     MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
-PMOVE_INIT(Alltoall, COLL_NB_ALLTOALL, 0, sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req)
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Alltoall_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
+    return pmove_init(COLL_NB_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, 0, comm, req);
+}
+
 BOBCAT_EXPORT int MPI_Gather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                   MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
-PMOVE_INIT(Gather, COLL_NB_GATHER, root, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req)
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Gather_init(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req);
+    return pmove_init(COLL_NB_GATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+}
+
 BOBCAT_EXPORT int MPI_Scatter_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                    MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
-PMOVE_INIT(Scatter, COLL_NB_SCATTER, root, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req)
+{
+    PMPI_GUARD();
+    if (!pcoll_ours(comm))
+        return PMPI_Scatter_init(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req);
+    return pmove_init(COLL_NB_SCATTER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+}
 #endif

@@ -380,7 +380,7 @@ static void ext_release(p2p_req_t *r)
     free(op);
 }
 
-static const p2p_ext_ops_t nbr_ops = {ext_test, ext_release};
+static const p2p_ext_ops_t nbr_ops = {ext_test, ext_release, NULL};
 
 /* A nonblocking call: started, handed out as a request of bobcat's. */
 static int run_nonblocking(pmpi_stat_t *st, const nbr_t *nb, MPI_Comm sh, const nbr_args_t *a, MPI_Comm comm,
