@@ -9,7 +9,8 @@ and after. Three tables:
   * Ialltoall + Wait at 8 B, 64 KiB, 1 MiB per block against the best peer;
   * IMB-NBC's overlap at 1 MiB (Ialltoall, Iallreduce): rank 0 computes for t_pure between the
     start and the wait while its node mate waits (`one`: SMARTMAP's helping, no progress thread),
-    and with both computing (`all`: IMB-NBC's own setting).
+    with both computing (`all`: IMB-NBC's own setting), and rank 0 computing for 2 t_pure (time
+    enough for its node mate to do both shares on the other core).
 bobcat's variants also run with BOBCAT_COLL_NBC_HELP=0 (every rank does only its own share) so the
 overlap table shows what helping adds.
 Usage: python -m bobcat.bench.nbc [--reps N] [--json FILE]
@@ -28,6 +29,9 @@ from .. import paths
 from .common import probe
 
 SIZES = [8, 65536, 1 << 20]
+# Overlap runs: (who computes, t_cpu / t_pure). IMB-NBC's own is ("all", 1); ("one", 2) gives the
+# node mate time to do the computing rank's share as well as its own.
+OVERLAP = [("one", 1), ("all", 1), ("one", 2), ("one", 3)]
 
 
 def variants() -> dict[str, tuple[str, list[str], dict[str, str]]]:
@@ -66,11 +70,11 @@ def run_once(flavour: str, cmd: list[str], extra: dict[str, str]) -> dict[str, f
                                         "--iters", "2000", "--validate"]):
         if m.name == "t_avg":
             out[f"{m.bench.lower()}/{int(m.params.get('bytes', 0))}/t_avg"] = m.value
-    for mode in ("one", "all"):
+    for mode, factor in OVERLAP:
         for m in _run(flavour, cmd, extra, ["--test", "Iallreduce,Ialltoall", "--sizes", str(1 << 20), "--time", "0.2",
-                                            "--iters", "500", "--overlap", mode]):
+                                            "--iters", "500", "--overlap", mode, "--cpu-factor", str(factor)]):
             if m.name in ("overlap", "t_ovrl", "t_pure"):
-                out[f"{m.bench.lower()}/{int(m.params.get('bytes', 0))}/{mode}/{m.name}"] = m.value
+                out[f"{m.bench.lower()}/{int(m.params.get('bytes', 0))}/{mode}x{factor}/{m.name}"] = m.value
     return out
 
 
@@ -107,11 +111,11 @@ def main(argv: list[str] | None = None) -> int:
                         f"{peers[best].get(k, float('nan')) / b.get(k, float('nan')):5.2f})"
                 print(line)
         for bench in ("iallreduce", "ialltoall"):
-            for mode in ("one", "all"):
-                k = f"{bench}/{1 << 20}/{mode}/overlap"
+            for mode, factor in OVERLAP:
+                k = f"{bench}/{1 << 20}/{mode}x{factor}/overlap"
                 cells = " ".join(f"{n} {m.get(k, float('nan')):5.1f}%" for n, m in med.items() if n.endswith(fl)
                                  or n.startswith(pre + "."))
-                print(f"overlap {bench:10s} 1 MiB, {mode} computing: {cells}")
+                print(f"overlap {bench:10s} 1 MiB, {mode} computing {factor}x t_pure: {cells}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"probe_before": before, "probe_after": after, "medians": med}, f, indent=1)

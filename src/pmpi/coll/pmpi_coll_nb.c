@@ -250,6 +250,12 @@ static int nb_test(p2p_req_t *r, int *err_p)
     return 1;
 }
 
+/* Finished calls' states kept for the next ones (a small Iallreduce + Wait is a few hundred ns: a
+ * calloc and a free of the state were a tenth of it). */
+#define NB_FREE_MAX 64
+static nb_req_t *nb_free_list[NB_FREE_MAX];
+static int nb_nfree;
+
 static void nb_release(p2p_req_t *r)
 {
     nb_req_t *q = r->ext;
@@ -271,14 +277,19 @@ static void nb_release(p2p_req_t *r)
     free(q->extra);
     free(q->raw_tmp);
     free(q->counts);
-    free(q);
+    if (nb_nfree < NB_FREE_MAX)
+        nb_free_list[nb_nfree++] = q;
+    else
+        free(q);
 }
 
 static const p2p_ext_ops_t nb_ops = {nb_test, nb_release, NULL};
 
 static nb_req_t *req_new(void)
 {
-    nb_req_t *q = calloc(1, sizeof *q);
+    nb_req_t *q = nb_nfree ? nb_free_list[--nb_nfree] : malloc(sizeof *q);
+    if (q)
+        memset(q, 0, sizeof *q);
     if (!q) {
         util_error("out of memory for a nonblocking collective");
         abort();
