@@ -30,6 +30,7 @@ FLAVOURS = {
 IMB_TESTS = {
     "pingpong", "pingping", "sendrecv", "exchange", "barrier", "bcast", "reduce", "allreduce",
     "allgather", "alltoall", "alltoallv", "reduce_scatter", "msgrate", "testany",
+    "iallreduce", "ialltoall", "ibarrier",
 }
 TIMEOUT = 90
 
@@ -132,7 +133,7 @@ def test_imb_all_tests(flavour: str) -> None:
     # Bandwidth exactly where IMB defines it.
     with_bw = {m["bench"] for m in metrics if m["metric"] == "bandwidth"}
     assert with_bw == {"pingpong", "pingping", "sendrecv", "exchange"}
-    for unsized in ("barrier", "testany"):
+    for unsized in ("barrier", "testany", "ibarrier"):
         rows = [m for m in metrics if m["bench"] == unsized]
         assert rows and all("bytes" not in m["params"] for m in rows), unsized
     for m in metrics:
