@@ -30,12 +30,6 @@ static int wrank, wsize;
 static FILE *digest;
 static char static_pool[1 << 20];
 
-static int env_is(const char *name, const char *a, const char *b)
-{
-    const char *v = getenv(name);
-    return v && (!strcmp(v, a) || (b && !strcmp(v, b)));
-}
-
 /* ---- element layouts: how one item of a type lays its base elements out ----------------------- */
 typedef enum { K_PLAIN, K_VEC, K_CONTIG, K_RESIZED, K_N } kind_t;
 static const int k_per[K_N] = {1, 2, 3, 1}; /* base elements per item */
@@ -225,17 +219,6 @@ static kind_t k_peer(int me, int peer, int send, int salt) { return (kind_t)((me
 static int b_int(int s, int d) { (void)s, (void)d; return 0; }
 static int b_mixed(int s, int d) { return (s + d) % 3 == 0; }
 
-static long long stat_of(const char *call, const char *key)
-{
-    static long long (*fn)(const char *, const char *);
-    static int looked;
-    if (!looked) {
-        fn = (long long (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "bobcat_mpi_stat");
-        looked = 1;
-    }
-    return fn ? fn(call, key) : -1;
-}
-
 static void run_comm(MPI_Comm comm, const char *cname)
 {
     int n, me;
@@ -313,12 +296,12 @@ int main(int argc, char **argv)
         CHECK(digest != NULL, "cannot write %s", path);
     }
     types_init();
-    int layer = !env_is("BOBCAT_MPI", "off", "0") && stat_of("Alltoallv", "calls") >= 0;
-    int stats = layer && getenv("BOBCAT_STATS") && !env_is("BOBCAT_STATS", "off", "0");
+    int layer = !mp_env_is("BOBCAT_MPI", "off", "0") && mp_stat("Alltoallv", "calls") >= 0;
+    int stats = layer && getenv("BOBCAT_STATS") && !mp_env_is("BOBCAT_STATS", "off", "0");
     int single = smap_local_size() == wsize;
-    int forced = env_is("BOBCAT_COLL_ALLTOALLV", "mpi", NULL);
+    int forced = mp_env_is("BOBCAT_COLL_ALLTOALLV", "mpi", NULL);
 
-    long long v0 = stat_of("Alltoallv", "mpi"), w0 = stat_of("Alltoallw", "mpi");
+    long long v0 = mp_stat("Alltoallv", "mpi"), w0 = mp_stat("Alltoallw", "mpi");
     run_comm(MPI_COMM_WORLD, "world");
     MPI_Comm rev;
     MPI_Comm_split(MPI_COMM_WORLD, 0, wsize - wrank, &rev);
@@ -329,18 +312,18 @@ int main(int argc, char **argv)
     MPI_Comm_split(MPI_COMM_WORLD, 0, (wrank % 2) * wsize + wrank / 2, &inter);
     run_comm(inter, "interleaved");
     MPI_Comm_free(&inter);
-    long long v1 = stat_of("Alltoallv", "mpi"), w1 = stat_of("Alltoallw", "mpi");
+    long long v1 = mp_stat("Alltoallv", "mpi"), w1 = mp_stat("Alltoallw", "mpi");
     if (stats && single && !forced)
         CHECK(v1 == v0 && w1 == w0, "one node: Alltoallv/w went to the real MPI (%lld, %lld calls)", v1 - v0, w1 - w0);
     if (stats && !single && !forced) {
         /* Across nodes: hierarchical (alg.hier, nothing to the real MPI), or with
          * BOBCAT_COLL_HIER=0 every call to the real MPI for spanning nodes. */
-        long long hv = stat_of("Alltoallv", "alg.hier"), hw = stat_of("Alltoallw", "alg.hier");
-        if (env_is("BOBCAT_COLL_HIER", "0", "off"))
-            CHECK(hv == 0 && hw == 0 && v1 > v0 && stat_of("Alltoallv", "why.multinode") == v1 &&
-                      stat_of("Alltoallw", "why.multinode") == w1,
+        long long hv = mp_stat("Alltoallv", "alg.hier"), hw = mp_stat("Alltoallw", "alg.hier");
+        if (mp_env_is("BOBCAT_COLL_HIER", "0", "off"))
+            CHECK(hv == 0 && hw == 0 && v1 > v0 && mp_stat("Alltoallv", "why.multinode") == v1 &&
+                      mp_stat("Alltoallw", "why.multinode") == w1,
                   "BOBCAT_COLL_HIER=0: Alltoallv/w alg.hier %lld/%lld why.multinode %lld/%lld", hv, hw,
-                  stat_of("Alltoallv", "why.multinode"), stat_of("Alltoallw", "why.multinode"));
+                  mp_stat("Alltoallv", "why.multinode"), mp_stat("Alltoallw", "why.multinode"));
         else
             CHECK(hv > 0 && hw > 0 && v1 == v0 && w1 == w0, "across nodes: Alltoallv/w alg.hier %lld/%lld mpi %lld/%lld", hv,
                   hw, v1 - v0, w1 - w0);
@@ -350,24 +333,24 @@ int main(int argc, char **argv)
      * layer off, where MPI_COMM_TYPE_SHARED would give the machine): bobcat's path always. */
     MPI_Comm node;
     MPI_Comm_split(MPI_COMM_WORLD, wrank - smap_local_rank(), wrank, &node);
-    long long vi = stat_of("Alltoallv", "inplace"), vs = stat_of("Alltoallv", "staged");
-    long long wi = stat_of("Alltoallw", "inplace"), ws = stat_of("Alltoallw", "staged");
+    long long vi = mp_stat("Alltoallv", "inplace"), vs = mp_stat("Alltoallv", "staged");
+    long long wi = mp_stat("Alltoallw", "inplace"), ws = mp_stat("Alltoallw", "staged");
     run_comm(node, "node");
     MPI_Comm_free(&node);
     if (stats && !forced) {
-        long long v2 = stat_of("Alltoallv", "mpi"), w2 = stat_of("Alltoallw", "mpi");
+        long long v2 = mp_stat("Alltoallv", "mpi"), w2 = mp_stat("Alltoallw", "mpi");
         CHECK(v2 == v1 && w2 == w1, "node communicator: Alltoallv/w went to the real MPI (%lld, %lld calls)", v2 - v1, w2 - w1);
-        CHECK(stat_of("Alltoallv", "inplace") > vi && stat_of("Alltoallv", "staged") > vs, "node: Alltoallv inplace %lld staged %lld",
-              stat_of("Alltoallv", "inplace") - vi, stat_of("Alltoallv", "staged") - vs);
-        CHECK(stat_of("Alltoallw", "inplace") > wi && stat_of("Alltoallw", "staged") > ws, "node: Alltoallw inplace %lld staged %lld",
-              stat_of("Alltoallw", "inplace") - wi, stat_of("Alltoallw", "staged") - ws);
+        CHECK(mp_stat("Alltoallv", "inplace") > vi && mp_stat("Alltoallv", "staged") > vs, "node: Alltoallv inplace %lld staged %lld",
+              mp_stat("Alltoallv", "inplace") - vi, mp_stat("Alltoallv", "staged") - vs);
+        CHECK(mp_stat("Alltoallw", "inplace") > wi && mp_stat("Alltoallw", "staged") > ws, "node: Alltoallw inplace %lld staged %lld",
+              mp_stat("Alltoallw", "inplace") - wi, mp_stat("Alltoallw", "staged") - ws);
     }
     if (stats && forced) /* forced to the real MPI: every call went there, for that reason */
-        CHECK(stat_of("Alltoallv", "inplace") + stat_of("Alltoallv", "staged") == 0 &&
-                  stat_of("Alltoallv", "why.forced") == stat_of("Alltoallv", "mpi") && stat_of("Alltoallv", "mpi") > 0 &&
-                  stat_of("Alltoallw", "why.forced") == stat_of("Alltoallw", "mpi") && stat_of("Alltoallw", "mpi") > 0,
-              "BOBCAT_COLL_ALLTOALLV=mpi: Alltoallv mpi %lld why.forced %lld", stat_of("Alltoallv", "mpi"),
-              stat_of("Alltoallv", "why.forced"));
+        CHECK(mp_stat("Alltoallv", "inplace") + mp_stat("Alltoallv", "staged") == 0 &&
+                  mp_stat("Alltoallv", "why.forced") == mp_stat("Alltoallv", "mpi") && mp_stat("Alltoallv", "mpi") > 0 &&
+                  mp_stat("Alltoallw", "why.forced") == mp_stat("Alltoallw", "mpi") && mp_stat("Alltoallw", "mpi") > 0,
+              "BOBCAT_COLL_ALLTOALLV=mpi: Alltoallv mpi %lld why.forced %lld", mp_stat("Alltoallv", "mpi"),
+              mp_stat("Alltoallv", "why.forced"));
 
     if (digest)
         fclose(digest);

@@ -300,12 +300,6 @@ static void reductions(MPI_Comm comm, const ttype_t *t, opid_t o, size_t count, 
     }
 }
 
-static int env_is(const char *name, const char *a, const char *b)
-{
-    const char *v = getenv(name);
-    return v && (!strcmp(v, a) || (b && !strcmp(v, b)));
-}
-
 /* ---- user ops ------------------------------------------------------------------------------ */
 /* 2x2 integer matrices mod 97; inout = in * inout. Not commutative: the result depends on order. */
 static void matmul(void *in_, void *io_, int *len, MPI_Datatype *dt)
@@ -385,7 +379,7 @@ static void user_ops(MPI_Comm comm, bkind_t bk, size_t count)
      * type, but neither real MPI here accepts it (Open MPI 4.1, MPICH 4.0), so only when bobcat does. */
     const char *fa = getenv("BOBCAT_COLL_ALLREDUCE"), *on = getenv("BOBCAT_MPI");
     int bobcat_does = (!fa || strcmp(fa, "mpi")) && (!on || (strcmp(on, "0") && strcmp(on, "off")));
-    if (env_is("BOBCAT_COLL_HIER", "0", "off")) { /* across nodes that is the real MPI's then */
+    if (mp_env_is("BOBCAT_COLL_HIER", "0", "off")) { /* across nodes that is the real MPI's then */
         MPI_Comm shm;
         int ssize;
         MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
@@ -790,16 +784,16 @@ static void check_paths(void)
         {"Exscan", "BOBCAT_COLL_SCAN"}, {"Reduce_scatter", "BOBCAT_COLL_REDUCE_SCATTER"},
         {"Reduce_scatter_block", "BOBCAT_COLL_REDUCE_SCATTER"},
     };
-    if (smap_local_size() == wsize || !getenv("BOBCAT_STATS") || env_is("BOBCAT_STATS", "off", "0") ||
-        env_is("BOBCAT_MPI", "off", "0"))
+    if (smap_local_size() == wsize || !getenv("BOBCAT_STATS") || mp_env_is("BOBCAT_STATS", "off", "0") ||
+        mp_env_is("BOBCAT_MPI", "off", "0"))
         return;
     stat_fn_t stat = (stat_fn_t)dlsym(RTLD_DEFAULT, "bobcat_mpi_stat");
     CHECK(stat != NULL, "bobcat_mpi_stat not found: is the MPI layer preloaded?");
     if (!stat)
         return;
-    int off = env_is("BOBCAT_COLL_HIER", "0", "off");
+    int off = mp_env_is("BOBCAT_COLL_HIER", "0", "off");
     for (size_t i = 0; i < sizeof hier / sizeof hier[0]; i++) {
-        if (env_is(hier[i].knob, "mpi", NULL))
+        if (mp_env_is(hier[i].knob, "mpi", NULL))
             continue;
         long long h = stat(hier[i].call, "alg.hier"), m = stat(hier[i].call, "why.multinode");
         if (off)

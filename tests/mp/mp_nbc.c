@@ -40,36 +40,10 @@ static int wrank, wsize, layer_on;
 static FILE *digest;
 static char static_pool[4 << 20];
 
-static int env_is(const char *name, const char *a, const char *b)
-{
-    const char *v = getenv(name);
-    return v && (!strcmp(v, a) || (b && !strcmp(v, b)));
-}
-
-static long long stat_of(const char *call, const char *key)
-{
-    static long long (*fn)(const char *, const char *);
-    static int looked;
-    if (!looked) {
-        fn = (long long (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "bobcat_mpi_stat");
-        looked = 1;
-    }
-    return fn ? fn(call, key) : -1;
-}
-
-static uint64_t fnv(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
 static void dig(const char *what, const void *p, size_t n)
 {
     if (digest)
-        fprintf(digest, "%s %zu %016llx\n", what, n, (unsigned long long)fnv(p, n));
+        fprintf(digest, "%s %zu %016llx\n", what, n, (unsigned long long)mp_fnv(p, n));
 }
 
 /* Where a case's buffers live. */
@@ -742,39 +716,39 @@ int main(int argc, char **argv)
     MPI_Type_contiguous(4, MPI_UINT32_T, &mat_type);
     MPI_Type_commit(&mat_type);
     MPI_Op_create(mat_op, 0, &mat_mpi_op);
-    int layer = !env_is("BOBCAT_MPI", "off", "0") && stat_of("Iallreduce", "calls") >= 0;
-    layer_on = layer && !env_is("BOBCAT_COLL_NBC", "mpi", NULL);
-    int stats = layer && getenv("BOBCAT_STATS") && !env_is("BOBCAT_STATS", "off", "0");
+    int layer = !mp_env_is("BOBCAT_MPI", "off", "0") && mp_stat("Iallreduce", "calls") >= 0;
+    layer_on = layer && !mp_env_is("BOBCAT_COLL_NBC", "mpi", NULL);
+    int stats = layer && getenv("BOBCAT_STATS") && !mp_env_is("BOBCAT_STATS", "off", "0");
     int single = smap_local_size() == wsize;
-    int forced = env_is("BOBCAT_COLL_NBC", "mpi", NULL);
-    int help = !env_is("BOBCAT_COLL_NBC_HELP", "0", "off");
+    int forced = mp_env_is("BOBCAT_COLL_NBC", "mpi", NULL);
+    int help = !mp_env_is("BOBCAT_COLL_NBC_HELP", "0", "off");
 
-    long long m0 = stat_of("Iallreduce", "mpi");
+    long long m0 = mp_stat("Iallreduce", "mpi");
     run_comm(MPI_COMM_WORLD, "world");
     MPI_Comm rev;
     MPI_Comm_split(MPI_COMM_WORLD, 0, wsize - wrank, &rev);
     run_comm(rev, "reversed");
     MPI_Comm_free(&rev);
-    long long m1 = stat_of("Iallreduce", "mpi");
+    long long m1 = mp_stat("Iallreduce", "mpi");
     if (stats && single && !forced)
         CHECK(m1 == m0, "one node: Iallreduce went to the real MPI (%lld calls)", m1 - m0);
     /* Across nodes: Ibarrier, Ibcast and Iallreduce hierarchical (node rings, leaders through the
      * real MPI's nonblocking calls), the others the real MPI's. */
     if (stats && !single && !forced)
-        CHECK(stat_of("Iallreduce", "alg.hier") > 0 && stat_of("Ibcast", "alg.hier") > 0 &&
-                  stat_of("Ibarrier", "alg.hier") > 0 && stat_of("Ialltoall", "why.multinode") > 0,
+        CHECK(mp_stat("Iallreduce", "alg.hier") > 0 && mp_stat("Ibcast", "alg.hier") > 0 &&
+                  mp_stat("Ibarrier", "alg.hier") > 0 && mp_stat("Ialltoall", "why.multinode") > 0,
               "across nodes: Iallreduce hier %lld, Ibcast hier %lld, Ibarrier hier %lld, Ialltoall why.multinode %lld",
-              stat_of("Iallreduce", "alg.hier"), stat_of("Ibcast", "alg.hier"), stat_of("Ibarrier", "alg.hier"),
-              stat_of("Ialltoall", "why.multinode"));
+              mp_stat("Iallreduce", "alg.hier"), mp_stat("Ibcast", "alg.hier"), mp_stat("Ibarrier", "alg.hier"),
+              mp_stat("Ialltoall", "why.multinode"));
 
     /* The plan node's ranks: bobcat's path always. */
     MPI_Comm node;
     MPI_Comm_split(MPI_COMM_WORLD, wrank - smap_local_rank(), wrank, &node);
     const char *calls[] = {"Ibarrier", "Ibcast", "Ireduce", "Iallreduce", "Iallgather", "Ialltoall", "Igather", "Iscatter",
                            "Ireduce_scatter_block", "Ireduce_scatter", "Iscan", "Iexscan"};
-    long long before[12], ring0 = stat_of("Iallreduce", "alg.ring"), inl0 = stat_of("Iallreduce", "alg.inline");
+    long long before[12], ring0 = mp_stat("Iallreduce", "alg.ring"), inl0 = mp_stat("Iallreduce", "alg.inline");
     for (int i = 0; i < 12; i++)
-        before[i] = stat_of(calls[i], "mpi");
+        before[i] = mp_stat(calls[i], "mpi");
     run_comm(node, "node");
     int nn;
     MPI_Comm_size(node, &nn);
@@ -787,19 +761,19 @@ int main(int argc, char **argv)
     if (stats && !forced && nn > 1) { /* (a node of one rank: its calls are the real MPI's) */
         /* but for the one Ibarrier on MPI_Comm_idup's communicator (case_mixed), not registered */
         for (int i = 0; i < 12; i++)
-            CHECK(stat_of(calls[i], "mpi") - before[i] == (i == 0), "node communicator: %s went to the real MPI (%lld calls)",
-                  calls[i], stat_of(calls[i], "mpi") - before[i]);
+            CHECK(mp_stat(calls[i], "mpi") - before[i] == (i == 0), "node communicator: %s went to the real MPI (%lld calls)",
+                  calls[i], mp_stat(calls[i], "mpi") - before[i]);
         if (nn > 1)
-            CHECK(stat_of("Iallreduce", "alg.ring") > ring0 && stat_of("Iallreduce", "alg.inline") > inl0,
-                  "node: Iallreduce ring %lld inline %lld", stat_of("Iallreduce", "alg.ring") - ring0,
-                  stat_of("Iallreduce", "alg.inline") - inl0);
+            CHECK(mp_stat("Iallreduce", "alg.ring") > ring0 && mp_stat("Iallreduce", "alg.inline") > inl0,
+                  "node: Iallreduce ring %lld inline %lld", mp_stat("Iallreduce", "alg.ring") - ring0,
+                  mp_stat("Iallreduce", "alg.inline") - inl0);
     }
     if (stats && forced)
         for (int i = 0; i < 12; i++)
-            CHECK(stat_of(calls[i], "inplace") + stat_of(calls[i], "staged") == 0 &&
-                      stat_of(calls[i], "why.forced") == stat_of(calls[i], "mpi") && stat_of(calls[i], "mpi") > 0,
-                  "BOBCAT_COLL_NBC=mpi: %s mpi %lld why.forced %lld", calls[i], stat_of(calls[i], "mpi"),
-                  stat_of(calls[i], "why.forced"));
+            CHECK(mp_stat(calls[i], "inplace") + mp_stat(calls[i], "staged") == 0 &&
+                      mp_stat(calls[i], "why.forced") == mp_stat(calls[i], "mpi") && mp_stat(calls[i], "mpi") > 0,
+                  "BOBCAT_COLL_NBC=mpi: %s mpi %lld why.forced %lld", calls[i], mp_stat(calls[i], "mpi"),
+                  mp_stat(calls[i], "why.forced"));
 
     if (digest)
         fclose(digest);

@@ -45,32 +45,6 @@
 static int wrank, wsize, layer_on;
 static FILE *digest;
 
-static int env_is(const char *name, const char *a, const char *b)
-{
-    const char *v = getenv(name);
-    return v && (!strcmp(v, a) || (b && !strcmp(v, b)));
-}
-
-static long long stat_of(const char *call, const char *key)
-{
-    static long long (*fn)(const char *, const char *);
-    static int looked;
-    if (!looked) {
-        fn = (long long (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "bobcat_mpi_stat");
-        looked = 1;
-    }
-    return fn ? fn(call, key) : -1;
-}
-
-static uint64_t fnv(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
 #define SENTINEL (-7)
 #define MAXD 64
 
@@ -389,7 +363,7 @@ static void case_finish(case_t *c)
     CHECK(!bad, "%s: %zu of %zu ints wrong, first at %zu: %d, not %d", c->label, bad, c->rlen, first, c->rbuf[first],
           c->expect[first]);
     if (digest && !c->skip_digest)
-        fprintf(digest, "%s %zu %016llx\n", c->label, c->rlen, (unsigned long long)fnv(c->rbuf, c->rlen * sizeof(int)));
+        fprintf(digest, "%s %zu %016llx\n", c->label, c->rlen, (unsigned long long)mp_fnv(c->rbuf, c->rlen * sizeof(int)));
     free(c->sbuf);
     free(c->rbuf);
     free(c->expect);
@@ -636,10 +610,10 @@ int main(int argc, char **argv)
         digest = fopen(path, "w");
         CHECK(digest != NULL, "cannot write %s", path);
     }
-    int layer = !env_is("BOBCAT_MPI", "off", "0") && stat_of("Neighbor_alltoall", "calls") >= 0;
-    int forced = env_is("BOBCAT_COLL_NEIGHBOR", "mpi", NULL);
+    int layer = !mp_env_is("BOBCAT_MPI", "off", "0") && mp_stat("Neighbor_alltoall", "calls") >= 0;
+    int forced = mp_env_is("BOBCAT_COLL_NEIGHBOR", "mpi", NULL);
     layer_on = layer && !forced; /* forced: the results are the real MPI's, departures included */
-    int stats = layer && getenv("BOBCAT_STATS") && !env_is("BOBCAT_STATS", "off", "0");
+    int stats = layer && getenv("BOBCAT_STATS") && !mp_env_is("BOBCAT_STATS", "off", "0");
     ty[T_INT] = MPI_INT;
     MPI_Type_vector(2, 1, 2, MPI_INT, &ty[T_VEC2]);
     MPI_Type_commit(&ty[T_VEC2]);
@@ -700,24 +674,24 @@ int main(int argc, char **argv)
                           "Ineighbor_alltoallv", "Ineighbor_alltoallw"};
     if (stats && forced)
         for (int i = 0; i < 10; i++)
-            CHECK(stat_of(rows[i], "inplace") + stat_of(rows[i], "staged") == 0 && stat_of(rows[i], "mpi") > 0 &&
-                      stat_of(rows[i], "why.forced") == stat_of(rows[i], "mpi"),
-                  "BOBCAT_COLL_NEIGHBOR=mpi: %s mpi %lld why.forced %lld", rows[i], stat_of(rows[i], "mpi"),
-                  stat_of(rows[i], "why.forced"));
+            CHECK(mp_stat(rows[i], "inplace") + mp_stat(rows[i], "staged") == 0 && mp_stat(rows[i], "mpi") > 0 &&
+                      mp_stat(rows[i], "why.forced") == mp_stat(rows[i], "mpi"),
+                  "BOBCAT_COLL_NEIGHBOR=mpi: %s mpi %lld why.forced %lld", rows[i], mp_stat(rows[i], "mpi"),
+                  mp_stat(rows[i], "why.forced"));
     if (stats && !forced) {
         for (int i = 0; i < 10; i++) {
             /* the idup'd communicator's Neighbor_allgather and Ineighbor_allgather: the real MPI's */
             long long want = i == 0 || i == 5;
-            CHECK(stat_of(rows[i], "inplace") + stat_of(rows[i], "staged") > 0 && stat_of(rows[i], "mpi") == want &&
-                      stat_of(rows[i], "why.setup-failed") == want,
-                  "%s: inplace %lld staged %lld mpi %lld why.setup-failed %lld", rows[i], stat_of(rows[i], "inplace"),
-                  stat_of(rows[i], "staged"), stat_of(rows[i], "mpi"), stat_of(rows[i], "why.setup-failed"));
+            CHECK(mp_stat(rows[i], "inplace") + mp_stat(rows[i], "staged") > 0 && mp_stat(rows[i], "mpi") == want &&
+                      mp_stat(rows[i], "why.setup-failed") == want,
+                  "%s: inplace %lld staged %lld mpi %lld why.setup-failed %lld", rows[i], mp_stat(rows[i], "inplace"),
+                  mp_stat(rows[i], "staged"), mp_stat(rows[i], "mpi"), mp_stat(rows[i], "why.setup-failed"));
         }
-        CHECK(stat_of("Neighbor_alltoall", "alg.cart") > 0 && stat_of("Neighbor_alltoall", "alg.graph") > 0 &&
-                  stat_of("Neighbor_alltoall", "alg.dist-graph") > 0 && stat_of("Neighbor_alltoall", "staged") > 0,
+        CHECK(mp_stat("Neighbor_alltoall", "alg.cart") > 0 && mp_stat("Neighbor_alltoall", "alg.graph") > 0 &&
+                  mp_stat("Neighbor_alltoall", "alg.dist-graph") > 0 && mp_stat("Neighbor_alltoall", "staged") > 0,
               "Neighbor_alltoall: cart %lld graph %lld dist-graph %lld staged %lld",
-              stat_of("Neighbor_alltoall", "alg.cart"), stat_of("Neighbor_alltoall", "alg.graph"),
-              stat_of("Neighbor_alltoall", "alg.dist-graph"), stat_of("Neighbor_alltoall", "staged"));
+              mp_stat("Neighbor_alltoall", "alg.cart"), mp_stat("Neighbor_alltoall", "alg.graph"),
+              mp_stat("Neighbor_alltoall", "alg.dist-graph"), mp_stat("Neighbor_alltoall", "staged"));
     }
 
     MPI_Comm *all[] = {&c1p, &c1n, &c2p, &c2n, &cdup, &csub, &gr, &dg};

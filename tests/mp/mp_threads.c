@@ -312,12 +312,6 @@ static void *thread_main(void *arg)
 
 typedef long long (*stat_fn_t)(const char *call, const char *key);
 
-static int env_is(const char *name, const char *a, const char *b)
-{
-    const char *v = getenv(name);
-    return v && (!strcmp(v, a) || (b && !strcmp(v, b)));
-}
-
 int main(int argc, char **argv)
 {
     nthreads = argc > 1 ? atoi(argv[1]) : 2;
@@ -350,7 +344,7 @@ int main(int argc, char **argv)
         pthread_join(th[t], NULL);
 
     /* The layer took these calls (it used to turn itself off at MULTIPLE). */
-    if (getenv("BOBCAT_STATS") && !env_is("BOBCAT_STATS", "off", "0") && !env_is("BOBCAT_MPI", "off", "0")) {
+    if (getenv("BOBCAT_STATS") && !mp_env_is("BOBCAT_STATS", "off", "0") && !mp_env_is("BOBCAT_MPI", "off", "0")) {
         stat_fn_t stat = (stat_fn_t)dlsym(RTLD_DEFAULT, "bobcat_mpi_stat");
         CHECK(stat != NULL, "bobcat_mpi_stat not found: is the MPI layer preloaded?");
         if (stat) {

@@ -2,8 +2,11 @@
 #ifndef BOBCAT_MP_UTIL_H
 #define BOBCAT_MP_UTIL_H
 
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int mp_failures;
 
@@ -16,5 +19,35 @@ static int mp_failures;
             mp_failures++;                                                      \
         }                                                                       \
     } while (0)
+
+/* The environment variable `name` is a or b (b may be NULL). */
+static inline int mp_env_is(const char *name, const char *a, const char *b)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, a) || (b && !strcmp(v, b)));
+}
+
+/* One BOBCAT_STATS counter of the MPI layer (`call`'s row, `key`: "calls", "mpi", "alg.ring",
+ * "why.multinode", ...), or -1 when the layer is not loaded. */
+static inline long long mp_stat(const char *call, const char *key)
+{
+    static long long (*fn)(const char *, const char *);
+    static int looked;
+    if (!looked) {
+        fn = (long long (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "bobcat_mpi_stat");
+        looked = 1;
+    }
+    return fn ? fn(call, key) : -1;
+}
+
+/* FNV-1a of n bytes (the digests run_compare.sh compares). */
+static inline uint64_t mp_fnv(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
 
 #endif
