@@ -175,13 +175,6 @@ static void fold(const inputs_t *in, int lo, int hi, void *acc, size_t count, co
         op->fn(input_of(in, i), acc, count, op);
 }
 
-static void slice_of(size_t count, int n, int r, size_t *lo_p, size_t *cnt_p)
-{
-    size_t q = count / (size_t)n, rem = count % (size_t)n;
-    *lo_p = (size_t)r * q + ((size_t)r < rem ? (size_t)r : rem);
-    *cnt_p = q + ((size_t)r < rem);
-}
-
 /* Publish my input: inline when small (word 0 = 0), else its address. */
 static int publish_input(coll_node_t *cn, const void *sbuf, size_t span)
 {
@@ -245,7 +238,7 @@ void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t
     uint64_t w[7] = {W(sbuf), cn->rank == root ? W(rbuf) : 0};
     coll_publish(cn, w, 2);
     size_t lo, cnt;
-    slice_of(count, cn->size, cn->rank, &lo, &cnt);
+    coll_slice_of(count, cn->size, cn->rank, &lo, &cnt);
     if (cnt) {
         inputs_t in = {cn, lo * op->extent, 0};
         char *dst = (char *)coll_peer(cn, root, coll_pub_of(cn, root)->word[1]) + lo * op->extent;
@@ -273,7 +266,7 @@ void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t
 static int allreduce_fused(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op)
 {
     size_t lo, cnt;
-    slice_of(count, cn->size, cn->rank, &lo, &cnt);
+    coll_slice_of(count, cn->size, cn->rank, &lo, &cnt);
     size_t off = lo * op->extent, sspan = coll_span(op, cnt);
     int rshared = smap_is_shared(rbuf);
     char *acc = (char *)rbuf + off;
@@ -322,7 +315,7 @@ static int allreduce_fused(coll_node_t *cn, const void *sbuf, void *rbuf, size_t
         for (int k = 1; k < cn->size; k++) {
             int r = (cn->rank + k) % cn->size;
             size_t rlo, rcnt;
-            slice_of(count, cn->size, r, &rlo, &rcnt);
+            coll_slice_of(count, cn->size, r, &rlo, &rcnt);
             if (rcnt)
                 util_copy((char *)rbuf + rlo * op->extent,
                           coll_peer(cn, r, coll_slot(cn, r)->pub[(cn->seq - 1) & 1].word[2]), coll_span(op, rcnt));
@@ -368,7 +361,7 @@ int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, 
     /* Parallel: rank r reduces slice r of every input into its scratch (round 1), then every rank
      * copies every slice into its own result (round 2). */
     size_t lo, cnt;
-    slice_of(count, cn->size, cn->rank, &lo, &cnt);
+    coll_slice_of(count, cn->size, cn->rank, &lo, &cnt);
     char *mine = coll_scratch(cn, coll_span(op, cnt) + 1);
     if (!mine) {
         util_error("out of heap for a %zu-byte reduction slice: raise the heap (yod --heap)", coll_span(op, cnt));
@@ -387,7 +380,7 @@ int coll_allreduce(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, 
     for (int k = 0; k < cn->size; k++) {
         int r = (cn->rank + k) % cn->size; /* start at my own slice: spread the readers */
         size_t rlo, rcnt;
-        slice_of(count, cn->size, r, &rlo, &rcnt);
+        coll_slice_of(count, cn->size, r, &rlo, &rcnt);
         if (!rcnt)
             continue;
         const void *src = r == cn->rank ? (const void *)mine

@@ -92,13 +92,6 @@ int coll_nb_inlines(const coll_nb_group_t *g, coll_nb_kind_t kind, size_t bytes,
 
 /* ---- who does what ------------------------------------------------------------------------ */
 
-static void slice_of(size_t count, int n, int r, size_t *lo_p, size_t *cnt_p)
-{
-    size_t q = count / (size_t)n, rem = count % (size_t)n;
-    *lo_p = (size_t)r * q + ((size_t)r < rem ? (size_t)r : rem);
-    *cnt_p = q + ((size_t)r < rem);
-}
-
 /* Rank p has a unit in this call. */
 static int has_unit(const coll_nb_t *c, int p)
 {
@@ -113,12 +106,12 @@ static int has_unit(const coll_nb_t *c, int p)
     case COLL_NB_REDUCE:
         if (c->inl)
             return p == c->root;
-        slice_of(c->count, c->g->size, p, &lo, &cnt);
+        coll_slice_of(c->count, c->g->size, p, &lo, &cnt);
         return cnt != 0;
     case COLL_NB_ALLREDUCE:
         if (c->inl)
             return 1;
-        slice_of(c->count, c->g->size, p, &lo, &cnt);
+        coll_slice_of(c->count, c->g->size, p, &lo, &cnt);
         return cnt != 0;
     case COLL_NB_ALLGATHER:
     case COLL_NB_ALLTOALL:
@@ -252,7 +245,7 @@ static void unit(coll_nb_t *c, int p)
             char *dst = c->rbuf; /* my own unit: inline calls are each rank's own */
             fold_out(op, in, 0, n - 1, 0, c->count, &dst, 1);
         } else {
-            slice_of(c->count, n, p, &lo, &cnt);
+            coll_slice_of(c->count, n, p, &lo, &cnt);
             if (c->kind == COLL_NB_REDUCE) {
                 char *dst = pptr(g, s, c->root, 1);
                 fold_out(op, in, 0, n - 1, lo * op->extent, cnt, &dst, 1);

@@ -33,6 +33,15 @@ static inline void coll_wait_ge(const coll_node_t *cn, _Atomic uint64_t *p, uint
     }
 }
 
+/* Slice r of count elements split over n ranks as evenly as possible, the first ranks taking the
+ * remainder: its first element and its length (the parallel reductions' shares). */
+static inline void coll_slice_of(size_t count, int n, int r, size_t *lo_p, size_t *cnt_p)
+{
+    size_t q = count / (size_t)n, rem = count % (size_t)n;
+    *lo_p = (size_t)r * q + ((size_t)r < rem ? (size_t)r : rem);
+    *cnt_p = q + ((size_t)r < rem);
+}
+
 /* A group rank's slot, in my view. */
 static inline coll_slot_t *coll_slot(const coll_node_t *cn, int r) { return &cn->ctrl->slot[r]; }
 

@@ -289,12 +289,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    if (argc > 1) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s.%d", argv[argc - 1], wrank);
-        digest = fopen(path, "w");
-        CHECK(digest != NULL, "cannot write %s", path);
-    }
+    digest = mp_digest_open(argc, argv, wrank);
     types_init();
     int layer = !mp_env_is("BOBCAT_MPI", "off", "0") && mp_stat("Alltoallv", "calls") >= 0;
     int stats = layer && getenv("BOBCAT_STATS") && !mp_env_is("BOBCAT_STATS", "off", "0");

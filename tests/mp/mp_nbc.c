@@ -707,12 +707,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    if (argc > 1) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s.%d", argv[argc - 1], wrank);
-        digest = fopen(path, "w");
-        CHECK(digest != NULL, "cannot write %s", path);
-    }
+    digest = mp_digest_open(argc, argv, wrank);
     MPI_Type_contiguous(4, MPI_UINT32_T, &mat_type);
     MPI_Type_commit(&mat_type);
     MPI_Op_create(mat_op, 0, &mat_mpi_op);

@@ -604,12 +604,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    if (argc > 1) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s.%d", argv[argc - 1], wrank);
-        digest = fopen(path, "w");
-        CHECK(digest != NULL, "cannot write %s", path);
-    }
+    digest = mp_digest_open(argc, argv, wrank);
     int layer = !mp_env_is("BOBCAT_MPI", "off", "0") && mp_stat("Neighbor_alltoall", "calls") >= 0;
     int forced = mp_env_is("BOBCAT_COLL_NEIGHBOR", "mpi", NULL);
     layer_on = layer && !forced; /* forced: the results are the real MPI's, departures included */

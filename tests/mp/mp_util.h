@@ -20,6 +20,19 @@ static int mp_failures;
         }                                                                       \
     } while (0)
 
+/* This rank's digest file for run_compare.sh: <prefix>.<rank>, the prefix being the program's last
+ * argument; NULL when the program has no arguments. */
+static inline FILE *mp_digest_open(int argc, char **argv, int rank)
+{
+    if (argc < 2)
+        return NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s.%d", argv[argc - 1], rank);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "cannot write %s", path);
+    return f;
+}
+
 /* The environment variable `name` is a or b (b may be NULL). */
 static inline int mp_env_is(const char *name, const char *a, const char *b)
 {

@@ -17,7 +17,7 @@ import sys
 
 from ..evaluation import parsers
 from .. import paths
-from .common import probe
+from .common import interleaved
 
 # Cases: (IMB test, message size in bytes).
 CASES = [("Barrier", 0), ("Allreduce", 8), ("Allreduce", 1 << 20), ("Bcast", 1 << 20), ("Alltoall", 1 << 20),
@@ -62,13 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", help="write the raw results here")
     a = ap.parse_args(argv)
-    vs = variants()
-    before = probe()
-    rows: dict[str, list[dict]] = {v: [] for v in vs}
-    for _ in range(a.reps):
-        for name, (fl, cmd, extra) in vs.items():
-            rows[name].append(run_once(fl, cmd, extra))
-    after = probe()
+    before, after, rows = interleaved(variants(), run_once, a.reps)
     med = {name: {f"{t}/{s}": statistics.median([r[(t.lower(), s)] for r in rs if (t.lower(), s) in r]
                                                  or [float("nan")])
                   for t, s in CASES} for name, rs in rows.items()}

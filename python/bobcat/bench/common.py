@@ -26,6 +26,17 @@ def probe() -> dict:
     return {"oneway_ns": row["value"], "placement": row["placement"]} if row else {"error": r.stderr}
 
 
+def interleaved(variants: dict, run_once, reps: int) -> tuple[dict, dict, dict]:
+    """Every variant once per round (A B C ... A B C ...) for `reps` rounds, the placement probe
+    before and after: (probe before, probe after, {variant: [run_once(*variant's value) per round]})."""
+    before = probe()
+    rows: dict[str, list] = {v: [] for v in variants}
+    for _ in range(reps):
+        for name, spec in variants.items():
+            rows[name].append(run_once(*spec))
+    return before, probe(), rows
+
+
 class NodeSettings:
     """Reserve hugetlb pages and allow shmem THP for the run (root only); restore on exit."""
 

@@ -26,7 +26,8 @@ import sys
 
 from ..evaluation import parsers
 from .. import paths
-from .common import probe
+from . import coll
+from .common import interleaved
 
 SIZES = [8, 65536, 1 << 20]
 # Overlap runs: (who computes, t_cpu / t_pure). IMB-NBC's own is ("all", 1); ("one", 2) gives the
@@ -35,20 +36,15 @@ OVERLAP = [("one", 1), ("all", 1), ("one", 2), ("one", 3)]
 
 
 def variants() -> dict[str, tuple[str, list[str], dict[str, str]]]:
-    yod = str(paths.home() / "bin" / "yod")
-    ompi = ["mpirun.openmpi", "-np", "2", "--bind-to", "core"]
-    mpich = ["mpiexec.mpich", "-n", "2", "-bind-to", "core"]
-    y = [yod, "-VN2", "-np", "2", "--heap", "512M"]
-    return {
-        "bobcat.openmpi": ("openmpi", y, {}),
-        "bobcat-nohelp.openmpi": ("openmpi", y, {"BOBCAT_COLL_NBC_HELP": "0"}),
-        "ompi.default": ("openmpi", ompi, {}),
-        "ompi.nocma": ("openmpi", ompi + ["--mca", "btl_vader_single_copy_mechanism", "none"], {}),
-        "bobcat.mpich": ("mpich", y, {}),
-        "bobcat-nohelp.mpich": ("mpich", y, {"BOBCAT_COLL_NBC_HELP": "0"}),
-        "mpich.default": ("mpich", mpich, {}),
-        "mpich.nocma": ("mpich", mpich, {"UCX_TLS": "sysv,posix,self"}),
-    }
+    """bench.coll's peers and bobcat, each bobcat also with helping off (not the layer off)."""
+    out = {}
+    for name, (fl, cmd, extra) in coll.variants().items():
+        if name.startswith("bobcat-off."):
+            continue
+        out[name] = (fl, cmd, extra)
+        if name.startswith("bobcat."):
+            out[f"bobcat-nohelp.{fl}"] = (fl, cmd, {**extra, "BOBCAT_COLL_NBC_HELP": "0"})
+    return out
 
 
 def _run(flavour: str, cmd: list[str], extra: dict[str, str], args: list[str]) -> list:
@@ -83,13 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", help="write the raw results here")
     a = ap.parse_args(argv)
-    vs = variants()
-    before = probe()
-    rows: dict[str, list[dict]] = {v: [] for v in vs}
-    for _ in range(a.reps):
-        for name, (fl, cmd, extra) in vs.items():
-            rows[name].append(run_once(fl, cmd, extra))
-    after = probe()
+    before, after, rows = interleaved(variants(), run_once, a.reps)
     keys = sorted({k for rs in rows.values() for r in rs for k in r})
     med = {name: {k: statistics.median([r[k] for r in rs if k in r] or [float("nan")]) for k in keys}
            for name, rs in rows.items()}

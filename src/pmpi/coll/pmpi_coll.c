@@ -34,15 +34,6 @@ __attribute__((constructor)) static void register_stats(void)
 /* Why a communicator is not ours (pmpi_comm_get_coll gave NULL). */
 static pmpi_why_t why_not(void) { return pmpi_layer.on ? PMPI_WHY_INTER : PMPI_WHY_OFF; }
 
-/* The node-comm rank of comm rank r (r on my node). */
-static int node_rank_of(const pmpi_comm_t *pc, int r)
-{
-    for (int i = 0; i < pc->node_size; i++)
-        if (pc->node_ranks[i] == r)
-            return i;
-    return -1;
-}
-
 /* A reduction input peers read: the user's buffer if in the segment (or if it travels inline:
  * small and serial), else a copy of its span. */
 static const void *red_in(const void *in, size_t span, int inlined, void **tmp_p)
@@ -142,7 +133,7 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
     } else {
         int rnode = pc->node[root];
         if (pc->node[me] == rnode)
-            coll_bcast(&pc->cn, node_rank_of(pc, root), b.p, bytes);
+            coll_bcast(&pc->cn, pc_node_rank(pc, root), b.p, bytes);
         if (pc->leaders_comm != MPI_COMM_NULL)
             bcast_bytes(b.p, bytes, pc->leader_rank[root], pc->leaders_comm);
         if (pc->node[me] != rnode)
@@ -277,7 +268,7 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
         }
         if (pc->node[me] == pc->node[root] && root != pc->leader) {
             if (leader)
-                PMPI_AWAY(PMPI_Send(partial, (int)n, pc_op_base(&cop), node_rank_of(pc, root), 1, pc->node_comm));
+                PMPI_AWAY(PMPI_Send(partial, (int)n, pc_op_base(&cop), pc_node_rank(pc, root), 1, pc->node_comm));
             else if (me == root)
                 PMPI_AWAY(PMPI_Recv(rbuf, (int)n, pc_op_base(&cop), 0, 1, pc->node_comm, MPI_STATUS_IGNORE));
         } else if (me == root) {

@@ -138,7 +138,7 @@ typedef struct nb_req {
     coll_nb_t c;
     nb_comm_t *nc;
     pc_buf_t in, out;        /* staged input / output (tmp: ours) */
-    MPI_Datatype in_held, out_held; /* the datatypes unstaging needs, held (MPI_DATATYPE_NULL: none) */
+    MPI_Datatype out_held;   /* the datatype unstaging needs, held (MPI_DATATYPE_NULL: none) */
     MPI_Datatype out_user;
     void *extra;             /* a private copy (in-place input) freed at the end */
     void *raw_user, *raw_tmp; /* a reduction's result staged as it lies in memory */
@@ -149,7 +149,6 @@ typedef struct nb_req {
      * real MPI (real), step 2 the node call c2 (has_c2), which the leader holds until step 1 ends. */
     int hier, step, leader, has_c, has_c2;
     coll_nb_t c2;
-    nb_comm_t *node;         /* the node communicator's ring (NULL: alone on my node) */
     MPI_Request real;
     coll_nb_kind_t lkind;    /* the leaders' call: BARRIER, BCAST (bytes) or ALLREDUCE (in place) */
     void *lbuf;
@@ -267,15 +266,10 @@ static void nb_release(p2p_req_t *r)
          * releases only completed requests. */
         return;
     }
-    if (q->in_held != MPI_DATATYPE_NULL)
-        pmpi_dt_release(q->in_held, q->in.dt);
+    /* (nb_test, which completed it, unstaged and freed its staged input, output and result) */
     if (q->out_held != MPI_DATATYPE_NULL)
         pmpi_dt_release(q->out_held, q->out_user);
-    pc_in_done(&q->in);
-    if (q->out.tmp)
-        free(q->out.p);
     free(q->extra);
-    free(q->raw_tmp);
     free(q->counts);
     if (nb_nfree < NB_FREE_MAX)
         nb_free_list[nb_nfree++] = q;
@@ -294,7 +288,7 @@ static nb_req_t *req_new(void)
         util_error("out of memory for a nonblocking collective");
         abort();
     }
-    q->in_held = q->out_held = MPI_DATATYPE_NULL;
+    q->out_held = MPI_DATATYPE_NULL;
     return q;
 }
 
@@ -316,15 +310,17 @@ static int req_out(nb_req_t *q, MPI_Comm comm, MPI_Request *req)
     return MPI_SUCCESS;
 }
 
-/* Stage an input peers read (shared) and keep its datatype if packing needs it later: no, packing
- * of an input happens now, so only outputs hold theirs. */
-static void stage_in(nb_req_t *q, const void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared)
+/* The buffer a call uses for an input (peers read it where `shared`) or an output (peers write it;
+ * `keep`: it starts with the user's contents): the user's, or a segment copy, packed if the type is
+ * not dense. An output's copy holds its datatype until unstaged. */
+static const void *stage_in(nb_req_t *q, const void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared)
 {
     if (pc_in(&q->in, buf, count, dt, d, shared))
         util_out_of_memory("a nonblocking collective's input", (size_t)count * (size_t)d->size);
+    return q->in.p;
 }
 
-static void stage_out(nb_req_t *q, void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared, int keep)
+static void *stage_out(nb_req_t *q, void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared, int keep)
 {
     if (pc_out(&q->out, buf, count, dt, d, shared, keep))
         util_out_of_memory("a nonblocking collective's result", (size_t)count * (size_t)d->size);
@@ -336,6 +332,7 @@ static void stage_out(nb_req_t *q, void *buf, int count, MPI_Datatype dt, const 
             abort();
         }
     }
+    return q->out.p;
 }
 
 static void *xmalloc(size_t bytes) { return util_alloc_or_die(bytes ? bytes : 1, "a nonblocking collective"); }
@@ -351,6 +348,7 @@ static nb_comm_t *nb_setup(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p)
         return NULL;
     }
     if (!pc->single_node) {
+        *pc_p = pc; /* for hier_setup */
         *why_p = PMPI_WHY_MULTINODE;
         return NULL;
     }
@@ -375,15 +373,15 @@ static void start(nb_req_t *q, nb_comm_t *nc, coll_nb_kind_t kind)
     coll_nb_start(&q->c);
 }
 
-/* Across nodes (the communicator spans nodes): the node phases on the node communicator's ring
- * (*node_p; NULL when I am alone on my node), the leaders' phase through the real MPI's nonblocking
- * call. Needs the node part (built by an earlier blocking collective: every rank has it or none)
+/* Across nodes (after nb_setup said why.multinode, with *pc_p set): the node phases on the node
+ * communicator's ring (*node_p; NULL when I am alone on my node), the leaders' phase through the
+ * real MPI's nonblocking call. Needs the node part (built by an earlier blocking collective: every rank has it or none)
  * and BOBCAT_COLL_HIER. 0 when it runs so; else -1 with the reason. */
 static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmpi_why_t *why_p)
 {
-    pmpi_comm_t *pc = pmpi_comm_get(comm);
+    pmpi_comm_t *pc = *pc_p; /* what nb_setup found when it said why.multinode */
     *why_p = PMPI_WHY_MULTINODE;
-    if (!pc || pc_knobs.nbc == PC_MPI || !pc_knobs.hier)
+    if (!pc_knobs.hier)
         return -1;
     if (!pc->coll_ready || !p2p_comm_lookup(comm)) {
         *why_p = PMPI_WHY_SETUP; /* no blocking collective on it yet, or not registered */
@@ -409,7 +407,6 @@ static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmp
 static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_kind_t k1, coll_nb_kind_t k2)
 {
     q->hier = 1;
-    q->node = node;
     q->leader = pc->leader == pc->rank;
     q->lcomm = pc->leaders_comm;
     q->real = MPI_REQUEST_NULL;
@@ -436,15 +433,6 @@ static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_ki
         pp = &(*pp)->hnext;
     *pp = q;
     p2p_ext_pending = 1;
-}
-
-/* The node communicator rank of comm rank r (r on my node). */
-static int node_rank_of(const pmpi_comm_t *pc, int r)
-{
-    for (int i = 0; i < pc->node_size; i++)
-        if (pc->node_ranks[i] == r)
-            return i;
-    return -1;
 }
 
 /* The statistics row's path for a call that ran here. */
@@ -504,9 +492,9 @@ BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MP
         }
         int me = pc->rank, inl = coll_nb_inlines(node ? &node->g : NULL, COLL_NB_BCAST, bytes, 0);
         if (me == root)
-            stage_in(q, buf, count, dt, &d, !inl), q->c.rbuf = q->in.p;
+            q->c.rbuf = (void *)stage_in(q, buf, count, dt, &d, !inl);
         else
-            stage_out(q, buf, count, dt, &d, !inl, 0), q->c.rbuf = q->out.p;
+            q->c.rbuf = stage_out(q, buf, count, dt, &d, !inl, 0);
         q->c.bytes = q->c2.bytes = bytes;
         q->c.inl = q->c2.inl = inl;
         q->c2.rbuf = q->c.rbuf;
@@ -515,7 +503,7 @@ BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MP
         q->lcount = (int)bytes;
         q->lroot = pc->leader_rank[root];
         if (pc->node[root] == pc->node[me]) { /* root's node: the node call, then the leader sends */
-            q->c.root = node_rank_of(pc, root);
+            q->c.root = pc_node_rank(pc, root);
             hier_start(q, pc, node, COLL_NB_BCAST, COLL_NB_N);
         } else { /* the leader receives, then the node call from it */
             q->c2.root = 0;
@@ -537,13 +525,8 @@ BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MP
         q->c.root = root;
         q->c.bytes = bytes;
         q->c.inl = coll_nb_inlines(&nc->g, COLL_NB_BCAST, bytes, 0);
-        if (pc->rank == root) {
-            stage_in(q, buf, count, dt, &d, !q->c.inl);
-            q->c.rbuf = q->in.p;
-        } else {
-            stage_out(q, buf, count, dt, &d, !q->c.inl, 0);
-            q->c.rbuf = q->out.p;
-        }
+        q->c.rbuf = pc->rank == root ? (void *)stage_in(q, buf, count, dt, &d, !q->c.inl)
+                                     : stage_out(q, buf, count, dt, &d, !q->c.inl, 0);
         start(q, nc, COLL_NB_BCAST);
     }
     count_path(&st_ibcast, q, bytes);
@@ -853,12 +836,11 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
     case COLL_NB_ALLGATHER:
         if (sbuf == MPI_IN_PLACE) {
             /* my piece is already in place in rbuf: the staged result keeps it */
-            q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 1), q->out.p);
+            q->c.rbuf = stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 1);
             q->c.sbuf = (char *)q->c.rbuf + (size_t)me * b;
         } else {
-            stage_in(q, sbuf, scount, stype, &sd, shared);
-            q->c.sbuf = q->in.p;
-            q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 0), q->out.p);
+            q->c.sbuf = stage_in(q, sbuf, scount, stype, &sd, shared);
+            q->c.rbuf = stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 0);
             if (q->c.inl) /* else my own piece is part of my unit */
                 memcpy((char *)q->c.rbuf + (size_t)me * b, q->c.sbuf, b);
         }
@@ -866,14 +848,13 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
     case COLL_NB_ALLTOALL:
         if (sbuf == MPI_IN_PLACE) {
             /* the result overwrites the blocks peers read: they read a copy */
-            q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 1), q->out.p);
+            q->c.rbuf = stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 1);
             q->extra = xmalloc(b * (size_t)n);
             memcpy(q->extra, q->c.rbuf, b * (size_t)n);
             q->c.sbuf = q->extra;
         } else {
-            stage_in(q, sbuf, scount * n, stype, &sd, shared);
-            q->c.sbuf = q->in.p;
-            q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 0), q->out.p);
+            q->c.sbuf = stage_in(q, sbuf, scount * n, stype, &sd, shared);
+            q->c.rbuf = stage_out(q, rbuf, rcount * n, rtype, &rd, shared, 0);
             if (q->c.inl)
                 memcpy((char *)q->c.rbuf + (size_t)me * b, (const char *)q->c.sbuf + (size_t)me * b, b);
         }
@@ -881,22 +862,19 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
     case COLL_NB_GATHER:
         q->c.inl = 0;
         if (me == root) {
-            q->c.rbuf = (stage_out(q, rbuf, rcount * n, rtype, &rd, 1, sbuf == MPI_IN_PLACE), q->out.p);
+            q->c.rbuf = stage_out(q, rbuf, rcount * n, rtype, &rd, 1, sbuf == MPI_IN_PLACE);
             if (sbuf != MPI_IN_PLACE) {
-                stage_in(q, sbuf, scount, stype, &sd, 0);
-                memcpy((char *)q->c.rbuf + (size_t)me * b, q->in.p, b);
+                memcpy((char *)q->c.rbuf + (size_t)me * b, stage_in(q, sbuf, scount, stype, &sd, 0), b);
                 pc_in_done(&q->in);
             }
         } else {
-            stage_in(q, sbuf, scount, stype, &sd, 1);
-            q->c.sbuf = q->in.p;
+            q->c.sbuf = stage_in(q, sbuf, scount, stype, &sd, 1);
         }
         break;
     default: /* SCATTER */
         q->c.inl = 0;
         if (me == root) {
-            stage_in(q, sbuf, scount * n, stype, &sd, 1);
-            q->c.sbuf = q->in.p;
+            q->c.sbuf = stage_in(q, sbuf, scount * n, stype, &sd, 1);
             if (rbuf != MPI_IN_PLACE) {
                 pc_buf_t own;
                 if (pc_out(&own, rbuf, rcount, rtype, &rd, 0, 0))
@@ -905,7 +883,7 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
                 pc_out_done(&own);
             }
         } else {
-            q->c.rbuf = (stage_out(q, rbuf, rcount, rtype, &rd, 1, 0), q->out.p);
+            q->c.rbuf = stage_out(q, rbuf, rcount, rtype, &rd, 1, 0);
         }
         break;
     }
