@@ -29,10 +29,12 @@ static pmpi_comm_t not_handled;
 static pmpi_comm_ext_free_fn ext_free[PMPI_COMM_EXT_MAX];
 static int ext_count;
 
-/* Control areas whose owner (node rank 0) has let go but whose peers may still hold them; freed
- * once every peer has (refs == 0). Only the owner may free: the memory is its heap. */
+/* Shared areas (a communicator's control area, its nonblocking collectives' ring) whose owner has
+ * let go but whose peers may still use them; freed once every peer has (*refs == 0). Only the owner
+ * may free: the memory is its heap. */
 typedef struct zombie {
-    coll_ctrl_t *ctrl;
+    void *mem;
+    _Atomic int64_t *refs;
     struct zombie *next;
 } zombie_t;
 static zombie_t *zombies;
@@ -67,15 +69,27 @@ int pmpi_comm_ext_register(pmpi_comm_ext_free_fn free_fn)
 static void reap_zombies(void)
 {
     for (zombie_t **z = &zombies; *z;) {
-        if (atomic_load_explicit(&(*z)->ctrl->refs, memory_order_acquire) == 0) {
+        if (atomic_load_explicit((*z)->refs, memory_order_acquire) == 0) {
             zombie_t *dead = *z;
             *z = dead->next;
-            free(dead->ctrl);
+            free(dead->mem);
             free(dead);
         } else {
             z = &(*z)->next;
         }
     }
+}
+
+void pmpi_free_when_unused(void *mem, _Atomic int64_t *refs, int last)
+{
+    zombie_t *z = last ? NULL : malloc(sizeof *z);
+    if (last)
+        free(mem);
+    else if (z) {
+        *z = (zombie_t){mem, refs, zombies};
+        zombies = z;
+    } /* else: out of memory for the note, the area stays (a leak, never a use after free) */
+    reap_zombies();
 }
 
 int pmpi_real_requests;
@@ -90,17 +104,8 @@ static void comm_destroy(pmpi_comm_t *pc)
     if (pc->coll_ready) {
         coll_ctrl_t *ctrl = pc->cn.ctrl;
         int last = coll_node_release(&pc->cn);
-        if (pc->node_rank == 0) {
-            if (last) {
-                free(ctrl);
-            } else {
-                zombie_t *z = malloc(sizeof *z);
-                if (z) {
-                    *z = (zombie_t){ctrl, zombies};
-                    zombies = z;
-                }
-            }
-        }
+        if (pc->node_rank == 0)
+            pmpi_free_when_unused(ctrl, &ctrl->refs, last);
         free((void *)pc->cn.base);
         free(pc->node_ranks);
         free(pc->leader_rank);

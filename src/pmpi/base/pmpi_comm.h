@@ -156,6 +156,10 @@ static inline void *pmpi_peer_ptr(const pmpi_comm_t *pc, int r, const void *p)
 extern void (*pmpi_node_part_built)(pmpi_comm_t *pc);
 extern void (*pmpi_node_part_freed)(pmpi_comm_t *pc);
 
+/* The owner of a shared area in its heap lets go of it: freed now if `last` (no peer uses it any
+ * more), else once *refs (the peers still using it) reaches 0, checked whenever an owner lets go. */
+void pmpi_free_when_unused(void *mem, _Atomic int64_t *refs, int last);
+
 /* Other parts of the layer run fn at the start of MPI_Finalize (before the statistics are printed
  * and the layer stops; MPI still works), in registration order. Up to 8. */
 void pmpi_at_finalize(void (*fn)(void));

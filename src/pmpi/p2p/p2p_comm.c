@@ -62,27 +62,6 @@ p2p_comm_t *p2p_comm_unhash(MPI_Comm comm)
 
 void (*p2p_nb_free)(p2p_comm_t *c);
 
-/* Ring areas whose last user had not let go when their owner freed the communicator. */
-typedef struct nb_zombie {
-    coll_nb_area_t *a;
-    struct nb_zombie *next;
-} nb_zombie_t;
-static nb_zombie_t *nb_zombies;
-
-static void nb_reap(void)
-{
-    for (nb_zombie_t **z = &nb_zombies; *z;) {
-        if (atomic_load_explicit(&(*z)->a->refs, memory_order_acquire) == 0) {
-            nb_zombie_t *dead = *z;
-            *z = dead->next;
-            free(dead->a);
-            free(dead);
-        } else {
-            z = &(*z)->next;
-        }
-    }
-}
-
 void p2p_comm_entry_free(p2p_comm_t *c)
 {
     if (c->nbr_shadow != MPI_COMM_NULL) {
@@ -97,19 +76,11 @@ void p2p_comm_entry_free(p2p_comm_t *c)
         p2p_nb_free(c);
     if (c->nb_view) {
         int last = atomic_fetch_sub_explicit(&c->nb_view->refs, 1, memory_order_acq_rel) == 1;
-        if (c->nb_own) {
-            nb_zombie_t *z = last ? NULL : malloc(sizeof *z);
-            if (z) {
-                *z = (nb_zombie_t){c->nb_own, nb_zombies};
-                nb_zombies = z;
-            } else if (last) {
-                free(c->nb_own);
-            } /* else: out of memory for the note, the area stays (a leak, never a use after free) */
-        }
+        if (c->nb_own)
+            pmpi_free_when_unused(c->nb_own, &c->nb_view->refs, last);
     } else if (c->nb_own) {
         free(c->nb_own);
     }
-    nb_reap();
     free(c->local);
     free(c);
 }
