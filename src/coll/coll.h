@@ -82,9 +82,10 @@ typedef struct {
     uint64_t seq;            /* collectives started on this group (equal on every rank between calls) */
     uint64_t bar;            /* barriers started */
     int spin;                /* polls before sched_yield */
-    void (*progress)(void);  /* called before each yield: drives the real MPI's progress engine, so
-                                operations that need this rank's MPI to move (passive-target RMA,
-                                rendezvous, nonblocking collectives) advance while it waits here */
+    void (*progress)(unsigned yields); /* called before each yield (the wait's count so far): may
+                                drive the real MPI's progress engine, so operations that need this
+                                rank's MPI to move (passive-target RMA, rendezvous, nonblocking
+                                collectives) advance while it waits here */
     void *scratch;           /* my scratch buffer, in my segment (others read it) */
     size_t scratch_size;
 } coll_node_t;

@@ -7,19 +7,20 @@
 #include "../msg/msg.h"
 
 /* Wait until *p >= v. Polls cn->spin times between sched_yield()s, so ranks that outnumber the
- * cores hand theirs to the rank they wait for instead of spinning out their time slice; every
- * COLL_PROGRESS_EVERY yields the real MPI gets a progress call (a rank blocked in a collective
- * must still let MPI progress: MPICH grants passive-target RMA locks only from inside its
- * progress engine). Not on every yield: Open MPI's progress pass can take tens of microseconds
- * (it runs its event library), which a peer only a little late must not pay. */
-#define COLL_PROGRESS_EVERY 16
+ * cores hand theirs to the rank they wait for instead of spinning out their time slice; at every
+ * yield cn->progress(yields) may give the real MPI a progress call (a rank blocked in a collective
+ * must still let MPI progress: MPICH grants passive-target RMA locks only from inside its progress
+ * engine). How often is the MPI layer's choice (pmpi_comm.c): not on every yield in general, as
+ * Open MPI's progress pass can take tens of microseconds, which a peer only a little late must not
+ * pay. */
 static inline void coll_wait_ge(const coll_node_t *cn, _Atomic uint64_t *p, uint64_t v)
 {
-    int n = 0, yields = 0;
+    int n = 0;
+    unsigned yields = 0;
     while (atomic_load_explicit(p, memory_order_acquire) < v) {
         if (++n >= cn->spin) {
-            if (cn->progress && ++yields % COLL_PROGRESS_EVERY == 0)
-                cn->progress();
+            if (cn->progress)
+                cn->progress(++yields);
             if (bobcat_msg_idle_hook) /* issue 10: match on-node point-to-point arrivals meanwhile */
                 bobcat_msg_idle_hook();
             if (coll_tune.yield)

@@ -430,6 +430,7 @@ static int flush_one(MPI_Win win, int rank, int local, int (*real)(int, MPI_Win)
     if (!passive(w, rank))
         return rma_error(w, MPI_ERR_RMA_SYNC);
     atomic_thread_fence(memory_order_seq_cst); /* bobcat's operations completed when they returned */
+    sync_count(w);
     if (real_locked(w, rank))
         return PMPI_AWAY(real(rank, win));
     return MPI_SUCCESS;
@@ -443,6 +444,7 @@ static int flush_all(MPI_Win win, int (*real)(MPI_Win))
     if (!w->lock_all && !w->nlocked)
         return rma_error(w, MPI_ERR_RMA_SYNC);
     atomic_thread_fence(memory_order_seq_cst);
+    sync_count(w);
     if (any_real_locked(w))
         return PMPI_AWAY(real(win));
     return MPI_SUCCESS;
@@ -481,6 +483,7 @@ BOBCAT_EXPORT int MPI_Win_sync(MPI_Win win)
     if (!w)
         return PMPI_Win_sync(win);
     atomic_thread_fence(memory_order_seq_cst);
+    sync_count(w);
     if (w->mixed && (w->lock_all || w->nlocked))
         return PMPI_Win_sync(win);
     return MPI_SUCCESS;

@@ -267,7 +267,9 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
     }
     w->owned = owned;
     w->region = region;
-    *(void **)baseptr = w->peer[me].base;
+    if (size == 0)
+        w->mybase = NULL;
+    *(void **)baseptr = w->mybase;
     *win = w->win;
     return MPI_SUCCESS;
 }
@@ -287,7 +289,7 @@ BOBCAT_EXPORT int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, in
     }
     *size = w->peer[rank].size;
     *disp_unit = w->peer[rank].disp;
-    *(void **)baseptr = w->peer[rank].base;
+    *(void **)baseptr = w->peer[rank].size ? w->peer[rank].base : NULL; /* an empty part: NULL, as MPICH */
     return MPI_SUCCESS;
 }
 
