@@ -41,6 +41,18 @@ static int wrank, wsize;
 static FILE *digest;
 static int round_no; /* advances identically on every rank: part of the values */
 
+/* Rank 0's time per case, printed at the end (to see what a slow run spends its time on). */
+static char times[1024];
+static double t_last;
+static void lap(const char *what)
+{
+    double t = MPI_Wtime();
+    size_t l = strlen(times);
+    if (wrank == 0 && l + 40 < sizeof times)
+        snprintf(times + l, sizeof times - l, " %s %.1f", what, t - t_last);
+    t_last = t;
+}
+
 static void dig(const char *what, const void *p, size_t n)
 {
     if (digest)
@@ -587,8 +599,12 @@ static void case_flavour(wkind_t kind, MPI_Comm comm)
         fprintf(digest, "== %s\n", wname[kind]);
     rwin_t w;
     win_make(&w, kind, comm, bytes, du, mem);
+    /* Every mode on the two main flavours; on the others the modes that differ most (an
+     * oversubscribed MPICH pays a scheduler slice per synchronisation). */
     for (int m = 0; m < M_N; m++)
-        run_round(&w, m);
+        if (kind == W_ALLOC || kind == W_HEAP || m == M_FENCE2 || m == M_PSCW_EO || m == M_PSCW_RING || m == M_LOCK_X ||
+            m == M_LOCKALL || m == M_REQ)
+            run_round(&w, m);
     if (kind == W_DYN)
         dyn_reattach(&w);
     win_free(&w);
@@ -786,124 +802,116 @@ static long long a_fold(opk_t op, long long a, long long v)
     }
 }
 
-#define AK 6 /* elements per accumulate */
+#define AK 6      /* elements per accumulate */
+#define AREA 128  /* bytes of the window per case */
 
-static void case_accop(rwin_t *w, opk_t op, ty_t ty, int use_fence)
-{
-    int n = w->n, me = w->me;
-    size_t es = ty_size(ty);
-    MPI_Datatype mt = ty_mpi(ty);
-    /* REPLACE from one origin per target (the left neighbour): concurrent replaces leave any one */
-    int single = op == O_REPLACE;
-    self_lock(w, MPI_LOCK_EXCLUSIVE);
-    for (int i = 0; i < AK; i++)
-        ty_set(w->mem + (size_t)i * es, ty, a_init(op, ty, i));
-    self_unlock(w);
-    unsigned char src[AK * 8];
-    for (int i = 0; i < AK; i++)
-        ty_set(src + (size_t)i * es, ty, a_val(op, ty, me, i));
-    MPI_Barrier(w->comm);
-    if (use_fence)
-        MPI_Win_fence(MPI_MODE_NOPRECEDE, w->win);
-    else
-        MPI_Win_lock_all(0, w->win);
-    for (int k = 0; k < n; k++) {
-        int t = (me + k) % n;
-        if (single && t != (me + 1) % n)
-            continue;
-        MPI_Accumulate(src, AK, mt, t, 0, AK, mt, op_mpi(op), w->win);
-    }
-    if (use_fence)
-        MPI_Win_fence(MPI_MODE_NOSUCCEED, w->win);
-    else
-        MPI_Win_unlock_all(w->win);
-    MPI_Barrier(w->comm);
-    self_lock(w, MPI_LOCK_SHARED);
-    int bad = 0;
-    for (int i = 0; i < AK; i++) {
-        long long want = a_init(op, ty, i);
-        for (int o = 0; o < n; o++)
-            if (!single || me == (o + 1) % n)
-                want = a_fold(op, want, a_val(op, ty, o, i));
-        unsigned char wb[8];
-        ty_set(wb, ty, want); /* the value as the type holds it */
-        long long got = ty_get(w->mem + (size_t)i * es, ty);
-        if (got != ty_get(wb, ty)) {
-            bad++;
-            fprintf(stderr, "Accumulate %s %s rank %d [%d]: %lld, want %lld\n", oname[op], tname[ty], me, i, got, ty_get(wb, ty));
-        }
-    }
-    CHECK(!bad, "Accumulate %s on %s (%s): %d wrong", oname[op], tname[ty], use_fence ? "fence" : "lock_all", bad);
-    char what[64];
-    snprintf(what, sizeof what, "acc.%s.%s", oname[op], tname[ty]);
-    dig(what, w->mem, AK * es);
-    self_unlock(w);
-}
+/* Every case has its own area of the window: the cases run together, half of them in one fence
+ * epoch and half in one lock_all epoch, so that a slow (oversubscribed) MPI pays for two epochs,
+ * not for one per case. A case is an (op, type) pair, or MAXLOC/MINLOC on a pair type. */
+typedef struct { int kind; opk_t op; ty_t ty; int is_max, is_dbl; } acase_t; /* kind 0 op, 1 loc */
+static const acase_t acases[] = {
+    {0, O_SUM, T_INT, 0, 0}, {0, O_SUM, T_LL, 0, 0}, {0, O_SUM, T_DBL, 0, 0}, {0, O_SUM, T_FLT, 0, 0},
+    {0, O_SUM, T_SCHAR, 0, 0}, {0, O_PROD, T_INT, 0, 0}, {0, O_PROD, T_LL, 0, 0}, {0, O_PROD, T_DBL, 0, 0},
+    {0, O_MAX, T_INT, 0, 0}, {0, O_MAX, T_DBL, 0, 0}, {0, O_MAX, T_FLT, 0, 0}, {0, O_MAX, T_LL, 0, 0},
+    {0, O_MIN, T_INT, 0, 0}, {0, O_MIN, T_DBL, 0, 0}, {0, O_MIN, T_LL, 0, 0}, {0, O_BAND, T_INT, 0, 0},
+    {0, O_BAND, T_LL, 0, 0}, {0, O_BAND, T_UCHAR, 0, 0}, {0, O_BAND, T_BYTE, 0, 0}, {0, O_BOR, T_INT, 0, 0},
+    {0, O_BOR, T_UCHAR, 0, 0}, {0, O_BOR, T_BYTE, 0, 0}, {0, O_BXOR, T_INT, 0, 0}, {0, O_BXOR, T_LL, 0, 0},
+    {0, O_BXOR, T_BYTE, 0, 0}, {0, O_LAND, T_INT, 0, 0}, {0, O_REPLACE, T_INT, 0, 0}, {0, O_REPLACE, T_DBL, 0, 0},
+    {0, O_REPLACE, T_LL, 0, 0}, {1, O_SUM, T_INT, 1, 0}, {1, O_SUM, T_INT, 1, 1}, {1, O_SUM, T_INT, 0, 0},
+    {1, O_SUM, T_INT, 0, 1},
+};
+#define NACASES ((int)(sizeof acases / sizeof acases[0]))
 
 /* MAXLOC and MINLOC on the pair types (not atomic in any hardware: the op must still be). Values
  * tie across ranks: the lower location wins a tie. */
 typedef struct { int v, loc; } int2_t;
 typedef struct { double v; int loc; } dblint_t;
 static int loc_val(int o, int i) { return (o * 5 + i * 3) % 7; }
-static void case_loc(rwin_t *w, int is_max, int is_dbl)
+static double loc_init(const acase_t *c, int i) { return i % 4 + (c->is_dbl ? 0.5 * c->is_max : 0); }
+
+/* REPLACE comes from one origin per target (the left neighbour): concurrent replaces leave any one. */
+static int acc_reaches(const acase_t *c, int n, int o, int t) { return c->kind == 1 || c->op != O_REPLACE || t == (o + 1) % n; }
+
+static void acc_init(const acase_t *c, char *area)
 {
-    int n = w->n, me = w->me;
-    MPI_Datatype mt = is_dbl ? MPI_DOUBLE_INT : MPI_2INT;
-    size_t es = is_dbl ? sizeof(dblint_t) : sizeof(int2_t);
-    self_lock(w, MPI_LOCK_EXCLUSIVE);
     for (int i = 0; i < AK; i++) {
-        if (is_dbl)
-            ((dblint_t *)w->mem)[i] = (dblint_t){i % 4 + 0.5 * is_max, 1000};
+        if (c->kind == 0)
+            ty_set(area + (size_t)i * ty_size(c->ty), c->ty, a_init(c->op, c->ty, i));
+        else if (c->is_dbl)
+            ((dblint_t *)area)[i] = (dblint_t){loc_init(c, i), 1000};
         else
-            ((int2_t *)w->mem)[i] = (int2_t){i % 4, 1000};
+            ((int2_t *)area)[i] = (int2_t){i % 4, 1000};
     }
-    self_unlock(w);
-    dblint_t sd[AK];
-    int2_t si[AK];
-    memset(sd, 0, sizeof sd);
+}
+
+/* Issues case c's accumulates to every target it reaches. src: this case's origin buffer. */
+static void acc_issue(rwin_t *w, int ci, char *src)
+{
+    const acase_t *c = &acases[ci];
+    int n = w->n, me = w->me;
+    MPI_Datatype mt = c->kind == 0 ? ty_mpi(c->ty) : c->is_dbl ? MPI_DOUBLE_INT : MPI_2INT;
+    MPI_Op op = c->kind == 0 ? op_mpi(c->op) : c->is_max ? MPI_MAXLOC : MPI_MINLOC;
     for (int i = 0; i < AK; i++) {
-        sd[i].v = loc_val(me, i) + 0.5;
-        sd[i].loc = me;
-        si[i] = (int2_t){loc_val(me, i), me};
+        if (c->kind == 0)
+            ty_set(src + (size_t)i * ty_size(c->ty), c->ty, a_val(c->op, c->ty, me, i));
+        else if (c->is_dbl)
+            ((dblint_t *)src)[i] = (dblint_t){loc_val(me, i) + 0.5, me};
+        else
+            ((int2_t *)src)[i] = (int2_t){loc_val(me, i), me};
     }
-    MPI_Barrier(w->comm);
-    MPI_Win_lock_all(0, w->win);
     for (int k = 0; k < n; k++) {
-        int t = (n - k + me) % n;
-        MPI_Accumulate(is_dbl ? (void *)sd : (void *)si, AK, mt, t, 0, AK, mt, is_max ? MPI_MAXLOC : MPI_MINLOC, w->win);
-        if (k % 2)
-            MPI_Win_flush(t, w->win);
+        int t = (me + k) % n;
+        if (acc_reaches(c, n, me, t))
+            MPI_Accumulate(src, AK, mt, t, (MPI_Aint)ci * AREA, AK, mt, op, w->win);
     }
-    MPI_Win_unlock_all(w->win);
-    MPI_Barrier(w->comm);
-    self_lock(w, MPI_LOCK_SHARED);
-    int bad = 0, vals[2 * AK];
+}
+
+static void acc_check(const acase_t *c, int n, int me, const char *area, int in_fence)
+{
+    int bad = 0;
+    char what[64];
+    const char *how = in_fence ? "fence" : "lock_all";
+    if (c->kind == 0) {
+        size_t es = ty_size(c->ty);
+        for (int i = 0; i < AK; i++) {
+            long long want = a_init(c->op, c->ty, i);
+            for (int o = 0; o < n; o++)
+                if (acc_reaches(c, n, o, me))
+                    want = a_fold(c->op, want, a_val(c->op, c->ty, o, i));
+            unsigned char wb[8];
+            ty_set(wb, c->ty, want); /* the value as the type holds it */
+            long long got = ty_get(area + (size_t)i * es, c->ty);
+            if (got != ty_get(wb, c->ty) && bad++ < 2)
+                fprintf(stderr, "Accumulate %s %s (%s) rank %d [%d]: %lld, want %lld\n", oname[c->op], tname[c->ty], how, me, i,
+                        got, ty_get(wb, c->ty));
+        }
+        CHECK(!bad, "Accumulate %s on %s (%s): %d wrong", oname[c->op], tname[c->ty], how, bad);
+        snprintf(what, sizeof what, "acc.%s.%s", oname[c->op], tname[c->ty]);
+        dig(what, area, AK * es);
+        return;
+    }
+    const char *on = c->is_max ? "MAXLOC" : "MINLOC", *tn = c->is_dbl ? "MPI_DOUBLE_INT" : "MPI_2INT";
+    int vals[2 * AK];
     for (int i = 0; i < AK; i++) {
-        double bv_ = is_dbl ? i % 4 + 0.5 * is_max : i % 4;
+        double bv_ = loc_init(c, i);
         int bl = 1000;
         for (int o = 0; o < n; o++) {
-            double v = loc_val(o, i) + (is_dbl ? 0.5 : 0);
-            if ((is_max ? v > bv_ : v < bv_) || (v == bv_ && o < bl)) {
+            double v = loc_val(o, i) + (c->is_dbl ? 0.5 : 0);
+            if ((c->is_max ? v > bv_ : v < bv_) || (v == bv_ && o < bl)) {
                 bv_ = v;
                 bl = o;
             }
         }
-        double gv = is_dbl ? ((dblint_t *)w->mem)[i].v : ((int2_t *)w->mem)[i].v;
-        int gl = is_dbl ? ((dblint_t *)w->mem)[i].loc : ((int2_t *)w->mem)[i].loc;
-        if (gv != bv_ || gl != bl) {
-            bad++;
-            fprintf(stderr, "Accumulate %s %s rank %d [%d]: (%g, %d), want (%g, %d)\n", is_max ? "MAXLOC" : "MINLOC",
-                    is_dbl ? "MPI_DOUBLE_INT" : "MPI_2INT", me, i, gv, gl, bv_, bl);
-        }
-        vals[2 * i] = (int)(gv * 2);
+        double gv = c->is_dbl ? ((const dblint_t *)area)[i].v : ((const int2_t *)area)[i].v;
+        int gl = c->is_dbl ? ((const dblint_t *)area)[i].loc : ((const int2_t *)area)[i].loc;
+        if ((gv != bv_ || gl != bl) && bad++ < 2)
+            fprintf(stderr, "Accumulate %s %s (%s) rank %d [%d]: (%g, %d), want (%g, %d)\n", on, tn, how, me, i, gv, gl, bv_, bl);
+        vals[2 * i] = (int)(gv * 2); /* the fields only: a pair type's padding is not data */
         vals[2 * i + 1] = gl;
     }
-    (void)es;
-    CHECK(!bad, "Accumulate %s on %s: %d wrong", is_max ? "MAXLOC" : "MINLOC", is_dbl ? "MPI_DOUBLE_INT" : "MPI_2INT", bad);
-    char what[64];
-    snprintf(what, sizeof what, "acc.%s.%s", is_max ? "MAXLOC" : "MINLOC", is_dbl ? "DOUBLE_INT" : "2INT");
+    CHECK(!bad, "Accumulate %s on %s (%s): %d wrong", on, tn, how, bad);
+    snprintf(what, sizeof what, "acc.%s.%s", on, tn);
     dig(what, vals, sizeof vals);
-    self_unlock(w);
 }
 
 static void case_accops(void)
@@ -911,23 +919,30 @@ static void case_accops(void)
     if (digest)
         fprintf(digest, "== accumulate ops\n");
     rwin_t w;
-    win_make(&w, W_ALLOC, MPI_COMM_WORLD, 256, 1, NULL);
-    static const struct { opk_t op; ty_t ty; } cases[] = {
-        {O_SUM, T_INT}, {O_SUM, T_LL}, {O_SUM, T_DBL}, {O_SUM, T_FLT}, {O_SUM, T_SCHAR},
-        {O_PROD, T_INT}, {O_PROD, T_LL}, {O_PROD, T_DBL},
-        {O_MAX, T_INT}, {O_MAX, T_DBL}, {O_MAX, T_FLT}, {O_MAX, T_LL},
-        {O_MIN, T_INT}, {O_MIN, T_DBL}, {O_MIN, T_LL},
-        {O_BAND, T_INT}, {O_BAND, T_LL}, {O_BAND, T_UCHAR}, {O_BAND, T_BYTE},
-        {O_BOR, T_INT}, {O_BOR, T_UCHAR}, {O_BOR, T_BYTE},
-        {O_BXOR, T_INT}, {O_BXOR, T_LL}, {O_BXOR, T_BYTE},
-        {O_LAND, T_INT},
-        {O_REPLACE, T_INT}, {O_REPLACE, T_DBL}, {O_REPLACE, T_LL},
-    };
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-        case_accop(&w, cases[c].op, cases[c].ty, (int)(c % 2));
-    for (int is_max = 0; is_max < 2; is_max++)
-        for (int is_dbl = 0; is_dbl < 2; is_dbl++)
-            case_loc(&w, is_max, is_dbl);
+    win_make(&w, W_ALLOC, MPI_COMM_WORLD, (MPI_Aint)NACASES * AREA, 1, NULL);
+    char *src = malloc((size_t)NACASES * AREA);
+    self_lock(&w, MPI_LOCK_EXCLUSIVE);
+    for (int c = 0; c < NACASES; c++)
+        acc_init(&acases[c], w.mem + (size_t)c * AREA);
+    self_unlock(&w);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_fence(MPI_MODE_NOPRECEDE, w.win);
+    for (int c = 0; c < NACASES; c += 2)
+        acc_issue(&w, c, src + (size_t)c * AREA);
+    MPI_Win_fence(MPI_MODE_NOSUCCEED, w.win);
+    MPI_Win_lock_all(0, w.win);
+    for (int c = 1; c < NACASES; c += 2) {
+        acc_issue(&w, c, src + (size_t)c * AREA);
+        if (c % 4 == 1)
+            MPI_Win_flush_all(w.win);
+    }
+    MPI_Win_unlock_all(w.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    self_lock(&w, MPI_LOCK_SHARED);
+    for (int c = 0; c < NACASES; c++)
+        acc_check(&acases[c], w.n, w.me, w.mem + (size_t)c * AREA, c % 2 == 0);
+    self_unlock(&w);
+    free(src);
     win_free(&w);
 }
 
@@ -1191,7 +1206,7 @@ static int cmp_ll(const void *a, const void *b)
 static void case_concurrent(void)
 {
     int n = wsize, me = wrank, last = n - 1;
-    const int hot = 100, fao = 40, spins = 10, excl = 10;
+    const int hot = 50, fao = 25, spins = 6, excl = 6;
     if (digest)
         fprintf(digest, "== concurrency\n");
     rwin_t w;
@@ -1470,16 +1485,20 @@ static void case_errors(void)
     CHECK(rc == MPI_SUCCESS, "MPI_Accumulate to MPI_PROC_NULL: rc %d", rc);
     MPI_Win_flush_all(win);
     CHECK(g == -9, "MPI_Get from MPI_PROC_NULL changed the buffer: %d", g);
-    /* past the end of the target's window: MPI_ERR_RMA_RANGE where the MPI checks (the standard
-     * leaves the check to the implementation: "erroneous", 12.3) */
+    /* Past the end of the target's window: erroneous (12.3), and MPI_ERR_RMA_RANGE is the class
+     * for it, but the standard leaves the check to the implementation. Neither MPICH 4.0.2 nor Open
+     * MPI 4.1.4 (osc pt2pt, ucx) catches it: they hand the transfer to the transport, past the
+     * memory registered for the window, and MPICH then crashed now and then in MPI_Finalize. So
+     * the case runs only on other MPIs, where a put past the end lands in memory this rank owns. */
+#if !defined(OPEN_MPI) && !defined(MPICH)
     rc = MPI_Put(v, 8, MPI_INT, right, 100, 8, MPI_INT, win);
     c = eclass(rc);
-    int range_caught = c == MPI_ERR_RMA_RANGE;
+    if (wrank == 0)
+        printf("mp_rma: a put past the window's end: %s\n", c == MPI_ERR_RMA_RANGE ? "MPI_ERR_RMA_RANGE" : c == MPI_SUCCESS ? "not caught" : "another class");
+#endif
     MPI_Win_flush_all(win);
     MPI_Win_unlock_all(win);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (wrank == 0)
-        printf("mp_rma: a put past the window's end: %s\n", range_caught ? "MPI_ERR_RMA_RANGE" : c == MPI_SUCCESS ? "not caught" : "another class");
     MPI_Win_free(&win);
     free(blk);
 }
@@ -1493,22 +1512,33 @@ int main(int argc, char **argv)
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, wrank, MPI_INFO_NULL, &node);
 
-    for (int k = 0; k < W_N; k++)
+    t_last = MPI_Wtime();
+    for (int k = 0; k < W_N; k++) {
         case_flavour((wkind_t)k, k == W_SHARED ? node : MPI_COMM_WORLD);
+        lap(wname[k]);
+    }
     if (digest)
         fprintf(digest, "== sizes\n");
     case_sizes(W_ALLOC, 0);
     case_sizes(W_HEAP, 1);
     case_sizes(W_STATIC, 0);
+    lap("sizes");
     case_accops();
+    lap("accops");
     case_fetching();
+    lap("fetching");
     case_dtypes(1);
     case_dtypes(0);
+    lap("dtypes");
     case_concurrent();
+    lap("concurrent");
     case_winsync(W_ALLOC);
     case_winsync(W_HEAP);
+    lap("winsync");
     case_shared(node);
+    lap("shared");
     case_errors();
+    lap("errors");
     MPI_Comm_free(&node);
 
     if (digest)
@@ -1518,6 +1548,8 @@ int main(int argc, char **argv)
     if (wrank == 0)
         printf("mp_rma: %d ranks; models: %s %s %s %s %s %s: %s\n", wsize, models[0], models[1], models[2], models[3], models[4],
                models[5], total ? "FAILED" : "ok");
+    if (wrank == 0)
+        printf("mp_rma: seconds per case:%s\n", times);
     MPI_Finalize();
     return total ? 1 : 0;
 }
