@@ -15,8 +15,9 @@
  *
  * Then: transfers of 0 bytes to 1 MiB (MPI_CHAR, MPI_BYTE, MPI_DOUBLE; Put/Get and Rput/Rget); every
  * predefined accumulate op on int, long long, double, float, signed/unsigned char and byte, MAXLOC
- * and MINLOC on MPI_2INT and MPI_DOUBLE_INT; MPI_Get_accumulate (SUM from all ranks: the fetched
- * values must form one order per element; NO_OP; REPLACE), MPI_Fetch_and_op, MPI_Compare_and_swap;
+ * and MINLOC on MPI_2INT and MPI_DOUBLE_INT (MPI_FLOAT_INT on Open MPI); MPI_Get_accumulate (SUM
+ * from all ranks: the fetched values must form one order per element; NO_OP; REPLACE),
+ * MPI_Fetch_and_op, MPI_Compare_and_swap;
  * derived datatypes on origin and target (vector, indexed, resized, a struct of one basic type);
  * concurrency (one hot accumulate location, a fetch-and-op counter whose every fetched value must be
  * distinct, a compare-and-swap spin lock around a get/put increment, exclusive-lock contention with
@@ -825,7 +826,20 @@ static const acase_t acases[] = {
 /* MAXLOC and MINLOC on the pair types (not atomic in any hardware: the op must still be). Values
  * tie across ranks: the lower location wins a tie. */
 typedef struct { int v, loc; } int2_t;
+#ifdef OPEN_MPI
+/* Open MPI 4.1.4 cannot do MAXLOC/MINLOC on the padded pair types (MPI_DOUBLE_INT: 12 bytes of data
+ * in 16) on a window made by MPI_Win_create, bare or under yod: osc pt2pt aborts ("MPI_DOUBLE_INT
+ * datatype is currently unsupported for MPI_MINLOC/MPI_MAXLOC operation"), osc ucx corrupts its
+ * heap ("malloc(): unaligned tcache chunk detected"). The layer's window for off-node targets is
+ * such a window. MPI_FLOAT_INT, a pair type without padding, stands in there. */
+typedef struct { float v; int loc; } dblint_t;
+#define PAIR_MPI MPI_FLOAT_INT
+#define PAIR_NAME "MPI_FLOAT_INT"
+#else
 typedef struct { double v; int loc; } dblint_t;
+#define PAIR_MPI MPI_DOUBLE_INT
+#define PAIR_NAME "MPI_DOUBLE_INT"
+#endif
 static int loc_val(int o, int i) { return (o * 5 + i * 3) % 7; }
 static double loc_init(const acase_t *c, int i) { return i % 4 + (c->is_dbl ? 0.5 * c->is_max : 0); }
 
@@ -838,7 +852,7 @@ static void acc_init(const acase_t *c, char *area)
         if (c->kind == 0)
             ty_set(area + (size_t)i * ty_size(c->ty), c->ty, a_init(c->op, c->ty, i));
         else if (c->is_dbl)
-            ((dblint_t *)area)[i] = (dblint_t){loc_init(c, i), 1000};
+            ((dblint_t *)area)[i] = (dblint_t){(float)loc_init(c, i), 1000};
         else
             ((int2_t *)area)[i] = (int2_t){i % 4, 1000};
     }
@@ -849,13 +863,13 @@ static void acc_issue(rwin_t *w, int ci, char *src)
 {
     const acase_t *c = &acases[ci];
     int n = w->n, me = w->me;
-    MPI_Datatype mt = c->kind == 0 ? ty_mpi(c->ty) : c->is_dbl ? MPI_DOUBLE_INT : MPI_2INT;
+    MPI_Datatype mt = c->kind == 0 ? ty_mpi(c->ty) : c->is_dbl ? PAIR_MPI : MPI_2INT;
     MPI_Op op = c->kind == 0 ? op_mpi(c->op) : c->is_max ? MPI_MAXLOC : MPI_MINLOC;
     for (int i = 0; i < AK; i++) {
         if (c->kind == 0)
             ty_set(src + (size_t)i * ty_size(c->ty), c->ty, a_val(c->op, c->ty, me, i));
         else if (c->is_dbl)
-            ((dblint_t *)src)[i] = (dblint_t){loc_val(me, i) + 0.5, me};
+            ((dblint_t *)src)[i] = (dblint_t){(float)(loc_val(me, i) + 0.5), me};
         else
             ((int2_t *)src)[i] = (int2_t){loc_val(me, i), me};
     }
@@ -890,7 +904,7 @@ static void acc_check(const acase_t *c, int n, int me, const char *area, int in_
         dig(what, area, AK * es);
         return;
     }
-    const char *on = c->is_max ? "MAXLOC" : "MINLOC", *tn = c->is_dbl ? "MPI_DOUBLE_INT" : "MPI_2INT";
+    const char *on = c->is_max ? "MAXLOC" : "MINLOC", *tn = c->is_dbl ? PAIR_NAME : "MPI_2INT";
     int vals[2 * AK];
     for (int i = 0; i < AK; i++) {
         double bv_ = loc_init(c, i);
