@@ -1,0 +1,396 @@
+/* pmpi_rma_win: making and freeing windows bobcat handles, their table, their attributes.
+ *
+ * Every flavour is made the same way (collective over the window's communicator):
+ *  1. the memory: the user's (Win_create), a block of the caller's heap (Win_allocate), one region
+ *     in the first rank's heap holding every rank's part at its offset (Win_allocate_shared:
+ *     "SMARTMAP can emulate POSIX-style shared memory regions"), none (Win_create_dynamic);
+ *  2. a control block in each rank's heap (locks, PSCW counters);
+ *  3. one PMPI_Allgather of what every rank's window is: base, size, disp_unit, whether its memory
+ *     is in its segment, its control block. From it every rank computes the same peer table and
+ *     the same `spans` and `mixed` (pmpi_rma.h);
+ *  4. the real window, over the same memory, on a private duplicate of the communicator. Its errors
+ *     return: some MPIs cannot make one on every communicator (Open MPI 4.1.4: none of its one-sided
+ *     components takes MPI_COMM_SELF); then every rank (all fail alike) undoes 1-3 and the real MPI
+ *     makes the window of the asked flavour itself, with its own errors.
+ * BOBCAT_RMA=mpi (or the layer off, or a communicator bobcat does not handle) leaves every window to
+ * the real MPI. */
+#include "pmpi_rma.h"
+#include "../p2p/p2p.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+rma_win_t *rma_last;
+static rma_win_t *rma_head;
+pmpi_stat_t rma_st[RMA_NKIND] = {
+    [RMA_PUT] = {.name = "Put"},
+    [RMA_GET] = {.name = "Get"},
+    [RMA_ACC] = {.name = "Accumulate"},
+    [RMA_GACC] = {.name = "Get_accumulate"},
+    [RMA_FOP] = {.name = "Fetch_and_op"},
+    [RMA_CAS] = {.name = "Compare_and_swap"},
+    [RMA_SYNC] = {.name = "Win_sync_calls"},
+};
+static const char *const kind_names[RMA_NKIND] = {"put", "get", "acc", "getacc", "fop", "cas", "sync"};
+
+__attribute__((constructor)) static void register_stats(void)
+{
+    for (int k = 0; k < RMA_NKIND; k++)
+        pmpi_stats_register(&rma_st[k]);
+}
+
+rma_win_t *rma_find(MPI_Win win)
+{
+    for (rma_win_t *w = rma_head; w; w = w->next)
+        if (w->win == win)
+            return rma_last = w;
+    return NULL;
+}
+
+int rma_error(rma_win_t *w, int code)
+{
+    PMPI_Win_call_errhandler(w->win, code);
+    return code;
+}
+
+void rma_progress(void)
+{
+    static unsigned n;
+    if (p2p_need_progress())
+        p2p_progress();
+    if (pmpi_rma_windows && (++n & 15) == 0)
+        pmpi_mpi_progress();
+}
+
+void rma_relax(unsigned *spins)
+{
+    rma_progress();
+    p2p_relax(spins);
+}
+
+static int rma_enabled(void)
+{
+    return pmpi_layer.on && pmpi_layer.opt && pmpi_layer.opt->RMA != UTIL_V_MPI;
+}
+
+/* ---- making ---------------------------------------------------------------------------------- */
+
+enum { F_CREATE, F_ALLOCATE, F_SHARED, F_DYNAMIC };
+
+/* Steps 2-4 for a window whose own memory is `base` (size bytes) on this rank. `shared_region`:
+ * the shared flavour's region as seen here (then every part is reached through it). Returns the
+ * window, or NULL when the real window could not be made (nothing left behind). */
+static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                           pmpi_comm_t *upc, char *shared_region, const MPI_Aint *shared_off)
+{
+    int n = upc->size, me = upc->rank;
+    rma_win_t *w = calloc(1, sizeof *w);
+    size_t ctl_bytes = sizeof(rma_ctl_t) + (size_t)n * sizeof(int64_t);
+    if (!w)
+        return NULL;
+    w->n = n;
+    w->me = me;
+    w->flavor = fl == F_CREATE ? MPI_WIN_FLAVOR_CREATE
+                : fl == F_ALLOCATE ? MPI_WIN_FLAVOR_ALLOCATE
+                : fl == F_SHARED ? MPI_WIN_FLAVOR_SHARED : MPI_WIN_FLAVOR_DYNAMIC;
+    w->dynamic = fl == F_DYNAMIC;
+    w->peer = calloc((size_t)n, sizeof *w->peer);
+    w->post_seen = calloc((size_t)n, sizeof *w->post_seen);
+    w->locked = calloc((size_t)n, 1);
+    w->locked_real = calloc((size_t)n, 1);
+    w->in_start = calloc((size_t)n, 1);
+    w->start_to = calloc((size_t)n, sizeof(int));
+    w->ctl = aligned_alloc(64, (ctl_bytes + 63) & ~(size_t)63);
+    if (!w->peer || !w->post_seen || !w->locked || !w->locked_real || !w->in_start || !w->start_to || !w->ctl) {
+        util_error("out of memory for a window's tables");
+        PMPI_Abort(comm, 3);
+    }
+    memset(w->ctl, 0, ctl_bytes);
+    w->start_n = -1;
+    int reach = size == 0 || (smap_is_shared(base) && smap_is_shared((char *)base + size - 1));
+    if (fl == F_SHARED)
+        reach = 1;
+    if (fl == F_DYNAMIC)
+        reach = 0;
+    int ctl_ok = smap_is_shared(w->ctl);
+    long long mine[5] = {(long long)(uintptr_t)base, (long long)size, disp_unit, reach,
+                         ctl_ok ? (long long)(uintptr_t)w->ctl : 0};
+    long long *all = malloc(sizeof(long long) * 5 * (size_t)n);
+    if (!all) {
+        util_error("out of memory for a window's tables");
+        PMPI_Abort(comm, 3);
+    }
+    PMPI_AWAY(PMPI_Allgather(mine, 5, MPI_LONG_LONG, all, 5, MPI_LONG_LONG, comm));
+    w->spans = !upc->single_node;
+    int unreachable = 0;
+    for (int r = 0; r < n; r++) {
+        rma_peer_t *p = &w->peer[r];
+        p->size = (MPI_Aint)all[5 * r + 1];
+        p->disp = (int)all[5 * r + 2];
+        int on = upc->local[r] >= 0;
+        if (on && all[5 * r + 4])
+            p->ctl = pmpi_peer_ptr(upc, r, (void *)(uintptr_t)all[5 * r + 4]);
+        if (p->ctl && all[5 * r + 3])
+            p->base = shared_region ? shared_region + shared_off[r]
+                                    : pmpi_peer_ptr(upc, r, (void *)(uintptr_t)all[5 * r + 0]);
+        if (!all[5 * r + 4] || (fl != F_DYNAMIC && !all[5 * r + 3]))
+            unreachable = 1;
+    }
+    free(all);
+    w->mixed = w->spans || unreachable || w->dynamic;
+    PMPI_AWAY(PMPI_Comm_dup(comm, &w->comm));
+    PMPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
+    int rc = fl == F_DYNAMIC ? PMPI_AWAY(PMPI_Win_create_dynamic(info, w->comm, &w->win))
+                             : PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, w->comm, &w->win));
+    if (rc != MPI_SUCCESS) {
+        PMPI_Comm_free(&w->comm);
+        free(w->peer), free(w->post_seen), free(w->locked), free(w->locked_real), free(w->in_start);
+        free(w->start_to), free(w->ctl), free(w);
+        return NULL;
+    }
+    w->pc = pmpi_comm_get(w->comm);
+    PMPI_Comm_group(w->comm, &w->group);
+    w->next = rma_head;
+    rma_head = w;
+    if (w->mixed)
+        pmpi_rma_windows++; /* the real window carries traffic: waits drive the real MPI */
+    /* Nobody may reach a peer's control block before the peer has cleared it. */
+    PMPI_AWAY(PMPI_Barrier(w->comm));
+    return w;
+}
+
+/* Windows are counted (pmpi_rma_windows): while any exist, bobcat's waits drive the real MPI. */
+static int counted(int rc)
+{
+    if (rc == MPI_SUCCESS)
+        pmpi_rma_windows++;
+    return rc;
+}
+
+/* The window's communicator as bobcat knows it, or NULL (then the real MPI makes the window).
+ * Every rank of comm answers alike (the layer's state, the knob and comm's tables are the same). */
+static pmpi_comm_t *win_comm(MPI_Comm comm, MPI_Aint size, int disp_unit)
+{
+    if (!rma_enabled() || size < 0 || disp_unit <= 0)
+        return NULL;
+    return pmpi_comm_get(comm);
+}
+
+BOBCAT_EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    PMPI_GUARD();
+    pmpi_comm_t *pc = win_comm(comm, size, disp_unit);
+    rma_win_t *w = pc ? win_make(F_CREATE, base, size, disp_unit, info, comm, pc, NULL, NULL) : NULL;
+    if (!w)
+        return counted(PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, comm, win)));
+    *win = w->win;
+    return MPI_SUCCESS;
+}
+
+BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                                   MPI_Win *win)
+{
+    PMPI_GUARD();
+    pmpi_comm_t *pc = win_comm(comm, size, disp_unit);
+    void *mem = pc ? aligned_alloc(64, ((size_t)size + 64) & ~(size_t)63) : NULL;
+    rma_win_t *w = NULL;
+    int ok = mem != NULL, all_ok = 0;
+    if (pc) /* every rank must take the same way */
+        PMPI_AWAY(PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
+    if (all_ok)
+        w = win_make(F_ALLOCATE, mem, size, disp_unit, info, comm, pc, NULL, NULL);
+    if (!w) {
+        free(mem);
+        return counted(PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win)));
+    }
+    w->owned = mem;
+    *(void **)baseptr = mem;
+    *win = w->win;
+    return MPI_SUCCESS;
+}
+
+BOBCAT_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    PMPI_GUARD();
+    pmpi_comm_t *pc = win_comm(comm, 0, 1);
+    rma_win_t *w = pc ? win_make(F_DYNAMIC, NULL, 0, 1, info, comm, pc, NULL, NULL) : NULL;
+    if (!w)
+        return counted(PMPI_AWAY(PMPI_Win_create_dynamic(info, comm, win)));
+    *win = w->win;
+    return MPI_SUCCESS;
+}
+
+/* The shared flavour: the first rank allocates the whole region in its heap, each rank's part at
+ * its offset (contiguous, as MPI's default asks); every rank addresses it through the first rank's
+ * window. */
+BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                                          MPI_Win *win)
+{
+    PMPI_GUARD();
+    pmpi_comm_t *pc = win_comm(comm, size, disp_unit);
+    if (!pc || !pc->single_node)
+        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)));
+    int n = pc->size, me = pc->rank;
+    MPI_Aint *sizes = malloc(sizeof(MPI_Aint) * 2 * (size_t)n), *off = sizes + n;
+    if (!sizes) {
+        util_error("out of memory for a shared window's table");
+        PMPI_Abort(comm, 3);
+    }
+    PMPI_AWAY(PMPI_Allgather(&size, 1, MPI_AINT, sizes, 1, MPI_AINT, comm));
+    MPI_Aint total = 0;
+    for (int r = 0; r < n; r++) {
+        off[r] = total;
+        total += sizes[r];
+    }
+    uint64_t addr = 0;
+    void *owned = NULL;
+    if (me == 0) {
+        owned = aligned_alloc(64, ((size_t)total + 64) & ~(size_t)63);
+        if (owned && !smap_is_shared(owned)) {
+            free(owned);
+            owned = NULL;
+        }
+        addr = (uint64_t)(uintptr_t)owned;
+    }
+    PMPI_AWAY(PMPI_Bcast(&addr, 1, MPI_UINT64_T, 0, comm));
+    rma_win_t *w = NULL;
+    char *region = addr ? pmpi_peer_ptr(pc, 0, (void *)(uintptr_t)addr) : NULL;
+    if (addr) /* every rank saw the same address: all go on, or all fall back */
+        w = win_make(F_SHARED, region + off[me], size, disp_unit, info, comm, pc, region, off);
+    free(sizes);
+    if (!w) {
+        free(owned);
+        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)));
+    }
+    w->owned = owned;
+    w->region = region;
+    *(void **)baseptr = w->peer[me].base;
+    *win = w->win;
+    return MPI_SUCCESS;
+}
+
+BOBCAT_EXPORT int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr)
+{
+    PMPI_GUARD();
+    rma_win_t *w = rma_get(win);
+    if (!w || w->flavor != MPI_WIN_FLAVOR_SHARED || rank < MPI_PROC_NULL || rank >= w->n ||
+        (rank < 0 && rank != MPI_PROC_NULL))
+        return PMPI_Win_shared_query(win, rank, size, disp_unit, baseptr);
+    if (rank == MPI_PROC_NULL) {
+        /* The lowest rank with a non-empty part (MPI 4.0 section 12.2.3). */
+        rank = 0;
+        while (rank < w->n - 1 && w->peer[rank].size == 0)
+            rank++;
+    }
+    *size = w->peer[rank].size;
+    *disp_unit = w->peer[rank].disp;
+    *(void **)baseptr = w->peer[rank].base;
+    return MPI_SUCCESS;
+}
+
+BOBCAT_EXPORT int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
+{
+    PMPI_GUARD();
+    return PMPI_Win_attach(win, base, size); /* targets reach it through SMARTMAP if it is in the segment */
+}
+
+BOBCAT_EXPORT int MPI_Win_detach(MPI_Win win, const void *base)
+{
+    PMPI_GUARD();
+    return PMPI_Win_detach(win, base);
+}
+
+static const int flavor_values[4] = {MPI_WIN_FLAVOR_CREATE, MPI_WIN_FLAVOR_ALLOCATE, MPI_WIN_FLAVOR_SHARED,
+                                     MPI_WIN_FLAVOR_DYNAMIC};
+static const int model_unified = MPI_WIN_UNIFIED;
+
+BOBCAT_EXPORT int MPI_Win_get_attr(MPI_Win win, int keyval, void *value, int *flag)
+{
+    PMPI_GUARD();
+    rma_win_t *w = rma_get(win);
+    if (w && keyval == MPI_WIN_CREATE_FLAVOR) {
+        for (int i = 0; i < 4; i++)
+            if (flavor_values[i] == w->flavor)
+                *(const int **)value = &flavor_values[i];
+        *flag = 1;
+        return MPI_SUCCESS;
+    }
+    /* One copy of the data, loads and stores: the unified model (MPI 4.0 section 12.4). */
+    if (w && keyval == MPI_WIN_MODEL && !w->mixed) {
+        *(const int **)value = &model_unified;
+        *flag = 1;
+        return MPI_SUCCESS;
+    }
+    /* MPICH 4.0.2 reports the base of a window made by MPI_Win_create rounded down to 16 bytes;
+     * a rank's part of a shared window starts wherever the sizes before it end (mpi4py's
+     * test_win: part 1 at offset 10), so the base is answered from our table. */
+    if (w && keyval == MPI_WIN_BASE && w->flavor == MPI_WIN_FLAVOR_SHARED) {
+        *(void **)value = w->peer[w->me].base;
+        *flag = 1;
+        return MPI_SUCCESS;
+    }
+    return PMPI_Win_get_attr(win, keyval, value, flag);
+}
+
+/* ---- freeing ---------------------------------------------------------------------------------- */
+
+static void print_window_stats(rma_win_t *w)
+{
+    if (!pmpi_stats_print)
+        return;
+    char name[MPI_MAX_OBJECT_NAME] = "";
+    int len = 0;
+    PMPI_Win_get_name(w->win, name, &len);
+    char line[1024];
+    int k = snprintf(line, sizeof line, "bobcat: stats rank %d: window \"%s\" ranks=%d flavor=%s%s", pmpi_layer.world_rank,
+                     name, w->n,
+                     w->flavor == MPI_WIN_FLAVOR_CREATE ? "create" : w->flavor == MPI_WIN_FLAVOR_ALLOCATE ? "allocate"
+                     : w->flavor == MPI_WIN_FLAVOR_SHARED ? "shared" : "dynamic",
+                     w->mixed ? " mixed" : "");
+    for (int kind = 0; kind < RMA_NKIND && k < (int)sizeof line; kind++) {
+        uint64_t t = w->ops[kind][0] + w->ops[kind][1] + w->ops[kind][2];
+        if (!t)
+            continue;
+        k += snprintf(line + k, sizeof line - (size_t)k, " %s=%llu inplace=%llu staged=%llu mpi=%llu bytes.smartmap=%llu bytes.mpi=%llu",
+                      kind_names[kind], (unsigned long long)t, (unsigned long long)w->ops[kind][PMPI_PATH_INPLACE],
+                      (unsigned long long)w->ops[kind][PMPI_PATH_STAGED], (unsigned long long)w->ops[kind][PMPI_PATH_MPI],
+                      (unsigned long long)(w->bytes[kind][PMPI_PATH_INPLACE] + w->bytes[kind][PMPI_PATH_STAGED]),
+                      (unsigned long long)w->bytes[kind][PMPI_PATH_MPI]);
+    }
+    fprintf(stderr, "%s\n", line);
+}
+
+BOBCAT_EXPORT int MPI_Win_free(MPI_Win *win)
+{
+    PMPI_GUARD();
+    rma_win_t *w = win ? rma_get(*win) : NULL;
+    if (!w) {
+        int rc = PMPI_AWAY(PMPI_Win_free(win));
+        if (rc == MPI_SUCCESS && pmpi_rma_windows > 0)
+            pmpi_rma_windows--;
+        return rc;
+    }
+    /* Collective: after everyone arrived nobody touches the memory or the control blocks. */
+    MPI_Barrier(w->comm);
+    print_window_stats(w);
+    int rc = PMPI_AWAY(PMPI_Win_free(win));
+    if (rc != MPI_SUCCESS)
+        return rc;
+    for (rma_win_t **pp = &rma_head; *pp; pp = &(*pp)->next)
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    if (rma_last == w)
+        rma_last = NULL;
+    if (w->mixed && pmpi_rma_windows > 0)
+        pmpi_rma_windows--;
+    PMPI_Group_free(&w->group);
+    PMPI_Comm_free(&w->comm);
+    free(w->owned);
+    free(w->peer), free(w->post_seen), free(w->locked), free(w->locked_real), free(w->in_start);
+    free(w->start_to), free(w->ctl), free(w);
+    *win = MPI_WIN_NULL;
+    return MPI_SUCCESS;
+}
