@@ -146,10 +146,13 @@ for prog in ga nwchem; do
         fi
     fi
 done
-# The one-sided rows: bobcat's own (a name without MPI_, once the layer handles RMA) and the account's
-# pass-through lines (MPI_Put calls=...), from the last yod run of each.
+# The one-sided rows of the last yod run of each: bobcat's per call (Put, Accumulate, ... by path:
+# inplace, staged, mpi) and per window (`window "name" ... acc= inplace= staged= mpi=`), and the
+# account's pass-through lines of calls left to the real MPI (MPI_Put calls=... mpi=...).
 for f in "$dir"/stats.*; do
     echo "BOBCAT_STATS, last yod run of $(basename "$f" | sed 's/^stats\.//'):"
-    grep '^bobcat: stats' "$f" | grep -E ': (layer=|(MPI_)?(Put|Get|Rput|Rget|Accumulate|Raccumulate|Get_accumulate|Rget_accumulate|Fetch_and_op|Compare_and_swap|Win_[A-Za-z_]+|[Ww]in|[Rr]ma)[ :])' || echo "  (no one-sided rows)"
+    grep '^bobcat: stats' "$f" | grep -E ': (layer=|(MPI_)?(Put|Get|Rput|Rget|Accumulate|Raccumulate|Get_accumulate|Rget_accumulate|Fetch_and_op|Compare_and_swap|Win_[A-Za-z_]+) )' || echo "  (no one-sided rows)"
+    w=$(grep -c '^bobcat: stats rank [0-9]*: window ' "$f" || true)
+    [ "$w" -eq 0 ] || { echo "  $w per-window rows, the first two:"; grep '^bobcat: stats rank [0-9]*: window ' "$f" | head -2; }
 done
 exit $status
