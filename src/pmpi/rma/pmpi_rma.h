@@ -68,6 +68,7 @@ typedef struct rma_win {
     int spans, mixed, dynamic;
     rma_peer_t *peer;      /* n entries */
     rma_ctl_t *ctl;        /* mine */
+    void *mybase;          /* my window memory, as I gave it (MPI_WIN_BASE) */
     void *owned;           /* Win_allocate's memory (mine), or the shared region (comm rank 0) */
     char *region;          /* shared flavour: the whole region, as seen here */
     /* epochs */

@@ -30,7 +30,7 @@ pmpi_stat_t rma_st[RMA_NKIND] = {
     [RMA_GACC] = {.name = "Get_accumulate"},
     [RMA_FOP] = {.name = "Fetch_and_op"},
     [RMA_CAS] = {.name = "Compare_and_swap"},
-    [RMA_SYNC] = {.name = "Win_sync_calls"},
+    [RMA_SYNC] = {.name = "RMA_sync"},
 };
 static const char *const kind_names[RMA_NKIND] = {"put", "get", "acc", "getacc", "fop", "cas", "sync"};
 
@@ -95,6 +95,7 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
                 : fl == F_ALLOCATE ? MPI_WIN_FLAVOR_ALLOCATE
                 : fl == F_SHARED ? MPI_WIN_FLAVOR_SHARED : MPI_WIN_FLAVOR_DYNAMIC;
     w->dynamic = fl == F_DYNAMIC;
+    w->mybase = base;
     w->peer = calloc((size_t)n, sizeof *w->peer);
     w->post_seen = calloc((size_t)n, sizeof *w->post_seen);
     w->locked = calloc((size_t)n, 1);
@@ -325,8 +326,8 @@ BOBCAT_EXPORT int MPI_Win_get_attr(MPI_Win win, int keyval, void *value, int *fl
     /* MPICH 4.0.2 reports the base of a window made by MPI_Win_create rounded down to 16 bytes;
      * a rank's part of a shared window starts wherever the sizes before it end (mpi4py's
      * test_win: part 1 at offset 10), so the base is answered from our table. */
-    if (w && keyval == MPI_WIN_BASE && w->flavor == MPI_WIN_FLAVOR_SHARED) {
-        *(void **)value = w->peer[w->me].base;
+    if (w && keyval == MPI_WIN_BASE && !w->dynamic) {
+        *(void **)value = w->mybase;
         *flag = 1;
         return MPI_SUCCESS;
     }
