@@ -151,7 +151,7 @@ done
 # account's pass-through lines of calls left to the real MPI (MPI_Put calls=... mpi=...).
 for f in "$dir"/stats.*; do
     echo "BOBCAT_STATS, last yod run of $(basename "$f" | sed 's/^stats\.//'):"
-    grep '^bobcat: stats' "$f" | grep -E ': (layer=|(MPI_)?(Put|Get|Rput|Rget|Accumulate|Raccumulate|Get_accumulate|Rget_accumulate|Fetch_and_op|Compare_and_swap|Win_[A-Za-z_]+) )' || echo "  (no one-sided rows)"
+    grep '^bobcat: stats' "$f" | grep -E ': (layer=|(MPI_)?(Put|Get|Rput|Rget|Accumulate|Raccumulate|Get_accumulate|Rget_accumulate|Fetch_and_op|Compare_and_swap|RMA_[a-z]+|Win_[A-Za-z_]+) )' || echo "  (no one-sided rows)"
     w=$(grep -c '^bobcat: stats rank [0-9]*: window ' "$f" || true)
     [ "$w" -eq 0 ] || { echo "  $w per-window rows, the first two:"; grep '^bobcat: stats rank [0-9]*: window ' "$f" | head -2; }
 done

@@ -136,3 +136,14 @@ def test_a_crashed_bobcat_has_no_ratio() -> None:
     assert v["speedup"]["put_latency"] == ("mpich.default", 160.0)
     assert v["speedup"]["get_latency"] == ("mpich.default", None)
     assert v["bw"] == {s: None for s in rma.SIZES} and v["fence"] is None
+
+
+def test_merge_keeps_every_round_in_order() -> None:
+    a = {"probe_before": {"placement": "core"}, "probe_after": {"placement": "chip"},
+         "rows": {"bobcat.mpich": [run({"put_latency": 1.0})], "mpich.default": [run({"put_latency": 9.0})]}}
+    b = {"probe_before": {"placement": "core"}, "probe_after": {"placement": "core"},
+         "rows": {"bobcat.mpich": [run({"put_latency": 3.0})], "mpich.default": [run({"put_latency": 7.0})]}}
+    rows, probes = rma.merge([a, b])
+    assert [r["values"]["put_latency"] for r in rows["bobcat.mpich"]] == [1.0, 3.0]
+    assert [p["placement"] for p in probes] == ["core", "chip", "core", "core"]
+    assert rma.summarize(rows)["mpich.default"]["median"]["put_latency"] == 8.0

@@ -17,6 +17,7 @@ least 5x faster than the best peer; put bandwidth at least 0.9 of a memcpy of th
 same run; a fence epoch at most 2x bobcat's own MPI_Barrier.
 Usage: python -m bobcat.bench.rma [--reps N] [--variants a,b] [--win allocate|create|dynamic]
        [--time S] [--json FILE]
+       python -m bobcat.bench.rma --merge A.json B.json ...   (report the rounds of several runs)
 """
 from __future__ import annotations
 
@@ -274,6 +275,17 @@ def report(summary: dict[str, dict], before: dict, after: dict, reps: int) -> st
     return "\n".join(lines)
 
 
+def merge(parts: list[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
+    """The rounds of several --json files, per variant in file order, and their probes in order."""
+    rows: dict[str, list[dict]] = {}
+    probes = []
+    for p in parts:
+        probes += [p.get("probe_before", {}), p.get("probe_after", {})]
+        for name, runs in p["rows"].items():
+            rows.setdefault(name, []).extend(runs)
+    return rows, probes
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5, help="interleaved rounds (default 5)")
@@ -282,7 +294,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="the window flavour the program uses (default allocate)")
     ap.add_argument("--time", type=float, default=0.2, help="the program's budget per test, s (default 0.2)")
     ap.add_argument("--json", help="write the raw results here")
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="run nothing: report the rounds of these --json files together (runs split into "
+                         "short jobs on a shared machine)")
     a = ap.parse_args(argv)
+    if a.merge:
+        rows, probes = merge([json.load(open(f)) for f in a.merge])
+        print(report(summarize(rows), probes[0], probes[-1], sum(len(r) for r in rows.values()) // max(1, len(rows))))
+        if len(probes) > 2:
+            print(f"probes of every part, before and after: {probes}")
+        return 0
     chosen = variants()
     if a.variants:
         unknown = [v for v in a.variants.split(",") if v not in chosen]
