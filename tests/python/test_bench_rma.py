@@ -147,3 +147,13 @@ def test_merge_keeps_every_round_in_order() -> None:
     assert [r["values"]["put_latency"] for r in rows["bobcat.mpich"]] == [1.0, 3.0]
     assert [p["placement"] for p in probes] == ["core", "chip", "core", "core"]
     assert rma.summarize(rows)["mpich.default"]["median"]["put_latency"] == 8.0
+
+
+def test_against_the_same_mpis_default_too() -> None:
+    rows = {"bobcat.openmpi": [run({"put_latency": 10.0, "compare_and_swap": 20.0})],
+            "ompi.default": [run({"put_latency": 30.0}, {"compare_and_swap": "signal 11"})],
+            "ompi.osc-sm": [run({"put_latency": 15.0, "compare_and_swap": 25.0})]}
+    v = rma.verdicts(rma.summarize(rows))["bobcat.openmpi"]
+    assert v["speedup"]["put_latency"] == ("ompi.osc-sm", 1.5)
+    assert v["same_mpi_default"]["put_latency"] == ("ompi.default", 3.0)
+    assert v["same_mpi_default"]["compare_and_swap"] == ("ompi.default", None)

@@ -201,8 +201,9 @@ def best_peer(summary: dict[str, dict], key: str, lower: bool = True) -> tuple[s
 
 
 def verdicts(summary: dict[str, dict]) -> dict[str, dict]:
-    """Per bobcat variant the issue's ratios: {"speedup": {key: (peer, peer/bobcat)}, "bw": {size: r},
-    "fence": r}; None where a number is missing (crashed or not run)."""
+    """Per bobcat variant the issue's ratios: {"speedup": {key: (peer, peer/bobcat)},
+    "same_mpi_default": {key: (variant, its/bobcat)}, "bw": {size: r}, "fence": r}; None where a number
+    is missing (crashed or not run)."""
     out = {}
     for name, s in summary.items():
         if is_peer(name):
@@ -212,7 +213,15 @@ def verdicts(summary: dict[str, dict]) -> dict[str, dict]:
             bp = best_peer(summary, k)
             b = s["median"].get(k)
             speed[k] = (bp[0], bp[1] / b) if bp and b and k not in s["crashed"] else (bp[0] if bp else None, None)
-        out[name] = {"speedup": speed,
+        # beside the best peer, the same MPI at its default (the setting a user gets)
+        dflt = {"bobcat.openmpi": "ompi.default", "bobcat.mpich": "mpich.default"}.get(name)
+        same = {}
+        if dflt in summary:
+            for k in LATENCIES:
+                d, b = summary[dflt]["median"].get(k), s["median"].get(k)
+                ok = d is not None and b and k not in s["crashed"] and k not in summary[dflt]["crashed"]
+                same[k] = (dflt, d / b if ok else None)
+        out[name] = {"speedup": speed, "same_mpi_default": same,
                      "bw": {sz: s["ratio"].get(f"put_over_memcpy/{sz}") for sz in SIZES},
                      "fence": s["ratio"].get("fence_over_barrier")}
     return out
@@ -266,6 +275,10 @@ def report(summary: dict[str, dict], before: dict, after: dict, reps: int) -> st
                              + f", best peer {peer} {pv:.3g} ns; peer / bobcat = "
                              + (f"{r:.3g}" if r is not None else "n/a")
                              + (f" (aim >= {AIM_SPEEDUP:g})" if k != "compare_and_swap" else "") + _aim(aim))
+            if k in v["same_mpi_default"]:
+                d, rd = v["same_mpi_default"][k]
+                lines.append(f"{'':18s}  against {d}: " + (f"{summary[d]['median'][k]:.3g} ns, default / bobcat = {rd:.3g}"
+                                                          if rd is not None else "n/a (crashed)"))
         for sz, r in v["bw"].items():
             lines.append(f"put_bw / memcpy {sz // 1024:5d} KiB: " + (f"{r:.3f}" if r is not None else "n/a")
                          + f" (aim >= {AIM_BW:g})" + _aim(r >= AIM_BW if r is not None else None))
