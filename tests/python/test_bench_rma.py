@@ -52,9 +52,10 @@ def test_a_death_early_leaves_the_later_tests_to_run() -> None:
     assert crashed == {"get": "signal 11 SIGSEGV"}
     assert rest == ["fetch_and_op", "put_bw", "fence", "compare_and_swap"]
     assert values == {"put_latency": 30.0}
-    # the second job runs only those, and a death without a named test is the first missing one
-    values, crashed, rest, _ = rma.outcome(rest, "", "", None)
-    assert crashed == {"fetch_and_op": "timeout"} and rest == ["put_bw", "fence", "compare_and_swap"]
+    # the second job runs only those; a death that names no test after some numbers is blamed on
+    # the first missing one
+    values, crashed, rest, _ = rma.outcome(rest, job({"fetch_and_op": 9.0}, done=None), "", None)
+    assert crashed == {"put_bw": "timeout"} and rest == ["fence", "compare_and_swap"]
 
 
 def test_a_failed_validation_is_not_a_crash() -> None:
@@ -157,3 +158,13 @@ def test_against_the_same_mpis_default_too() -> None:
     assert v["speedup"]["put_latency"] == ("ompi.osc-sm", 1.5)
     assert v["same_mpi_default"]["put_latency"] == ("ompi.default", 3.0)
     assert v["same_mpi_default"]["compare_and_swap"] == ("ompi.default", None)
+
+
+def test_a_job_that_cannot_make_its_window_fails_every_test_once() -> None:
+    err = ("[vm:03033] *** An error occurred in MPI_Win_create\n[vm:03033] *** MPI_ERR_WIN: invalid window\n")
+    values, crashed, rest, _ = rma.outcome(rma.TESTS, "", err, 53)
+    assert rest == [] and values == {}
+    assert crashed == {t: "exit 53 (error in MPI_Win_create)" for t in rma.TESTS}
+    s = rma.summarize({"ompi.osc-sm": [run({}, crashed)]})
+    assert rma._cell(s["ompi.osc-sm"], "put_latency") == "failed"
+    assert rma.kind_of("signal 11 SIGSEGV") == "crashed" and rma.kind_of("timeout") == "timeout"

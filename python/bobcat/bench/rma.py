@@ -95,7 +95,14 @@ def death(stderr: str, rc: int | None) -> str:
     m = re.search(r"signal (\d+)(?: \((SIG\w+)\)| \(([^)]*)\))?", stderr)
     if m:
         return f"signal {m.group(1)}" + (f" {m.group(2) or m.group(3)}" if m.group(2) or m.group(3) else "")
-    return f"exit {rc}"
+    # an MPI error that was fatal (Open MPI names the call; MPICH prints "Fatal error in MPI_...")
+    call = re.search(r"error occurred in (MPI_\w+)|Fatal error in (?:P?MPI_)?(\w+)", stderr)
+    return f"exit {rc}" + (f" (error in {call.group(1) or 'MPI_' + call.group(2)})" if call else "")
+
+
+def kind_of(why: str) -> str:
+    """The table's word for a test that did not give its number."""
+    return "crashed" if why.startswith("signal") else "timeout" if why == "timeout" else "failed"
 
 
 def failures(stderr: str) -> list[str]:
@@ -118,6 +125,11 @@ def outcome(tests: list[str], stdout: str, stderr: str, rc: int | None) -> tuple
         return values, {}, [], bad
     missing = [t for t in tests if any(k not in values for k in KEYS[t])]
     culprit = running_test(stderr)
+    if culprit is None and not values:
+        # it died before its first test (making the window: Open MPI's osc sm cannot make a
+        # Win_create or dynamic window): every test would, so none runs again
+        why = death(stderr, rc)
+        return values, {t: why for t in missing}, [], bad
     if culprit not in missing:
         culprit = missing[0] if missing else None
     if culprit is None:
@@ -153,7 +165,7 @@ def run_once(flavour: str, cmd: list[str], extra: dict[str, str], args: list[str
         for line in bad:
             print(f"warning: {cmd[0]} {flavour} {extra}: validation failed: {line}", file=sys.stderr)
         for test, why in crashed.items():
-            print(f"warning: {cmd[0]} {flavour} {extra}: {test} crashed ({why})", file=sys.stderr)
+            print(f"warning: {cmd[0]} {flavour} {extra}: {test} {kind_of(why)} ({why})", file=sys.stderr)
         tests = rest
     return out
 
@@ -230,10 +242,15 @@ def verdicts(summary: dict[str, dict]) -> dict[str, dict]:
 def _cell(s: dict, key: str) -> str:
     v = s["median"].get(key)
     n = s["crashed"].get(key, 0)
+    why = s["why"].get(_test_of(key), "")
     if v is None:
-        return "crashed" if n else "-"
+        return kind_of(why) if n else "-"
     text = f"{v:.3g}" if v < 100 else f"{v:.0f}"
-    return text + (f" ({n}x crash)" if n else "")
+    return text + (f" ({n}x {kind_of(why)})" if n else "")
+
+
+def _test_of(key: str) -> str:
+    return next(t for t in TESTS if key in KEYS[t])
 
 
 def _aim(ok: bool | None) -> str:
@@ -258,7 +275,7 @@ def report(summary: dict[str, dict], before: dict, after: dict, reps: int) -> st
         lines.append(f"{r:22s}" + "".join(f"{c:>{width}s}" for c in cells))
     for n, s in summary.items():
         for t, why in s["why"].items():
-            lines.append(f"crashed: {n} in {t}: {why}")
+            lines.append(f"{kind_of(why)}: {n} in {t}: {why}")
         if s["invalid_rounds"]:
             lines.append(f"WRONG RESULTS: {n} in {s['invalid_rounds']} of {s['rounds']} rounds: "
                          + "; ".join(s["failures"]))
