@@ -85,10 +85,22 @@ static int *group_ranks(rma_win_t *w, MPI_Group g, int *n)
     return out;
 }
 
-/* The members of g (group ranks idx[0..k)) as a group for the real window's call. */
-static int real_subgroup(MPI_Group g, const int *idx, int k, MPI_Group *sub)
+/* The real window's MPI_Win_post or MPI_Win_start on the members of g at group ranks idx[0..k)
+ * (nothing if k is 0); *on: it was called. */
+static int real_pscw(int (*call)(MPI_Group, int, MPI_Win), MPI_Group g, const int *idx, int k, int assert,
+                     MPI_Win win, int *on)
 {
-    return PMPI_Group_incl(g, k, idx, sub);
+    MPI_Group sub;
+    *on = 0;
+    if (k == 0)
+        return MPI_SUCCESS;
+    int rc = PMPI_Group_incl(g, k, idx, &sub);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = PMPI_AWAY(call(sub, assert, win));
+    PMPI_Group_free(&sub);
+    *on = rc == MPI_SUCCESS;
+    return rc;
 }
 
 BOBCAT_EXPORT int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)
@@ -116,17 +128,7 @@ BOBCAT_EXPORT int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)
         if (real_from(w, o))
             idx[k++] = i;
     }
-    int rc = MPI_SUCCESS;
-    w->post_real = 0;
-    if (k > 0) {
-        MPI_Group sub;
-        rc = real_subgroup(group, idx, k, &sub);
-        if (rc == MPI_SUCCESS) {
-            rc = PMPI_AWAY(PMPI_Win_post(sub, assert, win));
-            PMPI_Group_free(&sub);
-            w->post_real = rc == MPI_SUCCESS;
-        }
-    }
+    int rc = real_pscw(PMPI_Win_post, group, idx, k, assert, win, &w->post_real);
     free(idx);
     free(r);
     w->post_open = 1;
@@ -160,17 +162,7 @@ BOBCAT_EXPORT int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
         if (real_to(w, t))
             idx[k++] = i;
     }
-    int rc = MPI_SUCCESS;
-    w->start_real = 0;
-    if (k > 0) {
-        MPI_Group sub;
-        rc = real_subgroup(group, idx, k, &sub);
-        if (rc == MPI_SUCCESS) {
-            rc = PMPI_AWAY(PMPI_Win_start(sub, assert, win));
-            PMPI_Group_free(&sub);
-            w->start_real = rc == MPI_SUCCESS;
-        }
-    }
+    int rc = real_pscw(PMPI_Win_start, group, idx, k, assert, win, &w->start_real);
     free(idx);
     free(r);
     w->start_n = gn;

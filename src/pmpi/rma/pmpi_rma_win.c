@@ -344,8 +344,8 @@ static void print_window_stats(rma_win_t *w)
     int len = 0;
     PMPI_Win_get_name(w->win, name, &len);
     char line[1024];
-    int k = snprintf(line, sizeof line, "bobcat: stats rank %d: window \"%s\" ranks=%d flavor=%s%s", pmpi_layer.world_rank,
-                     name, w->n,
+    int k = snprintf(line, sizeof line, "bobcat: stats rank %d: window \"%s\" ranks=%d flavor=%s%s",
+                     pmpi_layer.world_rank, name, w->n,
                      w->flavor == MPI_WIN_FLAVOR_CREATE ? "create" : w->flavor == MPI_WIN_FLAVOR_ALLOCATE ? "allocate"
                      : w->flavor == MPI_WIN_FLAVOR_SHARED ? "shared" : "dynamic",
                      w->mixed ? " mixed" : "");
@@ -353,9 +353,11 @@ static void print_window_stats(rma_win_t *w)
         uint64_t t = w->ops[kind][0] + w->ops[kind][1] + w->ops[kind][2];
         if (!t)
             continue;
-        k += snprintf(line + k, sizeof line - (size_t)k, " %s=%llu inplace=%llu staged=%llu mpi=%llu bytes.smartmap=%llu bytes.mpi=%llu",
+        k += snprintf(line + k, sizeof line - (size_t)k,
+                      " %s=%llu inplace=%llu staged=%llu mpi=%llu bytes.smartmap=%llu bytes.mpi=%llu",
                       kind_names[kind], (unsigned long long)t, (unsigned long long)w->ops[kind][PMPI_PATH_INPLACE],
-                      (unsigned long long)w->ops[kind][PMPI_PATH_STAGED], (unsigned long long)w->ops[kind][PMPI_PATH_MPI],
+                      (unsigned long long)w->ops[kind][PMPI_PATH_STAGED],
+                      (unsigned long long)w->ops[kind][PMPI_PATH_MPI],
                       (unsigned long long)(w->bytes[kind][PMPI_PATH_INPLACE] + w->bytes[kind][PMPI_PATH_STAGED]),
                       (unsigned long long)w->bytes[kind][PMPI_PATH_MPI]);
     }
