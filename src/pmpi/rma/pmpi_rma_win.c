@@ -339,10 +339,55 @@ BOBCAT_EXPORT int MPI_Win_get_attr(MPI_Win win, int keyval, void *value, int *fl
 
 /* ---- freeing ---------------------------------------------------------------------------------- */
 
-static void print_window_stats(rma_win_t *w)
+/* Per-window statistics: a line for each freed window that carried operations, kept until
+ * MPI_Finalize and written there in one block (a line written at each MPI_Win_free could be cut by
+ * the launcher's forwarding between other ranks' lines; a program may make thousands of windows). */
+#define WIN_LINES_MAX 32
+static char *win_lines;
+static size_t win_lines_len;
+static int win_lines_n, win_lines_more;
+
+static void write_window_stats(void)
 {
-    if (!pmpi_stats_print)
+    if (win_lines_more && win_lines) {
+        char tail[160];
+        int k = snprintf(tail, sizeof tail, "bobcat: stats rank %d node %d: windows not listed=%d\n",
+                         pmpi_layer.world_rank, pmpi_layer.node, win_lines_more);
+        char *grown = realloc(win_lines, win_lines_len + (size_t)k + 1);
+        if (grown) {
+            memcpy(grown + win_lines_len, tail, (size_t)k + 1);
+            win_lines = grown;
+            win_lines_len += (size_t)k;
+        }
+    }
+    for (size_t off = 0; win_lines && off < win_lines_len;) {
+        ssize_t k = write(STDERR_FILENO, win_lines + off, win_lines_len - off);
+        if (k <= 0)
+            break;
+        off += (size_t)k;
+    }
+    free(win_lines);
+    win_lines = NULL;
+    win_lines_len = 0;
+    win_lines_n = win_lines_more = 0;
+}
+
+static void keep_window_stats(rma_win_t *w)
+{
+    uint64_t ops = 0;
+    for (int kind = 0; kind < RMA_SYNC; kind++)
+        ops += w->ops[kind][0] + w->ops[kind][1] + w->ops[kind][2];
+    if (!pmpi_stats_print || !ops)
         return;
+    if (win_lines_n == WIN_LINES_MAX) {
+        win_lines_more++;
+        return;
+    }
+    static int hooked;
+    if (!hooked) {
+        pmpi_at_finalize(write_window_stats);
+        hooked = 1;
+    }
     char name[MPI_MAX_OBJECT_NAME] = "";
     int len = 0;
     PMPI_Win_get_name(w->win, name, &len);
@@ -367,10 +412,13 @@ static void print_window_stats(rma_win_t *w)
     if (k > (int)sizeof line - 2)
         k = (int)sizeof line - 2;
     line[k++] = '\n';
-    /* One write: lines of different ranks do not interleave (stderr is unbuffered: fprintf may
-     * write a line in pieces). */
-    if (write(STDERR_FILENO, line, (size_t)k) < 0)
+    char *grown = realloc(win_lines, win_lines_len + (size_t)k + 1);
+    if (!grown)
         return;
+    memcpy(grown + win_lines_len, line, (size_t)k);
+    win_lines = grown;
+    win_lines_len += (size_t)k;
+    win_lines_n++;
 }
 
 BOBCAT_EXPORT int MPI_Win_free(MPI_Win *win)
@@ -385,7 +433,7 @@ BOBCAT_EXPORT int MPI_Win_free(MPI_Win *win)
     }
     /* Collective: after everyone arrived nobody touches the memory or the control blocks. */
     MPI_Barrier(w->comm);
-    print_window_stats(w);
+    keep_window_stats(w);
     int rc = PMPI_AWAY(PMPI_Win_free(win));
     if (rc != MPI_SUCCESS)
         return rc;
