@@ -110,6 +110,24 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
     }
     memset(w->ctl, 0, ctl_bytes);
     w->start_n = -1;
+    PMPI_AWAY(PMPI_Comm_dup(comm, &w->comm));
+    PMPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
+    /* A window that spans nodes sends its accumulates and passive epochs to the real window: that
+     * is then the real MPI's own allocated window, as without bobcat (Open MPI 4.1.4's one-sided
+     * components get pair-type and fetching accumulates wrong on windows made by MPI_Win_create:
+     * MPICH suite's atomic_rmw_gacc, atomic_get_*_int). Its memory is bobcat's to reach if the MPI
+     * took it from the heap (the segment). */
+    int real_made = 0;
+    if (fl == F_ALLOCATE && !upc->single_node) {
+        if (PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, w->comm, &base, &w->win)) != MPI_SUCCESS) {
+            PMPI_Comm_free(&w->comm);
+            free(w->peer), free(w->post_seen), free(w->locked), free(w->locked_real), free(w->in_start);
+            free(w->start_to), free(w->ctl), free(w);
+            return NULL;
+        }
+        real_made = 1;
+        w->mybase = base;
+    }
     int reach = size == 0 || (smap_is_shared(base) && smap_is_shared((char *)base + size - 1));
     if (fl == F_SHARED)
         reach = 1;
@@ -141,10 +159,9 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
     }
     free(all);
     w->mixed = w->spans || unreachable || w->dynamic;
-    PMPI_AWAY(PMPI_Comm_dup(comm, &w->comm));
-    PMPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
-    int rc = fl == F_DYNAMIC ? PMPI_AWAY(PMPI_Win_create_dynamic(info, w->comm, &w->win))
-                             : PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, w->comm, &w->win));
+    int rc = real_made ? MPI_SUCCESS
+             : fl == F_DYNAMIC ? PMPI_AWAY(PMPI_Win_create_dynamic(info, w->comm, &w->win))
+                               : PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, w->comm, &w->win));
     if (rc != MPI_SUCCESS) {
         PMPI_Comm_free(&w->comm);
         free(w->peer), free(w->post_seen), free(w->locked), free(w->locked_real), free(w->in_start);
@@ -195,9 +212,12 @@ BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
 {
     PMPI_GUARD();
     pmpi_comm_t *pc = win_comm(comm, size, disp_unit);
-    void *mem = pc ? aligned_alloc(64, ((size_t)size + 64) & ~(size_t)63) : NULL;
+    /* On one node the memory is bobcat's (the heap); across nodes the real MPI allocates it
+     * (win_make). */
+    int own = pc && pc->single_node;
+    void *mem = own ? aligned_alloc(64, ((size_t)size + 64) & ~(size_t)63) : NULL;
     rma_win_t *w = NULL;
-    int ok = mem != NULL, all_ok = 0;
+    int ok = !own || mem != NULL, all_ok = 0;
     if (pc) /* every rank must take the same way */
         PMPI_AWAY(PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
     if (all_ok)
@@ -207,7 +227,7 @@ BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
         return counted(PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win)));
     }
     w->owned = mem;
-    *(void **)baseptr = mem;
+    *(void **)baseptr = w->mybase;
     *win = w->win;
     return MPI_SUCCESS;
 }
