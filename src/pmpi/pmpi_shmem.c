@@ -92,6 +92,9 @@ int shmem_tr_windows(void *heap, size_t heap_size, void *data, size_t data_size)
     MPI_Info_create(&info);
     MPI_Info_set(info, "same_size", "true");
     MPI_Info_set(info, "same_disp_unit", "true");
+    /* Node mates reach each other through bobcat's OpenSHMEM itself: these windows stay the real
+     * MPI's under libbobcat-<mpi>.so (docs/mpi.md, "One-sided communication"). */
+    MPI_Info_set(info, "bobcat_rma", "mpi");
     int rc = check(MPI_Win_create(heap, (MPI_Aint)heap_size, 1, info, comm, &win[SHI_HEAP]), "heap window");
     if (rc == SHT_OK)
         rc = check(MPI_Win_create(data, (MPI_Aint)data_size, 1, info, comm, &win[SHI_DATA]), "static data window");

@@ -189,17 +189,25 @@ static int counted(int rc)
 
 /* The window's communicator as bobcat knows it, or NULL (then the real MPI makes the window).
  * Every rank of comm answers alike (the layer's state, the knob and comm's tables are the same). */
-static pmpi_comm_t *win_comm(MPI_Comm comm, MPI_Aint size, int disp_unit)
+static pmpi_comm_t *win_comm(MPI_Comm comm, MPI_Aint size, int disp_unit, MPI_Info info)
 {
     if (!rma_enabled() || size < 0 || disp_unit <= 0)
         return NULL;
+    /* The info key bobcat_rma=mpi asks for the real MPI's window (bobcat's OpenSHMEM transport). */
+    if (info != MPI_INFO_NULL) {
+        char v[16] = "";
+        int flag = 0;
+        if (PMPI_Info_get(info, "bobcat_rma", (int)sizeof v - 1, v, &flag) == MPI_SUCCESS && flag &&
+            !strcmp(v, "mpi"))
+            return NULL;
+    }
     return pmpi_comm_get(comm);
 }
 
 BOBCAT_EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
     PMPI_GUARD();
-    pmpi_comm_t *pc = win_comm(comm, size, disp_unit);
+    pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info);
     rma_win_t *w = pc ? win_make(F_CREATE, base, size, disp_unit, info, comm, pc, NULL, NULL) : NULL;
     if (!w)
         return counted(PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, comm, win)));
@@ -211,7 +219,7 @@ BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
                                    MPI_Win *win)
 {
     PMPI_GUARD();
-    pmpi_comm_t *pc = win_comm(comm, size, disp_unit);
+    pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info);
     /* On one node the memory is bobcat's (the heap); across nodes the real MPI allocates it
      * (win_make). */
     int own = pc && pc->single_node;
@@ -235,7 +243,7 @@ BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
 BOBCAT_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
     PMPI_GUARD();
-    pmpi_comm_t *pc = win_comm(comm, 0, 1);
+    pmpi_comm_t *pc = win_comm(comm, 0, 1, info);
     rma_win_t *w = pc ? win_make(F_DYNAMIC, NULL, 0, 1, info, comm, pc, NULL, NULL) : NULL;
     if (!w)
         return counted(PMPI_AWAY(PMPI_Win_create_dynamic(info, comm, win)));
@@ -250,7 +258,7 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
                                           MPI_Win *win)
 {
     PMPI_GUARD();
-    pmpi_comm_t *pc = win_comm(comm, size, disp_unit);
+    pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info);
     if (!pc || !pc->single_node)
         return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)));
     int n = pc->size, me = pc->rank;
