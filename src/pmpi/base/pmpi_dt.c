@@ -50,7 +50,7 @@ static void chain_block(chain_t *c, MPI_Datatype m, MPI_Count len, MPI_Count dis
     c->end = start + len * size;
 }
 
-static void free_contents(MPI_Datatype *types, int n)
+void pmpi_dt_free_contents(MPI_Datatype *types, int n)
 {
     for (int i = 0; i < n; i++) {
         int ni, na, nd, comb;
@@ -147,7 +147,7 @@ static int is_run(MPI_Datatype t, int depth)
             chain_block(&c, types[i], ints[1 + i], addrs[i], depth);
         break;
     }
-    free_contents(types, nd);
+    pmpi_dt_free_contents(types, nd);
     free(ints);
     free(addrs);
     free(types);

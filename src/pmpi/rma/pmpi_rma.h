@@ -119,6 +119,8 @@ static inline void rma_count(rma_win_t *w, int kind, pmpi_path_t path, size_t by
 void rma_relax(unsigned *spins);
 /* One progress pass (a test's). */
 void rma_progress(void);
+/* Spin until *word goes from 0 to value (a passive-target exclusive lock, the accumulate lock). */
+void rma_acquire(_Atomic int64_t *word, int64_t value);
 /* The operations' way to target t (pmpi_rma_sync.c): -1 no epoch reaches t, 0 bobcat's, 1 the
  * real window's. acc: an accumulate. */
 int rma_route(const rma_win_t *w, int t, int acc);

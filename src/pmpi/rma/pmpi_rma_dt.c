@@ -43,15 +43,6 @@ static int add_run(rma_runs_t *r, MPI_Aint disp, MPI_Count n)
     return 0;
 }
 
-static void free_types(MPI_Datatype *types, int nd)
-{
-    for (int i = 0; i < nd; i++) {
-        int ni, na, ndd, comb;
-        if (PMPI_Type_get_envelope(types[i], &ni, &na, &ndd, &comb) == MPI_SUCCESS && comb != MPI_COMBINER_NAMED)
-            PMPI_Type_free(&types[i]);
-    }
-}
-
 static int walk(rma_runs_t *r, MPI_Datatype t, MPI_Aint disp, MPI_Count count, int depth);
 
 /* The subarray's elements: every index tuple but the fastest dimension's, a run each. */
@@ -178,7 +169,7 @@ static int walk(rma_runs_t *r, MPI_Datatype t, MPI_Aint disp, MPI_Count count, i
             rc = -1; /* darray, ...: not read here */
         }
     }
-    free_types(types, nd);
+    pmpi_dt_free_contents(types, nd);
     free(ints);
     free(addrs);
     free(types);

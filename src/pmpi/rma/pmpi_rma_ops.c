@@ -145,16 +145,6 @@ static int predefined_op(MPI_Op op)
            op == MPI_MINLOC || op == MPI_REPLACE || op == MPI_NO_OP;
 }
 
-static void acc_lock(rma_ctl_t *c)
-{
-    unsigned spins = 0;
-    int64_t exp = 0;
-    while (!atomic_compare_exchange_weak(&c->acc, &exp, 1)) {
-        exp = 0;
-        rma_relax(&spins);
-    }
-}
-
 static void acc_unlock(rma_ctl_t *c) { atomic_store_explicit(&c->acc, 0, memory_order_release); }
 
 /* Elements of a buffer as one array of the element type at its extent: the buffer itself when it
@@ -298,7 +288,7 @@ static int acc(rma_win_t *w, int kind, const void *obuf, MPI_Count ocount, MPI_D
             done += tr.n[i];
         }
     } else {
-        acc_lock(w->peer[t].ctl);
+        rma_acquire(&w->peer[t].ctl->acc, 1);
         for (int i = 0; i < tr.nruns && rc == MPI_SUCCESS; i++) {
             char *tp = at + tr.disp[i];
             size_t nb = (size_t)(tr.n[i] * tr.ext);
@@ -393,7 +383,7 @@ BOBCAT_EXPORT int MPI_Compare_and_swap(const void *obuf, const void *cbuf, void 
             if (sz == 1 || sz == 2 || sz == 4 || sz == 8) {
                 rma_atomic_cas(at, obuf, cbuf, rbuf, sz);
             } else { /* no instruction this wide: under the accumulate lock */
-                acc_lock(w->peer[t].ctl);
+                rma_acquire(&w->peer[t].ctl->acc, 1);
                 memcpy(rbuf, at, (size_t)sz);
                 if (!memcmp(rbuf, cbuf, (size_t)sz))
                     memcpy(at, obuf, (size_t)sz);

@@ -242,16 +242,6 @@ BOBCAT_EXPORT int MPI_Win_test(MPI_Win win, int *flag)
 
 /* ---- passive target ---- */
 
-static void lock_excl(rma_ctl_t *c)
-{
-    unsigned spins = 0;
-    int64_t exp = 0;
-    while (!atomic_compare_exchange_weak(&c->lock, &exp, RMA_LOCK_EXCL)) {
-        exp = 0;
-        rma_relax(&spins);
-    }
-}
-
 static void lock_shared(rma_ctl_t *c)
 {
     unsigned spins = 0;
@@ -298,7 +288,7 @@ BOBCAT_EXPORT int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
         if (assert & MPI_MODE_NOCHECK) {
             w->locked[rank] = RMA_L_NOCHECK;
         } else if (lock_type == MPI_LOCK_EXCLUSIVE) {
-            lock_excl(w->peer[rank].ctl);
+            rma_acquire(&w->peer[rank].ctl->lock, RMA_LOCK_EXCL);
             w->locked[rank] = RMA_L_EXCL;
         } else {
             lock_shared(w->peer[rank].ctl);

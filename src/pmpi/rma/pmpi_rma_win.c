@@ -57,11 +57,9 @@ int rma_error(rma_win_t *w, int code)
 
 void rma_progress(void)
 {
-    static unsigned n;
     if (p2p_need_progress())
         p2p_progress();
-    if (pmpi_rma_windows && (++n & 15) == 0)
-        pmpi_mpi_progress();
+    p2p_poke_mpi(); /* the real MPI's pass, every 16th call while it may owe progress */
 }
 
 void rma_relax(unsigned *spins)
@@ -70,12 +68,29 @@ void rma_relax(unsigned *spins)
     p2p_relax(spins);
 }
 
+void rma_acquire(_Atomic int64_t *word, int64_t value)
+{
+    unsigned spins = 0;
+    int64_t exp = 0;
+    while (!atomic_compare_exchange_weak(word, &exp, value)) {
+        exp = 0;
+        rma_relax(&spins);
+    }
+}
+
 static int rma_enabled(void)
 {
     return pmpi_layer.on && pmpi_layer.opt && pmpi_layer.opt->RMA != UTIL_V_MPI;
 }
 
 /* ---- making ---------------------------------------------------------------------------------- */
+
+/* The window's own tables (what win_make allocates before the real window; not the memory). */
+static void win_tables_free(rma_win_t *w)
+{
+    free(w->peer), free(w->post_seen), free(w->locked), free(w->locked_real), free(w->in_start);
+    free(w->start_to), free(w->ctl), free(w);
+}
 
 enum { F_CREATE, F_ALLOCATE, F_SHARED, F_DYNAMIC };
 
@@ -121,8 +136,7 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
     if (fl == F_ALLOCATE && !upc->single_node) {
         if (PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, w->comm, &base, &w->win)) != MPI_SUCCESS) {
             PMPI_Comm_free(&w->comm);
-            free(w->peer), free(w->post_seen), free(w->locked), free(w->locked_real), free(w->in_start);
-            free(w->start_to), free(w->ctl), free(w);
+            win_tables_free(w);
             return NULL;
         }
         real_made = 1;
@@ -164,8 +178,7 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
                                : PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, w->comm, &w->win));
     if (rc != MPI_SUCCESS) {
         PMPI_Comm_free(&w->comm);
-        free(w->peer), free(w->post_seen), free(w->locked), free(w->locked_real), free(w->in_start);
-        free(w->start_to), free(w->ctl), free(w);
+        win_tables_free(w);
         return NULL;
     }
     w->pc = pmpi_comm_get(w->comm);
@@ -477,8 +490,7 @@ BOBCAT_EXPORT int MPI_Win_free(MPI_Win *win)
     PMPI_Group_free(&w->group);
     PMPI_Comm_free(&w->comm);
     free(w->owned);
-    free(w->peer), free(w->post_seen), free(w->locked), free(w->locked_real), free(w->in_start);
-    free(w->start_to), free(w->ctl), free(w);
+    win_tables_free(w);
     *win = MPI_WIN_NULL;
     return MPI_SUCCESS;
 }
