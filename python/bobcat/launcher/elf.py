@@ -6,6 +6,7 @@ program; only when the program needs libraries we do not recognise (the MPI may 
 indirectly, through a library of the application) does yod ask `ldd`.
 """
 
+import os
 import struct
 
 # sonames that identify an MPI ABI; prefixes so that Fortran/C++ bindings count too.
@@ -14,6 +15,8 @@ _SONAME_MPI = (
     ("libmpi_usempi", "openmpi"), ("libmpi_cxx.so", "openmpi"), ("libopen-pal.so", "openmpi"),
     ("libopen-rte.so", "openmpi"),
     ("libmpich.so", "mpich"), ("libmpi.so.12", "mpich"), ("libmpifort.so.12", "mpich"),
+    # The MPI 5.0 standard ABI (MPICH 5's mpicc_abi; Intel MPI ships the library too).
+    ("libmpi_abi.so", "abi"),
     ("libmpicxx.so.12", "mpich"), ("libmpichfort.so", "mpich"),
     # bobcat's OpenSHMEM (oshcc) names its MPI: settled even if the program needs no libmpi itself.
     ("libbobcat-shmem-openmpi.so", "openmpi"), ("libbobcat-shmem-mpich.so", "mpich"),
@@ -29,11 +32,17 @@ _SYSTEM = frozenset((
 ))
 
 _PT_LOAD, _PT_DYNAMIC = 1, 2
-_DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ = 0, 1, 5, 10
+_DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ, _DT_RPATH, _DT_RUNPATH = 0, 1, 5, 10, 15, 29
 
 
 def needed(path: str) -> list[str] | None:
     """DT_NEEDED sonames of an ELF file; [] for a static binary; None if it is not ELF."""
+    d = dynamic(path)
+    return None if d is None else d[0]
+
+
+def dynamic(path: str) -> tuple[list[str], str | None, str | None] | None:
+    """(DT_NEEDED sonames, DT_RPATH, DT_RUNPATH) of an ELF file; None if it is not ELF."""
     try:
         with open(path, "rb") as f:
             ident = f.read(64)
@@ -64,12 +73,12 @@ def needed(path: str) -> list[str] | None:
                 elif ptype == _PT_DYNAMIC:
                     dyn = (off, filesz)
             if dyn is None:
-                return []
+                return [], None, None
             f.seek(dyn[0])
             raw = f.read(dyn[1])
             dfmt = end + ("qQ" if is64 else "iI")
             dsize = struct.calcsize(dfmt)
-            names, strtab, strsz = [], None, 0
+            names, strtab, strsz, paths = [], None, 0, {}
             for i in range(len(raw) // dsize):
                 tag, val = struct.unpack_from(dfmt, raw, i * dsize)
                 if tag == _DT_NULL:
@@ -80,23 +89,26 @@ def needed(path: str) -> list[str] | None:
                     strtab = val
                 elif tag == _DT_STRSZ:
                     strsz = val
+                elif tag in (_DT_RPATH, _DT_RUNPATH):
+                    paths[tag] = val
             if strtab is None:
-                return []
+                return [], None, None
             # DT_STRTAB is a run-time address; the PT_LOAD that covers it says where it sits in the file.
             for vaddr, off, filesz in loads:
                 if vaddr <= strtab < vaddr + filesz:
                     f.seek(off + strtab - vaddr)
                     break
             else:
-                return []
+                return [], None, None
             strings = f.read(strsz)
     except (OSError, struct.error):
         return None
-    out = []
-    for o in names:
+
+    def at(o: int) -> str:
         stop = strings.find(b"\0", o)
-        out.append(strings[o:stop if stop >= 0 else None].decode("utf-8", "replace"))
-    return out
+        return strings[o:stop if stop >= 0 else None].decode("utf-8", "replace")
+    rp, rup = paths.get(_DT_RPATH), paths.get(_DT_RUNPATH)
+    return [at(o) for o in names], None if rp is None else at(rp), None if rup is None else at(rup)
 
 
 def mpi_of_sonames(sonames: list[str]) -> str | None:
@@ -107,21 +119,65 @@ def mpi_of_sonames(sonames: list[str]) -> str | None:
     return None
 
 
-def _ldd_sonames(path: str) -> list[str]:
+def _ldd(path: str) -> dict[str, str]:
+    """soname -> the file ldd resolves it to ('' where it finds none)."""
     import subprocess
     try:
         out = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
+        return {}
+    res = {}
+    for line in out.splitlines():
+        if "=>" in line:
+            so, _, rest = line.partition("=>")
+            target = rest.split()[0] if rest.split() else ""
+            res[so.strip()] = target if target.startswith("/") else ""
+    return res
+
+
+def _search(soname: str, dirs: list[str]) -> str | None:
+    for d in dirs:
+        p = os.path.join(d, soname)
+        if os.path.isfile(p):
+            return os.path.realpath(p)
+    return None
+
+
+def _expand(spec: str | None, origin: str) -> list[str]:
+    if not spec:
         return []
-    return [line.split()[0] for line in out.splitlines() if "=>" in line]
+    return [d.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for d in spec.split(":") if d]
+
+
+def detect(path: str) -> tuple[str, str | None] | None:
+    """(family, library) of an MPI program: family 'openmpi', 'mpich' or 'abi' (the MPI 5.0
+    standard ABI), library the file its MPI soname resolves to as the dynamic loader would find it
+    (RPATH, LD_LIBRARY_PATH, RUNPATH), or None when it is the system's (the loader's cache).
+    None if it is not an MPI program (or not ELF: use --mpi to say otherwise)."""
+    d = dynamic(path)
+    if not d or not d[0]:
+        return None
+    sonames, rpath, runpath = d
+    mpi = mpi_of_sonames(sonames)
+    if mpi is None:
+        if all(so in _SYSTEM for so in sonames):
+            return None
+        # The MPI comes in through a library of the application: ldd resolves the whole tree.
+        resolved = _ldd(path)
+        mpi = mpi_of_sonames(list(resolved))
+        if mpi is None:
+            return None
+        so = next(s for s in resolved if mpi_of_sonames([s]) == mpi)
+        return mpi, (os.path.realpath(resolved[so]) if resolved.get(so) else None)
+    so = next(s for s in sonames if mpi_of_sonames([s]) == mpi)
+    origin = os.path.dirname(os.path.realpath(path))
+    dirs = [] if runpath else _expand(rpath, origin)
+    dirs += [x for x in os.environ.get("LD_LIBRARY_PATH", "").split(":") if x]
+    dirs += _expand(runpath, origin)
+    return mpi, _search(so, dirs)
 
 
 def detect_mpi(path: str) -> str | None:
-    """'openmpi', 'mpich' or None (not an MPI program, or not ELF: use --mpi to say otherwise)."""
-    sonames = needed(path)
-    if not sonames:
-        return None
-    mpi = mpi_of_sonames(sonames)
-    if mpi is None and any(so not in _SYSTEM for so in sonames):
-        mpi = mpi_of_sonames(_ldd_sonames(path))
-    return mpi
+    """'openmpi', 'mpich', 'abi' or None (not an MPI program, or not ELF)."""
+    d = detect(path)
+    return d[0] if d else None

@@ -89,10 +89,11 @@ def parse_mpich_abort(line: str) -> MpiAbort | None:
 
 def parse_ompi_abort(first: str, second: str) -> MpiAbort | None:
     """Open MPI (mpirun's help message), two lines:
-    'MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD' / 'with errorcode 7.'"""
+    'MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD' / 'with errorcode 7.'
+    (Open MPI 5 puts '  Proc: [[48695,1],1]' between them and says '  Errorcode: 7')."""
     import re
     m = re.search(r"MPI_ABORT was invoked on rank (\d+) in communicator (.+?)\s*$", first)
-    c = re.match(r"\s*with errorcode (-?\d+)", second)
+    c = re.match(r"\s*(?:with errorcode|Errorcode:) (-?\d+)", second)
     if m is None or c is None:
         return None
     code, comm, comm_rank = int(c.group(1)), m.group(2), int(m.group(1))
@@ -394,6 +395,8 @@ class Job:
         """Watch the relayed stderr for the MPI's own abort message (only lines that might be one
         get here); Hydra kills the rank shims on an abort, so this is the only word of who did it."""
         if self._ompi_abort_line is not None:
+            if line.lstrip().startswith("Proc:"):      # Open MPI 5: the code comes on the next line
+                return
             self.out.abort = parse_ompi_abort(self._ompi_abort_line, line)
             self._ompi_abort_line = None
         elif "MPI_ABORT was invoked" in line:

@@ -44,16 +44,24 @@ def in_slurm() -> bool:
     return bool(os.environ.get("SLURM_JOB_ID")) and which("srun") is not None
 
 
-def pick_kind(mpi: str | None, hostfile: str | None, simulate: bool) -> str:
-    """openmpi, mpich or srun.  srun inside a Slurm allocation unless a hostfile or simulated nodes
-    say the job stays under mpiexec."""
+def launcher_of(inst) -> str | None:
+    """The path of an installation's launcher (a peer's is a path; a system one a name on PATH)."""
+    if os.sep in inst.launcher:
+        return inst.launcher if os.access(inst.launcher, os.X_OK) else None
+    return which(inst.launcher)
+
+
+def pick_kind(inst, hostfile: str | None, simulate: bool) -> str:
+    """openmpi, mpich or srun for the job's MPI installation (mpis.Mpi, None for non-MPI
+    programs).  srun inside a Slurm allocation unless a hostfile or simulated nodes say the job
+    stays under mpiexec."""
     if in_slurm() and not hostfile and not simulate:
         return "srun"
-    if mpi is not None:
-        if which(LAUNCHERS[mpi]) is None:
-            raise UsageError(f"the program needs {mpi}, but {LAUNCHERS[mpi]} is not on PATH; "
-                             f"install {mpi} or choose another with --mpi")
-        return mpi
+    if inst is not None:
+        if launcher_of(inst) is None:
+            raise UsageError(f"the program needs {inst.describe()}, but its launcher {inst.launcher} is not "
+                             f"there; install it (or put it on PATH) or choose another MPI with --mpi")
+        return inst.family
     for kind in NON_MPI_ORDER:
         if which(LAUNCHERS[kind]) is not None:
             return kind
@@ -89,12 +97,15 @@ def _mpmd(plan: Plan, placement: list[str | None], progs: list[list[str]], np_fl
 
 def build(kind: str, plan: Plan, progs: list[list[str]], env: dict[str, str], *,
           hosts: list[str] | None, hostfile: str | None, oversubscribe: bool,
-          extra: list[str], launcher_binds: bool = False, mpi: str | None = None) -> Launch:
-    """progs[g] is group g's full rank command (shim, its options, program, args)."""
+          extra: list[str], launcher_binds: bool = False, inst=None) -> Launch:
+    """progs[g] is group g's full rank command (shim, its options, program, args); inst the job's
+    MPI installation (mpis.Mpi), whose own launcher starts it."""
+    mpi = inst.family if inst is not None else None
+    exe = (launcher_of(inst) if inst is not None else None) or which(LAUNCHERS.get(kind, "")) or LAUNCHERS.get(kind)
     names = sorted(k for k in env if k.startswith(PASS_PREFIXES))
     placement = _host_lists(plan, hosts)
     if kind == "openmpi":
-        argv = [which(LAUNCHERS["openmpi"]) or LAUNCHERS["openmpi"]]
+        argv = [exe]
         argv += ["--map-by", "core", "--bind-to", "core"] if launcher_binds else ["--bind-to", "none"]
         if oversubscribe:
             argv.append("--oversubscribe")
@@ -109,7 +120,7 @@ def build(kind: str, plan: Plan, progs: list[list[str]], env: dict[str, str], *,
         # including the secret job token, never appear on a command line.
         # With a hostfile every group gets its hosts from yod's plan (-hosts); Hydra refuses a
         # host file next to host lists, so the file itself is not passed on.
-        argv = [which(LAUNCHERS["mpich"]) or LAUNCHERS["mpich"]]
+        argv = [exe]
         argv += extra + _mpmd(plan, placement, progs, "-n", "-hosts")
         return Launch(kind, argv, names)
     # srun: one group is a plain step; several groups become an arbitrary distribution (one

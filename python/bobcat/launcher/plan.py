@@ -219,8 +219,11 @@ def parse_args(argv: list[str]) -> Options:
                                  f"{BOOT_DIR_MAX} for the directory; use a shorter path")
             o.boot_dir = d
         elif name == "--mpi":
-            if val not in MPIS:
-                raise UsageError(f"--mpi {val!r}: choose openmpi or mpich")
+            from .mpis import table
+            known = list(table())
+            if val not in known:
+                raise UsageError(f"--mpi {val!r}: choose one of {', '.join(known)} (the MPIs this bobcat "
+                                 "has a layer for: bobcat doctor lists them)")
             o.mpi = val
         elif name == "--hostfile":
             o.hostfile = val

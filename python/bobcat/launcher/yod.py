@@ -37,7 +37,8 @@ options:
   --windows POLICY    page tables of the windows onto other ranks' heaps: auto (default: eager
                       on 2 MiB pages, lazy on 4 KiB), eager or lazy (BOBCAT_WINDOWS)
   -tlimit SECONDS     time limit for the whole job (also env YOD_TIME_LIMIT)
-  --mpi openmpi|mpich override the MPI detected from the program
+  --mpi FLAVOUR       override the MPI detected from the program: openmpi, mpich (Debian's), or a
+                      peer this bobcat was built for (openmpi5, mpich5, impi, abi: bobcat doctor)
   --hostfile FILE     hosts to run on (passed to the MPI launcher)
   --simulate-nodes    run a multi-node plan on this host, one simulated node per group of ranks
   --oversubscribe     allow more ranks on this host than cores
@@ -60,24 +61,33 @@ def _err(msg: str) -> None:
     sys.stderr.flush()
 
 
-def _detect(opts: Options) -> tuple[str | None, list[bool]]:
-    """The job's MPI (--mpi, else the one every MPI program of the job is linked with) and, per
-    group, whether it runs an MPI program (all do under --mpi)."""
+def _detect(opts: Options) -> tuple["Mpi | None", list[bool], str | None]:
+    """The job's MPI installation (--mpi, else the one every MPI program of the job runs on: its
+    MPI soname resolved as the dynamic loader would, mpis.py), per group whether it runs an MPI
+    program (all do under --mpi), and a note for the user when that MPI gets no layer."""
+    from .mpis import Unserved, by_flavour, for_program
     if opts.mpi:
-        return opts.mpi, [True] * len(opts.groups)
-    from .elf import detect_mpi
-    found = {}
+        return by_flavour(opts.mpi), [True] * len(opts.groups), None
+    from .elf import detect
+    found: dict[str, tuple] = {}
     is_mpi = []
     for g in opts.groups:
-        mpi = detect_mpi(g.program)
-        is_mpi.append(mpi is not None)
-        if mpi:
-            found.setdefault(mpi, g)
+        d = detect(g.program)
+        is_mpi.append(d is not None)
+        if d:
+            try:
+                m, note = for_program(*d)
+            except Unserved as e:
+                raise UsageError(f"{g.program}: {e}")
+            found.setdefault(m.lib or m.family, (g, m, note))
     if len(found) > 1:
-        a, b = found.values()
-        raise UsageError(f"{a.program} uses openmpi and {b.program} uses mpich; one job runs under "
-                         "one MPI: rebuild one of them")
-    return next(iter(found), None), is_mpi
+        (a, ma, _), (b, mb, _) = list(found.values())[:2]
+        raise UsageError(f"{a.program} runs on {ma.describe()} and {b.program} on {mb.describe()}; one job "
+                         "runs under one MPI: rebuild one of them")
+    if not found:
+        return None, is_mpi, None
+    _, m, note = next(iter(found.values()))
+    return m, is_mpi, note
 
 
 def _available_nodes(kind: str, opts: Options, hosts: list[str] | None) -> tuple[int, str]:
@@ -169,9 +179,13 @@ class Yod:
         if o.simulate_nodes and o.hostfile:
             raise UsageError("--simulate-nodes runs every node on this host; drop --hostfile "
                              "(or drop --simulate-nodes to use the hosts)")
-        self.mpi, is_mpi = _detect(o)
-        self.kind = pick_kind(self.mpi, o.hostfile, o.simulate_nodes)
-        if self.mpi:
+        self.inst, is_mpi, note = _detect(o)
+        if note:
+            _err(note)
+        # The layer's flavour (None: the program runs on its MPI without it) and the launcher's kind.
+        self.mpi = self.inst.flavour if self.inst else None
+        self.kind = pick_kind(self.inst, o.hostfile, o.simulate_nodes)
+        if self.inst:
             from .job import proc_level
             if proc_level() is not None:
                 # yod and libbobcat cope (job.py maps the pids); the MPIs do not: UCX finds a peer's
@@ -270,6 +284,9 @@ class Yod:
         env.update(BOBCAT_JOB_ID=self.job_id, BOBCAT_JOB_TOKEN=os.urandom(16).hex(),
                    BOBCAT_PLAN=self.plan.env, BOBCAT_SIMULATE_NODES="1" if o.simulate_nodes else "0",
                    BOBCAT_PAGES=o.pages, BOBCAT_BIND="none" if self.oversubscribed else "core")
+        if self.inst is not None and os.path.exists(os.path.join(self.inst.prefix, "bin", "impi_info")):
+            # Intel MPI finds its own parts (libfabric providers, hydra's proxy) from I_MPI_ROOT.
+            env.setdefault("I_MPI_ROOT", self.inst.prefix)
         if self.kind == "openmpi" and os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         # Made in run() (not under --dry-run), removed after the job.
@@ -299,7 +316,7 @@ class Yod:
         progs = [[shim] + per_group[i] + ["--", g.program] + g.args for i, g in enumerate(o.groups)]
         self.launch = build(self.kind, self.plan, progs, env, hosts=hosts, hostfile=o.hostfile,
                             oversubscribe=o.oversubscribe and self.kind == "openmpi",
-                            extra=o.launcher_args, launcher_binds=self.launcher_binds, mpi=self.mpi)
+                            extra=o.launcher_args, launcher_binds=self.launcher_binds, inst=self.inst)
 
     def _page_tables(self) -> tuple[int, float, str, int] | None:
         """The worst node's page tables at start (bytes, share of the node's memory, page kind, and

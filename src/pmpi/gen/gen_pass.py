@@ -18,7 +18,7 @@ run inside PMPI_AWAY, so a rank sitting in one still serves its node mates (docs
 (the removed MPI-1 routines). The parameter lists come from the preprocessed header of that very
 MPI, so the definitions agree with its declarations exactly. Usage:
 
-    gen_pass.py --cc CC --include DIR[;DIR...] [--mpilib LIB] --list pass.list --out FILE SOURCE...
+    gen_pass.py --cc CC --include DIR[;DIR|-DFLAG...] [--mpilib LIB] --list pass.list --out FILE SOURCE...
 """
 import argparse
 import os
@@ -147,7 +147,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("sources", nargs="*")
     a = ap.parse_args()
-    incs = [f"-I{d}" for d in a.include.split(";") if d]
+    # Directories, or preprocessor flags as they are (the standard ABI's -DMPI_ABI selects mpi_abi.h).
+    incs = [d if d.startswith("-") else f"-I{d}" for d in a.include.split(";") if d]
     protos = {m.group(1): " ".join(m.group(2).split()) for m in PROTO.finditer(preprocess(a.cc, incs, ["-P"]))}
     macros = set(re.findall(r"^#define (MPI_\w+)\(", preprocess(a.cc, incs, ["-dM"]), re.M))
     exported = symbols(a.mpilib) if a.mpilib and os.path.exists(a.mpilib) else None

@@ -45,6 +45,12 @@ static inline void *fort_buf(void *p)
     return p;
 }
 
+#if defined(MPI_ABI_VERSION)
+/* The standard ABI's mpi.h declares no Fortran types, and the abi layer has no Fortran entry points
+ * (lang/README.md): only these helpers' signatures need the name. */
+typedef int MPI_Fint;
+#endif
+
 static inline int fort_status_ignore(const MPI_Fint *s)
 {
     if (__builtin_expect(!fort_maybe_sentinel(s), 1))
