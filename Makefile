@@ -11,12 +11,20 @@ JOBS        ?= $(shell nproc)
 EVALUATE_ARGS ?=
 export BOBCAT_HOME := $(STAGE)
 
-.PHONY: all deps build test test-c test-python test-external evaluate install clean check-leftovers bench-smartmap bench-mpi bench-scaling bench-coll bench-sandbox
+.PHONY: all deps peers build test test-c test-python test-external evaluate install clean check-leftovers bench-smartmap bench-mpi bench-scaling bench-coll bench-sandbox
 
 all: build
 
 deps:
 	@bash scripts/setup.sh
+	@if [ "$(PEERS)" = 1 ]; then bash scripts/peers.sh install; fi
+
+# Today's MPIs beside Debian's (issue 29, docs/mpis.md): Open MPI 5, MPICH 5 and Intel MPI from their
+# wheels into .peers/ (never replacing the system MPIs); the build then makes a layer for each.
+# `make test` and `make evaluate` install them; `make deps PEERS=1` or `bobcat doctor --install-peers`
+# on request; BOBCAT_NO_PEERS=1 skips them, BOBCAT_PEERS="openmpi5 mpich5" picks some.
+peers: deps
+	@bash scripts/peers.sh install
 
 $(BUILD)/Makefile: CMakeLists.txt
 	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_INSTALL_PREFIX=$(STAGE) >/dev/null
@@ -27,7 +35,7 @@ build: deps $(BUILD)/Makefile
 	@# Bytecode for the editable package even where PYTHONDONTWRITEBYTECODE is set: yod's start-up.
 	$(PY) -m compileall -q python/bobcat >/dev/null
 
-test: build
+test: peers build
 	bash tests/run_all.sh
 
 # External conformance (docs/testing.md): mpi4py's own test suite, bare and under yod, both MPIs;
@@ -46,7 +54,7 @@ test-external: build
 	  esac; r=$$?; [ $$r -gt $$rc ] && rc=$$r; \
 	done; exit $$rc
 
-evaluate: build
+evaluate: peers build
 	$(VENV)/bin/bobcat evaluate $(EVALUATE_ARGS)
 
 bench-smartmap: build

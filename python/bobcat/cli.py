@@ -260,6 +260,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.install_peers:
+        rc = doctor.install_peers()
+        if rc:
+            return rc
     worst = 0
     colour = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
     for c in doctor.checks():
@@ -361,8 +365,10 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--out", help="file (default: stdout)")
     x.set_defaults(fn=cmd_export)
 
-    sub.add_parser("doctor", parents=[common], help="is this node ready to measure?"
-                   ).set_defaults(fn=cmd_doctor)
+    d = sub.add_parser("doctor", parents=[common], help="is this node ready to measure?")
+    d.add_argument("--install-peers", action="store_true",
+                   help="first install today's MPIs (Open MPI 5, MPICH 5, Intel MPI wheels) into .peers/")
+    d.set_defaults(fn=cmd_doctor)
     return p
 
 

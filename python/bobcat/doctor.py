@@ -31,7 +31,71 @@ def _mpis() -> list[Check]:
             out.append(Check("FAIL", f"mpi {vendor}", f"{launcher} not found or not answering",
                              "apt-get install " + ("openmpi-bin libopenmpi-dev" if vendor == "openmpi"
                                                    else "mpich libmpich-dev")))
+    return out + _layers()
+
+
+def _peer_confs() -> dict[str, dict[str, str]]:
+    """The peers scripts/peers.sh installed (their bobcat-peer.conf), by name."""
+    root = paths.repo_root() / ".peers"
+    found = {}
+    for conf in sorted(root.glob("*/bobcat-peer.conf")) if root.is_dir() else []:
+        kv = {}
+        for line in conf.read_text().splitlines():
+            k, eq, v = line.partition("=")
+            if eq:
+                kv[k] = v.strip("'")
+        found[kv.get("name", conf.parent.name)] = kv
+    return found
+
+
+def _layers() -> list[Check]:
+    """Every MPI this bobcat serves (share/bobcat/mpis.conf) and the layer flavour that serves it,
+    and the installed peers the build has not picked up yet."""
+    from .launcher import mpis
+    from .launcher.launch import launcher_of
+    out = []
+    t = mpis.table()
+    lib_dir = paths.lib_dir()
+    for m in t.values():
+        layer = lib_dir / f"libbobcat-{m.flavour}.so"
+        name = f"layer {m.flavour}"
+        if m.family == "abi":
+            served = "programs linked with libmpi_abi.so.1 (MPI 5.0 standard ABI) on any MPI that provides it"
+            detail = f"{served}; built against {m.prefix}/include/mpi_abi.h"
+            out.append(Check("OK" if layer.is_file() else "FAIL", name, detail,
+                             "" if layer.is_file() else "make build"))
+            continue
+        exe = launcher_of(m)
+        where = "system" if m.system else m.prefix
+        detail = f"{m.product} {m.version} ({where}): {layer.name}, launcher {exe or m.launcher}"
+        if not layer.is_file():
+            out.append(Check("FAIL", name, detail + ": layer missing", "make build"))
+        elif exe is None:
+            out.append(Check("FAIL", name, detail + ": launcher missing",
+                             "scripts/peers.sh install" if not m.system else "reinstall the MPI"))
+        else:
+            out.append(Check("OK", name, detail))
+    peers = _peer_confs()
+    missing = [n for n in peers if n not in t]
+    if missing:
+        out.append(Check("WARN", "peer MPIs", f"installed but without a layer: {', '.join(missing)}",
+                         "make build (CMake picks up .peers/*)"))
+    elif not peers:
+        out.append(Check("WARN", "peer MPIs", "none installed: comparisons cover Debian's MPIs only",
+                         "bobcat doctor --install-peers  (or make peers): Open MPI 5, MPICH 5, Intel MPI"))
     return out
+
+
+def install_peers() -> int:
+    """scripts/peers.sh install: today's MPIs beside the system's, in the source tree's .peers/."""
+    script = paths.repo_root() / "scripts" / "peers.sh"
+    if not script.is_file():
+        print(f"doctor: {script} not found: --install-peers needs bobcat's source tree", flush=True)
+        return 2
+    rc = subprocess.run(["bash", str(script), "install"]).returncode
+    if rc == 0:
+        print("doctor: peers installed; `make build` builds a layer for each", flush=True)
+    return rc
 
 
 def _hwloc() -> Check:

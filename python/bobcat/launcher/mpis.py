@@ -41,8 +41,15 @@ class Mpi:
     def system(self) -> bool:
         return self.flavour in FAMILIES
 
+    @property
+    def product(self) -> str:
+        """What users call it: Open MPI, MPICH, Intel MPI."""
+        if os.path.exists(os.path.join(self.prefix, "bin", "impi_info")):
+            return "Intel MPI"
+        return {"openmpi": "Open MPI", "mpich": "MPICH"}.get(self.family, self.family)
+
     def describe(self) -> str:
-        what = f"{self.flavour or self.family} {self.version}".strip()
+        what = f"{self.product} {self.version}".strip()
         return what if self.system else f"{what} ({self.prefix})"
 
 
