@@ -42,10 +42,33 @@ MPI4PY_VERSION = "3.1.6"
 BASELINE_REV = 1
 RANK_DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rank.py")
 
-MPIS = {
+def with_peers(system: dict[str, dict]) -> dict[str, dict]:
+    """The system MPIs' entries (keyed openmpi, mpich) and one per peer MPI this bobcat has a layer
+    for (share/bobcat/mpis.conf: openmpi5, mpich5, impi), made from its family's entry with the
+    peer's own mpicc and launcher; `env` holds what the peer's tools need (Intel MPI: I_MPI_ROOT)."""
+    from ..launcher.mpis import table
+    out = {k: dict(v, family=k, env={}) for k, v in system.items()}
+    for f, m in table().items():
+        if m.system or m.family not in system:
+            continue
+        env = {"I_MPI_ROOT": m.prefix} if m.product == "Intel MPI" else {}
+        out[f] = dict(system[m.family], mpicc=os.path.join(m.prefix, "bin", "mpicc"),
+                      launcher=m.launcher, family=m.family, env=env)
+    return out
+
+
+def use_env(mpis: list[str], table: dict[str, dict]) -> None:
+    """Put the chosen MPIs' own variables in this process's environment (their builds and runs
+    inherit it; each names a different variable)."""
+    for m in mpis:
+        for k, v in table[m].get("env", {}).items():
+            os.environ.setdefault(k, v)
+
+
+MPIS = with_peers({
     "openmpi": {"mpicc": "mpicc.openmpi", "launcher": "mpirun.openmpi", "np_flag": "-np"},
     "mpich": {"mpicc": "mpicc.mpich", "launcher": "mpiexec.mpich", "np_flag": "-n"},
-}
+})
 
 # Each yod configuration names the bare run with the same number of ranks as its baseline.
 CONFIGS = {
@@ -158,7 +181,7 @@ def _command(mpi: str, cfg: str, driver_args: list[str], job_timeout: int) -> li
     if c["yod"] is None:
         m = MPIS[mpi]
         cmd = [m["launcher"], m["np_flag"], str(c["np"])]
-        if mpi == "openmpi" and c["np"] > (os.cpu_count() or 1):
+        if m["family"] == "openmpi" and c["np"] > (os.cpu_count() or 1):
             cmd.append("--oversubscribe")
         return cmd + prog
     yod = os.path.join(paths.home_dir(), "bin", "yod")

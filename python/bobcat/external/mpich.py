@@ -43,6 +43,7 @@ import tempfile
 import time
 
 from .. import paths
+from .harness import use_env
 from .mpich_tests import (BAD, DEFAULT_TIMEOUT, FAIL, HEAP_EXHAUSTED, LAYER_LINE, MPIS, NOT_RUN, PASS,
                           TIMEOUT, classify, read_entries, skip_reason, tail)
 
@@ -544,7 +545,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bobcat.external.mpich",
                                  description="Run MPICH's test/mpi bare and under yod; report the "
                                              "tests that fail only under yod.")
-    ap.add_argument("--mpi", default="openmpi,mpich", help="comma list of: openmpi, mpich")
+    ap.add_argument("--mpi", default=",".join(MPIS),
+                    help=f"comma list of: {', '.join(MPIS)} (default: all this bobcat has a layer for)")
     ap.add_argument("--dirs", default=",".join(DIRS), help="comma list of test/mpi directories")
     ap.add_argument("--configs", default=",".join(CONFIGS),
                     help="comma list of: yod (yod -VN<np> -np <np>, one node), sim (yod "
@@ -581,7 +583,8 @@ def main(argv=None) -> int:
     lists = [x for x in args.lists.split(",") if x]
     for m in mpis:
         if m not in MPIS:
-            ap.error(f"unknown MPI {m!r}: openmpi or mpich")
+            ap.error(f"unknown MPI {m!r}: {', '.join(MPIS)}")
+    use_env(mpis, MPIS)
     for c in cfgs:
         if c not in CONFIGS:
             ap.error(f"unknown configuration {c!r}: yod or sim")

@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import re
 
+from .harness import with_peers
+
 MAX_NP = 4
 DEFAULT_TIMEOUT = 120  # runtests' default per test when the entry has no timeLimit
 
-MPIS = {
+MPIS = with_peers({
     # Open MPI 4.1 hides the MPI-1 functions MPI-3 removed (MPI_Type_hvector...) behind a static
     # assert unless asked; dtpools still calls them, and libmpi still has them. --enable-strictmpi
     # leaves out the MPICH extensions (MPIX_*) and the tests marked strict=FALSE.
@@ -23,7 +25,7 @@ MPIS = {
                 "configure": ["--enable-strictmpi"], "cppflags": "-DOMPI_OMIT_MPI1_COMPAT_DECLS=0"},
     "mpich": {"mpicc": "mpicc.mpich", "launcher": "mpiexec.mpich", "np_flag": "-n",
               "launcher_args": [], "strict": False, "configure": [], "cppflags": ""},
-}
+})
 PASS, FAIL, TIMEOUT = "pass", "fail", "timeout"
 NOT_RUN = ("skipped", "build-failed")
 BAD = (FAIL, TIMEOUT)

@@ -17,7 +17,7 @@ import sys
 
 from .. import paths
 from .harness import (CONFIGS, DEFAULT_EXCLUDES, MPI4PY_VERSION, MPIS, Unavailable, say, build,
-                      cached_baseline, compare, default_work, fetch, report_markdown, run_suite)
+                      cached_baseline, compare, default_work, fetch, report_markdown, run_suite, use_env)
 from .shmem4py_suite import main_shmem
 
 
@@ -28,7 +28,9 @@ def main(argv=None) -> int:
     ap.add_argument("--suite", default="mpi4py", choices=["mpi4py", "shmem4py"],
                     help="mpi4py (the MPI layer) or shmem4py (bobcat's OpenSHMEM against Open "
                          "MPI's oshmem; configurations osh2, osh4sim)")
-    ap.add_argument("--mpi", default="openmpi,mpich", help="comma list of: openmpi, mpich")
+    ap.add_argument("--mpi", default=",".join(MPIS),
+                    help=f"comma list of: {', '.join(MPIS)} (default: all; the peers are today's MPIs "
+                         "that scripts/peers.sh installed and bobcat has a layer for)")
     ap.add_argument("--configs", default="yod2,sim4",
                     help="comma list of yod configurations: yod2 (yod -VN2 -np 2 --heap 1G), "
                          "sim4 (yod -VN2 -np 4 --simulate-nodes --oversubscribe)")
@@ -67,7 +69,8 @@ def main(argv=None) -> int:
     cfgs = [c for c in args.configs.split(",") if c]
     for m in mpis:
         if m not in MPIS:
-            ap.error(f"unknown MPI {m!r}: openmpi or mpich")
+            ap.error(f"unknown MPI {m!r}: {', '.join(MPIS)}")
+    use_env(mpis, MPIS)
     for c in cfgs:
         if c not in CONFIGS or CONFIGS[c]["yod"] is None:
             ap.error(f"unknown configuration {c!r}: yod2 or sim4")
