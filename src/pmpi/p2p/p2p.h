@@ -10,7 +10,8 @@
  *
  * Requests: bobcat's live in the segment and carry a handle the real MPI never produces (Open MPI:
  * the address of a p2p_req_t, whose first word is a non-canonical magic value; MPICH: an int whose
- * two top bits are 00, HANDLE_KIND_INVALID, with 0x0BC in bits 20-31). Everything that takes a
+ * two top bits are 00, HANDLE_KIND_INVALID, with 0x0BC in bits 20-31; the standard ABI: that integer
+ * as a pointer, compared in full). Everything that takes a
  * request tells the two kinds apart and hands the real ones to PMPI_*.
  *
  * The files, from the bottom up (each uses only those above it in this list):

@@ -217,19 +217,25 @@ p2p_req_t *p2p_msg_of(MPI_Message h)
 }
 MPI_Message p2p_msghandle_of(p2p_req_t *m) { return (MPI_Message)(void *)m; }
 #else
+/* MPICH's handles are ints; the standard ABI's (MPI_ABI_VERSION, the abi flavour) are pointers, and
+ * bobcat's are the same tagged integer as a pointer: an address in the first 200 MB, where no
+ * ABI-compliant MPI's handle lives (its predefined handles are below 0x1000, its objects in the
+ * heap, which under yod is bobcat's segment, far above). The whole word is compared, so a real
+ * pointer is never taken for bobcat's by its low 32 bits. */
+#define HANDLE_WORD(h) ((uintptr_t)(h))
 /* The live slot a bobcat handle with this tag names (index in bits 0-19), or NULL. */
-static p2p_req_t *slot_of(unsigned h, unsigned tag)
+static p2p_req_t *slot_of(uintptr_t h, unsigned tag)
 {
-    if ((h & 0xFFF00000u) != tag)
+    if ((h & ~(uintptr_t)0xFFFFFu) != tag)
         return NULL;
-    return slot_at(h & 0xFFFFFu);
+    return slot_at((unsigned)(h & 0xFFFFFu));
 }
-p2p_req_t *p2p_req_of(MPI_Request h) { return slot_of((unsigned)h, MPICH_TAG); }
-MPI_Request p2p_handle_of(p2p_req_t *r) { return (MPI_Request)(MPICH_TAG | r->idx); }
+p2p_req_t *p2p_req_of(MPI_Request h) { return slot_of(HANDLE_WORD(h), MPICH_TAG); }
+MPI_Request p2p_handle_of(p2p_req_t *r) { return (MPI_Request)(uintptr_t)(MPICH_TAG | r->idx); }
 /* Messages: 0x0BD in bits 20-31, also HANDLE_KIND_INVALID to MPICH. */
 #define MPICH_MSG_TAG 0x0BD00000
-p2p_req_t *p2p_msg_of(MPI_Message h) { return slot_of((unsigned)h, MPICH_MSG_TAG); }
-MPI_Message p2p_msghandle_of(p2p_req_t *m) { return (MPI_Message)(MPICH_MSG_TAG | m->idx); }
+p2p_req_t *p2p_msg_of(MPI_Message h) { return slot_of(HANDLE_WORD(h), MPICH_MSG_TAG); }
+MPI_Message p2p_msghandle_of(p2p_req_t *m) { return (MPI_Message)(uintptr_t)(MPICH_MSG_TAG | m->idx); }
 #endif
 
 /* MPI_Status internals: both MPIs keep the byte count and the cancelled flag in hidden fields
