@@ -153,10 +153,12 @@ def _ompi_session_base(env: dict[str, str]) -> str | None:
     namespace (a rootless container, `unshare --user --map-root-user`) the uid is the namespace's
     0, and the directory of that name is the real root's, left by any root job on the host."""
     base = env.get("TMPDIR") or env.get("TEMP") or env.get("TMP") or "/tmp"
-    top = os.path.join(base, f"ompi.{os.uname().nodename}.{os.geteuid()}")
-    if not os.path.lexists(top) or os.access(top, os.W_OK | os.X_OK):
-        return None
-    return base
+    # Open MPI 5's runtime (PRRTE) names its directory prte.<host>.<uid>: either may be the blocker.
+    for name in ("ompi", "prte"):
+        top = os.path.join(base, f"{name}.{os.uname().nodename}.{os.geteuid()}")
+        if os.path.lexists(top) and not os.access(top, os.W_OK | os.X_OK):
+            return base
+    return None
 
 
 class Yod:
@@ -291,7 +293,8 @@ class Yod:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         # Made in run() (not under --dry-run), removed after the job.
         self.ompi_tmp_base = (_ompi_session_base(env) if self.kind == "openmpi"
-                              and not env.get("OMPI_MCA_orte_tmpdir_base") else None)
+                              and not env.get("OMPI_MCA_orte_tmpdir_base")
+                              and not env.get("PRTE_MCA_prte_tmpdir_base") else None)
         self.private_tmp = None
         per_group: list[list[str]] = [[] for _ in o.groups]
         for name, values in (("BOBCAT_HEAP", [str(h) for h in self.heaps]), ("BOBCAT_PRELOAD", libs)):
@@ -430,7 +433,8 @@ class Yod:
             import tempfile
             try:
                 self.private_tmp = tempfile.mkdtemp(prefix="yod-ompi-", dir=self.ompi_tmp_base)
-                self.env["OMPI_MCA_orte_tmpdir_base"] = self.private_tmp
+                self.env["OMPI_MCA_orte_tmpdir_base"] = self.private_tmp   # Open MPI 4
+                self.env["PRTE_MCA_prte_tmpdir_base"] = self.private_tmp   # Open MPI 5 (PRRTE)
             except OSError as e:
                 _err(f"Open MPI's session directory in {self.ompi_tmp_base} belongs to another user (a user "
                      f"namespace?) and no private one can be made there ({e.strerror}): set TMPDIR")
