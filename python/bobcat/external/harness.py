@@ -53,7 +53,7 @@ def with_peers(system: dict[str, dict]) -> dict[str, dict]:
             continue
         env = {"I_MPI_ROOT": m.prefix} if m.product == "Intel MPI" else {}
         out[f] = dict(system[m.family], mpicc=os.path.join(m.prefix, "bin", "mpicc"),
-                      launcher=m.launcher, family=m.family, env=env)
+                      launcher=m.launcher, family=m.family, env=env, libdir=os.path.dirname(m.lib))
     return out
 
 
@@ -139,7 +139,7 @@ def build(work: str, mpi: str, sdist: str, version: str = MPI4PY_VERSION) -> tup
         raise Unavailable(f"{MPIS[mpi]['mpicc']} not found: install the MPI (scripts/setup.sh)")
     src = os.path.join(work, f"mpi4py-{version}-{mpi}")
     stamp = os.path.join(src, ".bobcat-built")
-    key = f"{mpicc} {sys.executable} {sys.version_info[:2]}"
+    key = f"{mpicc} {sys.executable} {sys.version_info[:2]} {MPIS[mpi].get('libdir', '')}"
     if os.path.isfile(stamp) and open(stamp).read() == key:
         return os.path.join(src, "test"), libdir_of(src)
     shutil.rmtree(src, ignore_errors=True)
@@ -157,13 +157,36 @@ def build(work: str, mpi: str, sdist: str, version: str = MPI4PY_VERSION) -> tup
     env = dict(os.environ, CFLAGS="-O0 -g0")  # conformance, not speed: -O0 halves the build time
     log = os.path.join(src, "build.log")
     with open(log, "w") as f:
-        p = subprocess.run([sys.executable, "setup.py", "build", f"--mpicc={mpicc}"], cwd=src,
-                           stdout=f, stderr=subprocess.STDOUT, env=env)
+        cmd = [sys.executable, "setup.py", "build", f"--mpicc={mpicc}"]
+        libdir = MPIS[mpi].get("libdir")
+        if libdir:
+            # A peer's libmpi.so must come before Python's LIBDIR (/usr/lib/x86_64-linux-gnu), which
+            # distutils puts on the link line ahead of mpicc's own -L and where `-lmpi` is Debian's
+            # Open MPI: mpi4py built with the MPICH 5 wheel's mpicc then needed Open MPI 4.1's
+            # libmpi.so.40, and the Open MPI 5 one ran on 4.1.
+            cmd += ["build_ext", f"--library-dirs={libdir}", f"--rpath={libdir}"]
+        p = subprocess.run(cmd, cwd=src, stdout=f, stderr=subprocess.STDOUT, env=env)
     if p.returncode != 0:
         raise Unavailable(f"building mpi4py against {mpi} failed: see {log}")
+    _check_linked(mpi, libdir_of(src))
     with open(stamp, "w") as f:
         f.write(key)
     return os.path.join(src, "test"), libdir_of(src)
+
+
+def _check_linked(mpi: str, pkgdir: str) -> None:
+    """The built extension must run on the MPI it was built for (resolved as the loader would)."""
+    from ..launcher.elf import detect
+    from ..launcher.mpis import Unserved, for_program
+    ext = glob.glob(os.path.join(pkgdir, "mpi4py", "MPI.*.so"))
+    d = detect(ext[0]) if ext else None
+    try:
+        got = for_program(*d)[0].flavour if d else None
+    except Unserved:
+        got = None
+    if got != mpi:
+        raise Unavailable(f"mpi4py built for {mpi} links {d[1] if d and d[1] else 'another MPI'} "
+                          f"({got or 'unknown'}): see {pkgdir}")
 
 
 def libdir_of(src: str) -> str:
