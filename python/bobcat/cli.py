@@ -127,9 +127,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
               + (f", {sum(1 for p in runnable if not p.spec.timed)} of them untimed for the account"
                  if any(not p.spec.timed for p in runnable) else "") + "; "
               f"estimate ~{campaign.estimate_s(runnable) / 60:.1f} min", highlight=False)
+    absent = campaign.absent_mpis(c, cs)
+    for m, why in absent.items():
+        n = sum(s.runs for s in skipped if s.mpi == m)
+        err.print(f"  skipped MPI {m} ({n} runs): {why}", highlight=False, markup=False)
     for s in skipped:
-        err.print(f"  skipped {s.benchmark} {s.config}/{s.mpi}/{s.mode} ({s.runs} runs): {s.reason}",
-                  highlight=False, markup=False)
+        if s.mpi not in absent:
+            err.print(f"  skipped {s.benchmark} {s.config}/{s.mpi}/{s.mode} ({s.runs} runs): {s.reason}",
+                      highlight=False, markup=False)
     store = Store(Path(args.db))
     with CampaignProgress(err, c.name) as prog:
         outcome = campaign.execute(store, c, cs, resume_id, prog.on_start, prog.on_run, prog.on_done)
@@ -167,12 +172,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     cs = _load_configs(args)
     t = Table(title=f"benchmarks (from {paths.libexec_dir() / 'bench'})")
-    for col in ("benchmark", *configs.VENDORS, "description"):
+    vendors = configs.installed_vendors(cs)
+    absent = {v: configs.installed(cs, v)[1] for v in cs.vendors() if v not in vendors}
+    for col in ("benchmark", *vendors, "description"):
         t.add_column(col)
     missing = False
     for b in runner.BENCHMARKS.values():
         cells = []
-        for v in configs.VENDORS:
+        for v in vendors:
             ok, why = runner.bench_available(b.name, v)
             missing |= "not found" in why
             cells.append("yes" if ok else "not installed" if "not found" in why else f"no: {why}")
@@ -182,11 +189,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         out.print(f"not installed: build and install the tree (cmake --install BUILD), or point "
                   f"BOBCAT_HOME at an install prefix (now {paths.home()})", highlight=False)
     t = Table(title="configurations")
-    for col in ("config", *configs.VENDORS, "description"):
+    for col in ("config", *vendors, "description"):
         t.add_column(col)
     for c in cs.configs.values():
         cells = []
-        for v in configs.VENDORS:
+        for v in vendors:
             ok, why = configs.availability(cs, c, v)
             cells.append(f"yes ({c.vendor[v].single_copy or 'single copy: n/a'})" if ok
                          else f"no: {why}")
@@ -201,7 +208,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         t.add_row(name, f"{len(runnable)} (+{sum(s.runs for s in skipped)} unavailable)",
                   f"~{campaign.estimate_s(runnable) / 60:.1f} min", c.description)
     out.print(t)
-    out.print(f"modes: {', '.join(configs.MODES)}; MPIs: {', '.join(configs.VENDORS)}")
+    out.print(f"modes: {', '.join(configs.MODES)}; MPIs: "
+              + ", ".join(f"{v} ({machine.mpi_version(v) or '?'})" for v in vendors), highlight=False)
+    for v, why in absent.items():
+        out.print(f"MPI {v}: {why}", highlight=False, markup=False)
     return 0
 
 
@@ -319,7 +329,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("benchmark", help=", ".join(runner.BENCHMARKS))
     r.add_argument("--config", required=True)
     r.add_argument("--mode", required=True, help=" or ".join(configs.MODES))
-    r.add_argument("--mpi", default="openmpi", help="openmpi (default) or mpich")
+    r.add_argument("--mpi", default="openmpi", help="openmpi (default), mpich, or one of today's MPIs "
+                   "installed by scripts/peers.sh (openmpi5, mpich5, impi): `bobcat list`")
     r.add_argument("--ranks", type=int, default=2)
     r.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
     r.add_argument("--pages", choices=["large", "small"], default="large",
