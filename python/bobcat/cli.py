@@ -21,7 +21,7 @@ from .console import FORMATS, CampaignProgress, Column, Output, crash_note, emit
 from .evaluation import campaign, configs, machine, runner
 from .evaluation.store import DEFAULT_DB, Store, StoreError
 from .report import export
-from .report.compare import compare
+from .report.compare import best_peers, compare
 from .report.headline import is_headline
 
 DEFAULT_OUT = Path("results") / "report"
@@ -215,7 +215,65 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+BEST_PEER = "best-peer"
+
+
+def cmd_compare_best(args: argparse.Namespace) -> int:
+    """`bobcat compare best-peer REF`: REF against the best peer across every installed MPI."""
+    ref = args.b
+    store = Store(Path(args.db), read_only=True)
+    rows = best_peers(store, ref, args.bench, args.test, args.mpi, args.mode, args.metric,
+                      args.placement)
+    present = store.configs_present()
+    store.close()
+    measured = len(rows)
+    if not (args.all or args.metric):
+        rows = [r for r in rows if is_headline(r.benchmark, r.bench, r.metric, r.size,
+                                               json.loads(r.point))]
+    if not rows:
+        why = (f" ({measured} non-headline metrics: see them with --all)" if measured else
+               f" (configurations in {args.db}: {', '.join(present) or 'none'})")
+        err.print(f"no {'' if args.all or args.metric else 'headline '}metric measured by both "
+                  f"{ref} and a peer with these filters{why}", highlight=False, markup=False)
+        return 1
+    columns = [Column("bench"), Column("metric"), Column("bytes", True), Column("mode"),
+               Column(ref), Column(f"{ref} value", True), Column("best Debian peer"),
+               Column("Debian value", True), Column("best peer (all MPIs)"), Column("peer value", True),
+               Column("unit"), Column(f"{ref}/best", True), Column("spread", True), Column("n", True),
+               Column("better")]
+    shown, records = [], []
+    for r in rows:
+        b = r.best
+        name = r.bench if r.bench == r.benchmark else f"{r.benchmark}/{r.bench}"
+        spread = f"{_fmt(b.ratio_min)}–{_fmt(b.ratio_max)}" if b.ratio_min is not None else "-"
+        better = {"reference": ref, "peer": b.peer.name, "same": "same", "?": "?"}[b.verdict]
+        deb = b.debian
+        shown.append([name, r.metric, "" if r.size is None else str(r.size), r.mode,
+                      b.reference.mpi, _fmt(b.reference.median), deb.name if deb else "-",
+                      _fmt(deb.median) if deb else "-", b.peer.name, _fmt(b.peer.median), r.unit,
+                      _fmt(b.ratio), spread, f"{b.reference.n}/{b.peer.n}", better])
+        records.append({"reference": ref, "benchmark": r.benchmark, "bench": r.bench,
+                        "metric": r.metric, "bytes": r.size, "mode": r.mode,
+                        "params": json.loads(r.point), "unit": r.unit,
+                        "reference_mpi": b.reference.mpi, "reference_median": b.reference.median,
+                        "debian_config": deb.config if deb else None,
+                        "debian_mpi": deb.mpi if deb else None,
+                        "debian_median": deb.median if deb else None,
+                        "peer_config": b.peer.config, "peer_mpi": b.peer.mpi,
+                        "peer_median": b.peer.median, "peers": b.peers, "ratio": b.ratio,
+                        "ratio_min": b.ratio_min, "ratio_max": b.ratio_max,
+                        "n_reference": b.reference.n, "n_peer": b.peer.n,
+                        "direction": r.better, "better": better})
+    what = "all metrics" if args.all or args.metric else "headline metrics (--all: every metric)"
+    scope = f"{ref} with {args.mpi}" if args.mpi else f"{ref} at its best over the MPIs"
+    emit(out, args.format, f"{scope} against the best peer across every MPI measured, {what} "
+         "(ratio of medians; spread = min–max of per-repetition ratios)", columns, shown, records)
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
+    if args.a == BEST_PEER:
+        return cmd_compare_best(args)
     store = Store(Path(args.db), read_only=True)
     rows = compare(store, args.a, args.b, args.bench, args.test, args.mpi, args.mode, args.metric,
                    args.placement)
@@ -343,12 +401,15 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("list", parents=[common], help="benchmarks, configurations (availability), "
                    "campaigns").set_defaults(fn=cmd_list)
 
-    c = sub.add_parser("compare", parents=[common], help="configuration B relative to A")
-    c.add_argument("a", metavar="A")
+    c = sub.add_parser("compare", parents=[common], help="configuration B relative to A; A = "
+                       "best-peer: B against the best peer across every installed MPI")
+    c.add_argument("a", metavar="A", help="a configuration, or best-peer: per metric the best "
+                   "(configuration, MPI) not under yod, and the best of Debian's MPIs")
     c.add_argument("b", metavar="B")
     c.add_argument("--bench", help="benchmark program (imb, ring, hpcc, ...)")
     c.add_argument("--test", help="metric group within it (imb: pingpong, barrier, ...)")
-    c.add_argument("--mpi")
+    c.add_argument("--mpi", help="only this MPI's runs (with best-peer: of B only; the peers are "
+                   "always every MPI)")
     c.add_argument("--mode")
     c.add_argument("--metric", help="one metric name (t_avg, bandwidth, HPL_Tflops, ...)")
     c.add_argument("--placement", help="only runs whose probes saw this placement (core, smt, chip)")
