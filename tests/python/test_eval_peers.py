@@ -267,3 +267,26 @@ def test_cli_compare_best_peer_json(peers_db, capsys):
     bw = next(r for r in recs if r["metric"] == "bandwidth")
     assert (bw["peer_config"], bw["peer_mpi"], bw["reference_mpi"]) == ("linux-shm-nocma", "openmpi", "openmpi5")
     assert bw["debian_mpi"] == "openmpi" and bw["better"] == "lwk"
+
+
+def test_small_page_runs_are_not_pooled_with_default_ones(tmp_path):
+    """A benchmark's own `pages` (what its arrays got) must not hide the page size its run asked
+    for: lwk's small-page stream runs are a measurement of their own, with no peer."""
+    st = Store(tmp_path / "p.db")
+    cid = st.start_campaign("default", {})
+    for seq, (config, asked, triad) in enumerate([("lwk", None, 34.0), ("lwk", "small", 20.0),
+                                                  ("linux-shm", None, 30.0)]):
+        params = {"args": []} | ({"pages": asked} if asked else {})
+        rec = RunRecord(
+            benchmark="stream", config=config, mpi="openmpi", mode="SN", ranks=2, params=params,
+            started=0.0, duration=1.0, status="ok", exit_code=0, machine={},
+            config_detail={"via_yod": config == "lwk"}, probe_before=None, probe_after=None,
+            placement="core", git_rev=None, command=["x"], raw_stdout="", raw_stderr="",
+            metrics=[Metric("stream", "triad", triad, "GB/s", "higher", {"phase": "all", "pages": "small"})],
+            campaign_id=cid, seq=seq, repetition=0)
+        st.add_run(rec)
+    rows = best_peers(st, "lwk")
+    st.close()
+    assert len(rows) == 1
+    b = rows[0].best
+    assert b.reference.n == 1 and b.reference.median == 34.0 and b.ratio == pytest.approx(34 / 30)

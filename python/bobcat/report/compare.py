@@ -52,6 +52,11 @@ class Row:
 def _point(run_params: dict[str, Any], metric_params: dict[str, Any]) -> str:
     keep = {k: v for k, v in {**run_params, **metric_params}.items()
             if k not in _HOW_PARAMS and k not in ("bytes", "ranks")}
+    # The page size a run asked for (a campaign's small-page runs) is part of the measurement; a
+    # benchmark's own "pages" (what its arrays got) would otherwise overwrite it and pool the
+    # small-page runs with the default ones.
+    if "pages" in run_params:
+        keep["asked_pages"] = run_params["pages"]
     return json.dumps(keep, sort_keys=True)
 
 
