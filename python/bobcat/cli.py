@@ -237,7 +237,8 @@ def cmd_compare_best(args: argparse.Namespace) -> int:
                   f"{ref} and a peer with these filters{why}", highlight=False, markup=False)
         return 1
     columns = [Column("bench"), Column("metric"), Column("bytes", True), Column("mode"),
-               Column(ref), Column(f"{ref} value", True), Column("best Debian peer"),
+               Column(ref), Column(f"{ref} value", True), Column(f"{ref} over MPIs", True),
+               Column("best Debian peer"),
                Column("Debian value", True), Column("best peer (all MPIs)"), Column("peer value", True),
                Column("unit"), Column(f"{ref}/best", True), Column("spread", True), Column("n", True),
                Column("better")]
@@ -248,14 +249,19 @@ def cmd_compare_best(args: argparse.Namespace) -> int:
         spread = f"{_fmt(b.ratio_min)}–{_fmt(b.ratio_max)}" if b.ratio_min is not None else "-"
         better = {"reference": ref, "peer": b.peer.name, "same": "same", "?": "?"}[b.verdict]
         deb = b.debian
+        rng = b.reference_range
         shown.append([name, r.metric, "" if r.size is None else str(r.size), r.mode,
-                      b.reference.mpi, _fmt(b.reference.median), deb.name if deb else "-",
+                      b.reference.mpi, _fmt(b.reference.median),
+                      f"{_fmt(rng[0])}–{_fmt(rng[1])}" if rng and rng[0] != rng[1] else "-",
+                      deb.name if deb else "-",
                       _fmt(deb.median) if deb else "-", b.peer.name, _fmt(b.peer.median), r.unit,
                       _fmt(b.ratio), spread, f"{b.reference.n}/{b.peer.n}", better])
         records.append({"reference": ref, "benchmark": r.benchmark, "bench": r.bench,
                         "metric": r.metric, "bytes": r.size, "mode": r.mode,
                         "params": json.loads(r.point), "unit": r.unit,
                         "reference_mpi": b.reference.mpi, "reference_median": b.reference.median,
+                        "reference_min": rng[0] if rng else None,
+                        "reference_max": rng[1] if rng else None,
                         "debian_config": deb.config if deb else None,
                         "debian_mpi": deb.mpi if deb else None,
                         "debian_median": deb.median if deb else None,

@@ -165,6 +165,7 @@ def test_best_of_follows_the_direction_and_names_the_winner():
     assert b.peer.name == "linux-shm/impi" and b.peer.median == 0.21
     assert b.debian.name == "linux-shm-nocma/mpich" and b.debian.median == 0.26
     assert b.reference.name == "lwk/impi" and b.reference.median == 0.12
+    assert b.reference_range == (0.12, 0.15)
     assert b.peers == 4
     assert b.ratio == pytest.approx(0.12 / 0.21)
     # per-repetition ratios of the two winners, paired by (campaign, repetition)
@@ -256,6 +257,7 @@ def test_report_table_best_peer(peers_db):
     bw = by["imb/PingPong/bandwidth"]
     assert bw["best peer (all MPIs)"] == "linux-shm-nocma/openmpi" and bw["lwk MPI"] == "openmpi5"
     assert bw["lwk/best"] == pytest.approx(61000 / 40000) and bw["winner"] == "lwk"
+    assert bw["lwk over its MPIs"] == "60000–61000"
     assert any("impi" in n and "openmpi5" in n for n in t.notes)
 
 
@@ -267,6 +269,7 @@ def test_cli_compare_best_peer_json(peers_db, capsys):
     bw = next(r for r in recs if r["metric"] == "bandwidth")
     assert (bw["peer_config"], bw["peer_mpi"], bw["reference_mpi"]) == ("linux-shm-nocma", "openmpi", "openmpi5")
     assert bw["debian_mpi"] == "openmpi" and bw["better"] == "lwk"
+    assert (bw["reference_min"], bw["reference_max"]) == (60000.0, 61000.0)
 
 
 def test_small_page_runs_are_not_pooled_with_default_ones(tmp_path):

@@ -52,6 +52,8 @@ class Best:
     ratio_min: float | None
     ratio_max: float | None
     peers: int  # how many peer series were measured at this point
+    # The reference's medians over its MPIs (lowest, highest): how much its best owes to the pick.
+    reference_range: tuple[float, float] | None = None
 
     @property
     def verdict(self) -> str:
@@ -86,8 +88,10 @@ def pick(by_series: Mapping[tuple[str, str], Mapping[RunKey, float]], better: st
     reference_mpi: only that MPI's series of the reference (default: its best over every MPI)."""
     order = sorted(by_series)
     series = [Series(c, m, by_series[(c, m)]) for c, m in order]
-    ref = best_of([s for s in series if s.config == reference
-                   and (reference_mpi is None or s.mpi == reference_mpi)], better)
+    refs = [s for s in series if s.config == reference and s.values
+            and (reference_mpi is None or s.mpi == reference_mpi)]
+    ref = best_of(refs, better)
+    meds = [s.median for s in refs]
     peers = [s for s in series if s.config != reference and is_peer_config(s.config)]
     peer = best_of(peers, better)
     debian = best_of([s for s in peers if s.mpi in SYSTEM_MPIS], better)
@@ -101,13 +105,14 @@ def pick(by_series: Mapping[tuple[str, str], Mapping[RunKey, float]], better: st
             [_ratio(a, b) for a in ref.values.values() for b in peer.values.values()]
         finite = [x for x in ratios if x is not None]
         lo, hi = (min(finite), max(finite)) if finite else (None, None)
-    return Best(ref, debian, peer, better, ratio, lo, hi, len(peers))
+    return Best(ref, debian, peer, better, ratio, lo, hi, len(peers),
+                (min(meds), max(meds)) if meds else None)
 
 
 CAPTION = ("For each headline metric: the best peer, i.e. the (configuration, MPI) with the best "
            "median among every configuration that does not run under yod, with every installed MPI "
            "(Debian's Open MPI 4.1 and MPICH 4.0, and Open MPI 5, MPICH 5 and Intel MPI where "
            "scripts/peers.sh installed them); the best of Debian's two alone; and {ref} at its best "
-           "over the same MPIs. {ref}/best is the ratio of medians, spread the min–max of the "
+           "over the same MPIs, with the range of its medians over them. {ref}/best is the ratio of medians, spread the min–max of the "
            "per-repetition ratios of the two winners. A best of many series under noise flatters "
            "the side with more series, here the peers.")

@@ -120,7 +120,9 @@ def best_peer_table(ds: Dataset, reference: str = "lwk") -> Table:
         if b.reference is None or b.peer is None:
             continue
         winner = {"reference": reference, "peer": b.peer.name, "same": "same", "?": "?"}[b.verdict]
+        rng = b.reference_range
         rows.append([_metric_label(s), key[1], s.unit, s.better, b.reference.mpi, b.reference.median,
+                     f"{fmt(rng[0])}–{fmt(rng[1])}" if rng and rng[0] != rng[1] else "—",
                      b.debian.name if b.debian else "—", b.debian.median if b.debian else None,
                      b.peer.name, b.peer.median, b.ratio,
                      f"{fmt(b.ratio_min)}–{fmt(b.ratio_max)}" if b.ratio_min is not None else "—",
@@ -131,7 +133,7 @@ def best_peer_table(ds: Dataset, reference: str = "lwk") -> Table:
     return Table("best-peer", f"{reference} against the best peer across every installed MPI",
                  best.CAPTION.format(ref=reference),
                  ["metric", "mode", "unit", "better", f"{reference} MPI", reference,
-                  "best Debian peer", "Debian value", "best peer (all MPIs)", "peer value",
+                  f"{reference} over its MPIs", "best Debian peer", "Debian value", "best peer (all MPIs)", "peer value",
                   f"{reference}/best", "spread", "n", "winner"], rows, notes,
                  None if rows else f"no headline metric measured by both {reference} and a peer")
 
