@@ -419,14 +419,18 @@ def execute(store: Store, c: Campaign, cs: configs.ConfigSet, resume_id: int | N
 
 
 def estimate_s(points: list[Point]) -> float:
-    """A rough duration: the run's wall time measured on a busy 2-vCPU node (hpcc at N = 1000,
-    averaged over SN and VN2) plus two probes (timed runs only) and bookkeeping."""
-    # shmem: the mean of its pair, lwk 0.6-1.1 s and oshmem 2.5-4 s (UCX start-up) at a load of
-    # 4-9, with the default campaign's --time 0.05 --reps 7.
-    typical = {"hpcc": 8.0, "ring": 5.5, "gups": 3.5, "stream": 2.5, "fft": 2.5, "ptrans": 2.0,
-               "selfish": 1.7, "imb": 1.3, "io": 0.7, "shmem": 1.8}
-    # A heap on 4 KiB pages takes ~1-3 s more to populate (MACHINE.md: 1.2-1.5 GB/s, less on
-    # memory the VM has not touched yet).
-    return sum(typical.get(p.spec.benchmark, 2.0) + 0.5
+    """A rough duration: each run's wall time plus two probes (timed runs only) and bookkeeping.
+
+    The run times are the means of the default campaign of 2026-11-26 on this 2-vCPU node with
+    the heavy-work lock held (load ~2; docs/evaluation.md): 531 runs in 882 s, 527 s of it in the
+    runs. The earlier table (imb 1.3 s, hpcc 8 s, ...) was measured at a load of 4-9 and put that
+    campaign at 26 min."""
+    # imb: the mean over its five MPIs (Open MPI 5's PRRTE start-up 1.4 s, Intel MPI 1.0,
+    # Debian's Open MPI 0.85, both MPICHs 0.6); hpcc at N = 1000, SN and VN2; shmem: its pair
+    # (lwk and oshmem) with the default campaign's --time 0.05 --reps 7.
+    typical = {"hpcc": 1.4, "ring": 3.2, "gups": 0.5, "stream": 1.9, "fft": 0.5, "ptrans": 0.5,
+               "selfish": 1.4, "imb": 0.9, "io": 0.4, "shmem": 1.8}
+    # A heap on 4 KiB pages takes longer to populate: +0.3-0.6 s a run here (gups, hpcc, stream).
+    return sum(typical.get(p.spec.benchmark, 2.0) + 0.1
                + (2 * runner.PROBE_SECONDS if p.spec.timed else 0.0)
-               + (2.0 if p.spec.pages == "small" else 0.0) for p in points)
+               + (0.6 if p.spec.pages == "small" else 0.0) for p in points)
