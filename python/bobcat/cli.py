@@ -21,7 +21,7 @@ from .console import FORMATS, CampaignProgress, Column, Output, crash_note, emit
 from .evaluation import campaign, configs, machine, runner
 from .evaluation.store import DEFAULT_DB, Store, StoreError
 from .report import export
-from .report.compare import compare
+from .report.compare import best_peers, compare
 from .report.headline import is_headline
 
 DEFAULT_OUT = Path("results") / "report"
@@ -127,9 +127,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
               + (f", {sum(1 for p in runnable if not p.spec.timed)} of them untimed for the account"
                  if any(not p.spec.timed for p in runnable) else "") + "; "
               f"estimate ~{campaign.estimate_s(runnable) / 60:.1f} min", highlight=False)
+    absent = campaign.absent_mpis(c, cs)
+    for m, why in absent.items():
+        n = sum(s.runs for s in skipped if s.mpi == m)
+        err.print(f"  skipped MPI {m} ({n} runs): {why}", highlight=False, markup=False)
     for s in skipped:
-        err.print(f"  skipped {s.benchmark} {s.config}/{s.mpi}/{s.mode} ({s.runs} runs): {s.reason}",
-                  highlight=False, markup=False)
+        if s.mpi not in absent:
+            err.print(f"  skipped {s.benchmark} {s.config}/{s.mpi}/{s.mode} ({s.runs} runs): {s.reason}",
+                      highlight=False, markup=False)
     store = Store(Path(args.db))
     with CampaignProgress(err, c.name) as prog:
         outcome = campaign.execute(store, c, cs, resume_id, prog.on_start, prog.on_run, prog.on_done)
@@ -167,12 +172,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     cs = _load_configs(args)
     t = Table(title=f"benchmarks (from {paths.libexec_dir() / 'bench'})")
-    for col in ("benchmark", *configs.VENDORS, "description"):
+    vendors = configs.installed_vendors(cs)
+    absent = {v: configs.installed(cs, v)[1] for v in cs.vendors() if v not in vendors}
+    for col in ("benchmark", *vendors, "description"):
         t.add_column(col)
     missing = False
     for b in runner.BENCHMARKS.values():
         cells = []
-        for v in configs.VENDORS:
+        for v in vendors:
             ok, why = runner.bench_available(b.name, v)
             missing |= "not found" in why
             cells.append("yes" if ok else "not installed" if "not found" in why else f"no: {why}")
@@ -182,11 +189,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         out.print(f"not installed: build and install the tree (cmake --install BUILD), or point "
                   f"BOBCAT_HOME at an install prefix (now {paths.home()})", highlight=False)
     t = Table(title="configurations")
-    for col in ("config", *configs.VENDORS, "description"):
+    for col in ("config", *vendors, "description"):
         t.add_column(col)
     for c in cs.configs.values():
         cells = []
-        for v in configs.VENDORS:
+        for v in vendors:
             ok, why = configs.availability(cs, c, v)
             cells.append(f"yes ({c.vendor[v].single_copy or 'single copy: n/a'})" if ok
                          else f"no: {why}")
@@ -201,11 +208,78 @@ def cmd_list(args: argparse.Namespace) -> int:
         t.add_row(name, f"{len(runnable)} (+{sum(s.runs for s in skipped)} unavailable)",
                   f"~{campaign.estimate_s(runnable) / 60:.1f} min", c.description)
     out.print(t)
-    out.print(f"modes: {', '.join(configs.MODES)}; MPIs: {', '.join(configs.VENDORS)}")
+    out.print(f"modes: {', '.join(configs.MODES)}; MPIs: "
+              + ", ".join(f"{v} ({machine.mpi_version(v) or '?'})" for v in vendors), highlight=False)
+    for v, why in absent.items():
+        out.print(f"MPI {v}: {why}", highlight=False, markup=False)
+    return 0
+
+
+BEST_PEER = "best-peer"
+
+
+def cmd_compare_best(args: argparse.Namespace) -> int:
+    """`bobcat compare best-peer REF`: REF against the best peer across every installed MPI."""
+    ref = args.b
+    store = Store(Path(args.db), read_only=True)
+    rows = best_peers(store, ref, args.bench, args.test, args.mpi, args.mode, args.metric,
+                      args.placement)
+    present = store.configs_present()
+    store.close()
+    measured = len(rows)
+    if not (args.all or args.metric):
+        rows = [r for r in rows if is_headline(r.benchmark, r.bench, r.metric, r.size,
+                                               json.loads(r.point))]
+    if not rows:
+        why = (f" ({measured} non-headline metrics: see them with --all)" if measured else
+               f" (configurations in {args.db}: {', '.join(present) or 'none'})")
+        err.print(f"no {'' if args.all or args.metric else 'headline '}metric measured by both "
+                  f"{ref} and a peer with these filters{why}", highlight=False, markup=False)
+        return 1
+    columns = [Column("bench"), Column("metric"), Column("bytes", True), Column("mode"),
+               Column(ref), Column(f"{ref} value", True), Column(f"{ref} over MPIs", True),
+               Column("best Debian peer"),
+               Column("Debian value", True), Column("best peer (all MPIs)"), Column("peer value", True),
+               Column("unit"), Column(f"{ref}/best", True), Column("spread", True), Column("n", True),
+               Column("better")]
+    shown, records = [], []
+    for r in rows:
+        b = r.best
+        name = r.bench if r.bench == r.benchmark else f"{r.benchmark}/{r.bench}"
+        spread = f"{_fmt(b.ratio_min)}–{_fmt(b.ratio_max)}" if b.ratio_min is not None else "-"
+        better = {"reference": ref, "peer": b.peer.name, "same": "same", "?": "?"}[b.verdict]
+        deb = b.debian
+        rng = b.reference_range
+        shown.append([name, r.metric, "" if r.size is None else str(r.size), r.mode,
+                      b.reference.mpi, _fmt(b.reference.median),
+                      f"{_fmt(rng[0])}–{_fmt(rng[1])}" if rng and rng[0] != rng[1] else "-",
+                      deb.name if deb else "-",
+                      _fmt(deb.median) if deb else "-", b.peer.name, _fmt(b.peer.median), r.unit,
+                      _fmt(b.ratio), spread, f"{b.reference.n}/{b.peer.n}", better])
+        records.append({"reference": ref, "benchmark": r.benchmark, "bench": r.bench,
+                        "metric": r.metric, "bytes": r.size, "mode": r.mode,
+                        "params": json.loads(r.point), "unit": r.unit,
+                        "reference_mpi": b.reference.mpi, "reference_median": b.reference.median,
+                        "reference_min": rng[0] if rng else None,
+                        "reference_max": rng[1] if rng else None,
+                        "debian_config": deb.config if deb else None,
+                        "debian_mpi": deb.mpi if deb else None,
+                        "debian_median": deb.median if deb else None,
+                        "peer_config": b.peer.config, "peer_mpi": b.peer.mpi,
+                        "peer_median": b.peer.median, "peers": b.peers, "ratio": b.ratio,
+                        "ratio_min": b.ratio_min, "ratio_max": b.ratio_max,
+                        "n_reference": b.reference.n, "n_peer": b.peer.n,
+                        "direction": r.better, "better": better})
+    what = "all metrics" if args.all or args.metric else "headline metrics (--all: every metric)"
+    scope = f"{ref} with {args.mpi}" if args.mpi else f"{ref} at its best over the MPIs"
+    emit(out, args.format, f"{scope} against the best peer across every MPI measured, {what} "
+         "(ratio of medians; spread = min–max of per-repetition ratios)", columns, shown, records)
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    if args.a == BEST_PEER:
+        return cmd_compare_best(args)
     store = Store(Path(args.db), read_only=True)
     rows = compare(store, args.a, args.b, args.bench, args.test, args.mpi, args.mode, args.metric,
                    args.placement)
@@ -323,7 +397,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("benchmark", help=", ".join(runner.BENCHMARKS))
     r.add_argument("--config", required=True)
     r.add_argument("--mode", required=True, help=" or ".join(configs.MODES))
-    r.add_argument("--mpi", default="openmpi", help="openmpi (default) or mpich")
+    r.add_argument("--mpi", default="openmpi", help="openmpi (default), mpich, or one of today's MPIs "
+                   "installed by scripts/peers.sh (openmpi5, mpich5, impi): `bobcat list`")
     r.add_argument("--ranks", type=int, default=2)
     r.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
     r.add_argument("--pages", choices=["large", "small"], default="large",
@@ -336,12 +411,15 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("list", parents=[common], help="benchmarks, configurations (availability), "
                    "campaigns").set_defaults(fn=cmd_list)
 
-    c = sub.add_parser("compare", parents=[common], help="configuration B relative to A")
-    c.add_argument("a", metavar="A")
+    c = sub.add_parser("compare", parents=[common], help="configuration B relative to A; A = "
+                       "best-peer: B against the best peer across every installed MPI")
+    c.add_argument("a", metavar="A", help="a configuration, or best-peer: per metric the best "
+                   "(configuration, MPI) not under yod, and the best of Debian's MPIs")
     c.add_argument("b", metavar="B")
     c.add_argument("--bench", help="benchmark program (imb, ring, hpcc, ...)")
     c.add_argument("--test", help="metric group within it (imb: pingpong, barrier, ...)")
-    c.add_argument("--mpi")
+    c.add_argument("--mpi", help="only this MPI's runs (with best-peer: of B only; the peers are "
+                   "always every MPI)")
     c.add_argument("--mode")
     c.add_argument("--metric", help="one metric name (t_avg, bandwidth, HPL_Tflops, ...)")
     c.add_argument("--placement", help="only runs whose probes saw this placement (core, smt, chip)")

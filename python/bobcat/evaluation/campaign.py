@@ -143,14 +143,15 @@ def from_doc(doc: dict[str, Any], source: str, cs: configs.ConfigSet) -> Campaig
         timeout_s=_posnum(top.get("timeout_s", 300), f"{where} timeout_s"),
         configs=_strlist(top.get("configs", ["linux-shm", "linux-nic"]), f"{where} configs"),
         modes=_strlist(top.get("modes", ["VN2"]), f"{where} modes"),
-        mpis=_strlist(top.get("mpis", list(configs.VENDORS)), f"{where} mpis"),
+        mpis=_strlist(top.get("mpis", list(cs.vendors())), f"{where} mpis"),
         benches=[], source=source, account=top.get("account", "separate"),
         yod_configs=[n for n, cfg in cs.configs.items() if cfg.via_yod])
     if c.account not in ACCOUNT_CHOICES:
         raise CampaignError(f"{where} account: one of {', '.join(ACCOUNT_CHOICES)}, not {c.account!r}")
     _check_names(c.configs, cs.configs, "configuration", f"{where} configs")
     _check_names(c.modes, configs.MODES, "mode", f"{where} modes")
-    _check_names(c.mpis, configs.VENDORS, "MPI", f"{where} mpis")
+    # An MPI the configurations know but this machine lacks is valid here: plan() skips its runs.
+    _check_names(c.mpis, cs.vendors(), "MPI", f"{where} mpis")
     # A stored spec (--resume) spells the benchmark list "benches"; a file uses [[bench]].
     entries = doc.get("bench", doc.get("benches"))
     if not isinstance(entries, list) or not entries:
@@ -186,7 +187,7 @@ def from_doc(doc: dict[str, Any], source: str, cs: configs.ConfigSet) -> Campaig
                 raise CampaignError(f"{bw} params: must be a table")
             e.params = dict(t["params"])
         for key, known, what in (("configs", cs.configs, "configuration"),
-                                 ("modes", configs.MODES, "mode"), ("mpis", configs.VENDORS, "MPI")):
+                                 ("modes", configs.MODES, "mode"), ("mpis", cs.vendors(), "MPI")):
             if key in t:
                 vals = _strlist(t[key], f"{bw} {key}")
                 _check_names(vals, known, what, f"{bw} {key}")
@@ -297,6 +298,13 @@ def expand(c: Campaign) -> list[Point]:
     return out
 
 
+def absent_mpis(c: Campaign, cs: configs.ConfigSet) -> dict[str, str]:
+    """The MPIs the campaign names that this machine lacks (a peer scripts/peers.sh did not
+    install), each with the reason: their runs are skipped, and said once per MPI."""
+    named = dict.fromkeys([*c.mpis, *(m for b in c.benches for m in b.mpis or [])])
+    return {m: why for m in named for ok, why in [configs.installed(cs, m)] if not ok}
+
+
 def plan(c: Campaign, cs: configs.ConfigSet) -> tuple[list[Point], list[Skip]]:
     """Split the expansion into runnable points and skipped ones (with the reason).  An
     unavailable configuration or benchmark is reported, never faked."""
@@ -334,8 +342,11 @@ class Outcome:
 
 
 def summary_of(counts: dict[str, int], skipped: list[Skip], resumed_past: int,
-               pages: dict[str, Any] | None = None) -> dict[str, Any]:
+               pages: dict[str, Any] | None = None,
+               absent: dict[str, str] | None = None) -> dict[str, Any]:
     out = {"runs": counts, "skipped": [asdict(s) for s in skipped], "resumed_past": resumed_past}
+    if absent:
+        out["absent_mpis"] = absent
     if pages is not None:
         out["pages"] = pages
     return out
@@ -366,6 +377,7 @@ def execute(store: Store, c: Campaign, cs: configs.ConfigSet, resume_id: int | N
     Callbacks let the CLI draw progress: on_start(total, already_done), on_run(point, phase),
     on_done(point, record) once the run is stored."""
     runnable, skipped = plan(c, cs)
+    absent = absent_mpis(c, cs)
     if resume_id is None:
         cid = store.start_campaign(c.name, c.to_spec())
         done: set[int] = set()
@@ -383,7 +395,7 @@ def execute(store: Store, c: Campaign, cs: configs.ConfigSet, resume_id: int | N
     try:
         need = max((hugepool.job_pages(p.spec, cs) for p in todo), default=0)
     except UsageError as e:
-        store.set_campaign_status(cid, "interrupted", summary_of(counts, skipped, len(done), pages))
+        store.set_campaign_status(cid, "interrupted", summary_of(counts, skipped, len(done), pages, absent))
         raise CampaignError(f"yod would refuse a run of this campaign: {e}; fix the configuration's yod_args "
                             "or the campaign's ranks") from e
     reservation = hugepool.Reservation(need)
@@ -398,22 +410,27 @@ def execute(store: Store, c: Campaign, cs: configs.ConfigSet, resume_id: int | N
                 if on_done:
                     on_done(p, rec)
     except BaseException:
-        store.set_campaign_status(cid, "interrupted", summary_of(counts, skipped, len(done), pages))
+        store.set_campaign_status(cid, "interrupted", summary_of(counts, skipped, len(done), pages, absent))
         raise
-    store.set_campaign_status(cid, "done", summary_of(counts, skipped, len(done), pages))
-    notes = [pages["note"]] + ([reservation.record["note"]] if need else [])
+    store.set_campaign_status(cid, "done", summary_of(counts, skipped, len(done), pages, absent))
+    notes = [pages["note"]] + ([reservation.record["note"]] if need else []) + \
+        [f"{m}: skipped, {why}" for m, why in absent.items()]
     return Outcome(cid, counts, skipped, len(done), "done", notes)
 
 
 def estimate_s(points: list[Point]) -> float:
-    """A rough duration: the run's wall time measured on a busy 2-vCPU node (hpcc at N = 1000,
-    averaged over SN and VN2) plus two probes (timed runs only) and bookkeeping."""
-    # shmem: the mean of its pair, lwk 0.6-1.1 s and oshmem 2.5-4 s (UCX start-up) at a load of
-    # 4-9, with the default campaign's --time 0.05 --reps 7.
-    typical = {"hpcc": 8.0, "ring": 5.5, "gups": 3.5, "stream": 2.5, "fft": 2.5, "ptrans": 2.0,
-               "selfish": 1.7, "imb": 1.3, "io": 0.7, "shmem": 1.8}
-    # A heap on 4 KiB pages takes ~1-3 s more to populate (MACHINE.md: 1.2-1.5 GB/s, less on
-    # memory the VM has not touched yet).
-    return sum(typical.get(p.spec.benchmark, 2.0) + 0.5
+    """A rough duration: each run's wall time plus two probes (timed runs only) and bookkeeping.
+
+    The run times are the means of the default campaign of 2026-11-26 on this 2-vCPU node with
+    the heavy-work lock held (load ~2; docs/evaluation.md): 531 runs in 882 s, 527 s of it in the
+    runs. The earlier table (imb 1.3 s, hpcc 8 s, ...) was measured at a load of 4-9 and put that
+    campaign at 26 min."""
+    # imb: the mean over its five MPIs (Open MPI 5's PRRTE start-up 1.4 s, Intel MPI 1.0,
+    # Debian's Open MPI 0.85, both MPICHs 0.6); hpcc at N = 1000, SN and VN2; shmem: its pair
+    # (lwk and oshmem) with the default campaign's --time 0.05 --reps 7.
+    typical = {"hpcc": 1.4, "ring": 3.2, "gups": 0.5, "stream": 1.9, "fft": 0.5, "ptrans": 0.5,
+               "selfish": 1.4, "imb": 0.9, "io": 0.4, "shmem": 1.8}
+    # A heap on 4 KiB pages takes longer to populate: +0.3-0.6 s a run here (gups, hpcc, stream).
+    return sum(typical.get(p.spec.benchmark, 2.0) + 0.1
                + (2 * runner.PROBE_SECONDS if p.spec.timed else 0.0)
-               + (2.0 if p.spec.pages == "small" else 0.0) for p in points)
+               + (0.6 if p.spec.pages == "small" else 0.0) for p in points)

@@ -18,13 +18,21 @@ from typing import Any
 
 from . import machine
 from .. import paths
+from ..launcher import mpis
 
 MODES = ("SN", "VN2")
+# Debian 12's Open MPI 4.1 and MPICH 4.0: the MPIs every build has, the "Debian" side of the
+# report's best-peer table. Today's MPIs (scripts/peers.sh: openmpi5, mpich5, impi) are further
+# [mpi.<name>] tables in configs.toml; which of them this machine has is mpis.conf's business
+# (bobcat.launcher.mpis), and an absent one is skipped, never an error.
 VENDORS = ("openmpi", "mpich")
+SYSTEM_MPIS = VENDORS
+# The standard-ABI layer serves whichever MPI provides libmpi_abi.so.1: not a peer of its own.
+NOT_PEERS = frozenset({"abi"})
 USER_FILE = Path.home() / ".config" / "bobcat" / "configs.toml"
 # Inherited variables with these prefixes would silently change a configuration's transport, so
 # they are removed from every run's environment (and the removal is recorded).
-CLEARED_ENV_PREFIXES = ("OMPI_MCA_", "UCX_", "MPIR_CVAR_", "HYDRA_", "I_MPI_")
+CLEARED_ENV_PREFIXES = ("OMPI_MCA_", "PRTE_MCA_", "UCX_", "FI_", "MPIR_CVAR_", "HYDRA_", "I_MPI_")
 
 
 class ConfigError(Exception):
@@ -41,11 +49,17 @@ class VendorSettings:
 
 @dataclass(frozen=True)
 class MpiSpec:
+    """How to start a job with one MPI. launcher: the [mpi.<name>] table's, else the one mpis.conf
+    names for that installation (a peer's prefix differs per machine), else Debian's; "" when the
+    MPI is not installed here. family: openmpi or mpich, how its launcher is driven. An env value
+    may say {prefix}: the installation's prefix from mpis.conf."""
     vendor: str
     launcher: str
     args: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
     oversubscribe_args: tuple[str, ...]
+    family: str = ""
+    prefix: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,10 @@ class ConfigSet:
     mpi: dict[str, MpiSpec]
     network: dict[str, VendorSettings]
     configs: dict[str, Config]
+
+    def vendors(self) -> tuple[str, ...]:
+        """Every MPI the configuration data knows ([mpi.<name>]), installed here or not."""
+        return tuple(self.mpi)
 
     def get(self, name: str) -> Config:
         try:
@@ -112,40 +130,54 @@ def _vendor_settings(t: Any, where: str, base: VendorSettings) -> VendorSettings
         yod_args=base.yod_args + _strs(t.get("yod_args", []), f"{where}.yod_args"))
 
 
+def _mpi_spec(vendor: str, t: Any, where: str) -> MpiSpec:
+    if not isinstance(t, dict):
+        raise ConfigError(f"{where}: must be a table")
+    if vendor in NOT_PEERS:
+        raise ConfigError(f"{where}: {vendor} is the standard-ABI layer, which serves another MPI's "
+                          "libmpi_abi.so.1; it is not an MPI of its own to configure")
+    _check_keys(t, {"launcher", "family", "args", "env", "oversubscribe_args"}, where)
+    inst = mpis.table().get(vendor)
+    # An absent MPI without a family in the data is fine: it never runs here.
+    family = str(t.get("family", inst.family if inst else ""))
+    if (family or "family" in t) and family not in mpis.FAMILIES:
+        raise ConfigError(f"{where}.family: one of {', '.join(mpis.FAMILIES)} (how its launcher is "
+                          f"driven), not {family!r}")
+    launcher = t.get("launcher", inst.launcher if inst else machine.LAUNCHERS.get(vendor, ""))
+    return MpiSpec(vendor, str(launcher), _strs(t.get("args", []), f"{where}.args"),
+                   _env(t.get("env", {}), f"{where}.env"),
+                   _strs(t.get("oversubscribe_args", []), f"{where}.oversubscribe_args"),
+                   family, inst.prefix if inst else "")
+
+
 def _parse(doc: dict[str, Any], source: str, into: ConfigSet) -> None:
     _check_keys(doc, {"mpi", "network", "configs"}, source)
     for vendor, t in doc.get("mpi", {}).items():
-        where = f"{source}: [mpi.{vendor}]"
-        if vendor not in VENDORS:
-            raise ConfigError(f"{where}: unknown MPI (known: {', '.join(VENDORS)})")
-        _check_keys(t, {"launcher", "args", "env", "oversubscribe_args"}, where)
-        into.mpi[vendor] = MpiSpec(vendor, str(t.get("launcher", machine.LAUNCHERS[vendor])),
-                                   _strs(t.get("args", []), f"{where}.args"),
-                                   _env(t.get("env", {}), f"{where}.env"),
-                                   _strs(t.get("oversubscribe_args", []), f"{where}.oversubscribe_args"))
+        into.mpi[vendor] = _mpi_spec(vendor, t, f"{source}: [mpi.{vendor}]")
+    known = into.vendors()
     for vendor, t in doc.get("network", {}).items():
         where = f"{source}: [network.{vendor}]"
-        if vendor not in VENDORS:
-            raise ConfigError(f"{where}: unknown MPI (known: {', '.join(VENDORS)})")
+        if vendor not in known:
+            raise ConfigError(f"{where}: unknown MPI (known: {', '.join(known)}; add [mpi.{vendor}])")
         into.network[vendor] = _vendor_settings(t, where, VendorSettings())
     for name, t in doc.get("configs", {}).items():
         where = f"{source}: [configs.{name}]"
         if not isinstance(t, dict):
             raise ConfigError(f"{where}: must be a table")
         _check_keys(t, {"description", "via_yod", "network", "mpis", "launcher_args", "env",
-                        "single_copy", "yod_args", *VENDORS}, where)
-        mpis = _strs(t.get("mpis", list(VENDORS)), f"{where}.mpis")
-        for m in mpis:
-            if m not in VENDORS:
-                raise ConfigError(f"{where}.mpis: unknown MPI {m!r} (known: {', '.join(VENDORS)})")
+                        "single_copy", "yod_args", *known}, where)
+        names = _strs(t.get("mpis", list(known)), f"{where}.mpis")
+        for m in names:
+            if m not in known:
+                raise ConfigError(f"{where}.mpis: unknown MPI {m!r} (known: {', '.join(known)})")
         for key in ("via_yod", "network"):
             if not isinstance(t.get(key, False), bool):
                 raise ConfigError(f"{where}.{key}: must be true or false")
         common = {k: t[k] for k in ("launcher_args", "env", "single_copy", "yod_args") if k in t}
         base = _vendor_settings(common, where, VendorSettings())
-        vendor = {v: _vendor_settings(t.get(v, {}), f"{where}.{v}", base) for v in mpis}
+        vendor = {v: _vendor_settings(t.get(v, {}), f"{where}.{v}", base) for v in names}
         into.configs[name] = Config(name, str(t.get("description", "")), t.get("via_yod", False),
-                                    t.get("network", False), mpis, vendor, source)
+                                    t.get("network", False), names, vendor, source)
 
 
 def _load_file(path: Path) -> dict[str, Any]:
@@ -169,8 +201,13 @@ def load(user_file: Path | None = None) -> ConfigSet:
     if user_file is not None:
         _parse(_load_file(user_file), str(user_file), cs)
     for vendor in VENDORS:
-        if vendor not in cs.mpi or vendor not in cs.network:
-            raise ConfigError(f"configuration data lacks [mpi.{vendor}] or [network.{vendor}]")
+        if vendor not in cs.mpi:
+            raise ConfigError(f"configuration data lacks [mpi.{vendor}]")
+    for vendor in cs.mpi:
+        # SN mode puts every configuration on the network stack: an MPI without these settings
+        # would silently measure shared memory there.
+        if vendor not in cs.network:
+            raise ConfigError(f"configuration data has [mpi.{vendor}] but no [network.{vendor}]")
     return cs
 
 
@@ -252,13 +289,39 @@ def mpi_layer(vendor: str) -> str:
     return "real MPI only (libbobcat's MPI layer not built)"
 
 
+def installed(cs: ConfigSet, vendor: str) -> tuple[bool, str]:
+    """Whether MPI `vendor` is installed here: the build listed it in mpis.conf (Debian's two
+    are assumed when no mpis.conf is installed) and its launcher exists. The reason names the fix."""
+    if vendor not in cs.mpi:
+        return False, f"unknown MPI {vendor!r} (known: {', '.join(cs.vendors())})"
+    table = mpis.table()
+    if vendor not in table:
+        return False, (f"{vendor} is not installed on this machine (no line for it in "
+                       f"{mpis_conf()}; scripts/peers.sh install, then make build)")
+    launcher = cs.mpi[vendor].launcher
+    if not launcher or shutil.which(launcher) is None:
+        hint = f"install the {vendor} package" if vendor in SYSTEM_MPIS else \
+            "scripts/peers.sh install, then make build"
+        return False, f"{vendor}'s launcher {launcher or '(none)'} not found ({hint})"
+    return True, "ok"
+
+
+def installed_vendors(cs: ConfigSet) -> list[str]:
+    """The known MPIs installed here, in configs.toml's order (Debian's first)."""
+    return [v for v in cs.vendors() if installed(cs, v)[0]]
+
+
+def mpis_conf() -> str:
+    return os.path.join(paths.home_dir(), "share", "bobcat", "mpis.conf")
+
+
 def availability(cs: ConfigSet, config: Config, vendor: str) -> tuple[bool, str]:
     """Whether (config, vendor) can run here, and why not."""
     if vendor not in config.mpis:
         return False, f"{config.name} is not defined for {vendor} (mpis = {list(config.mpis)})"
-    launcher = cs.mpi[vendor].launcher
-    if shutil.which(launcher) is None:
-        return False, f"{launcher} not found (install the {vendor} package)"
+    ok, why = installed(cs, vendor)
+    if not ok:
+        return False, why
     if config.via_yod:
         return yod_dry_run(vendor)
     return True, "ok"
@@ -306,7 +369,7 @@ def build(cs: ConfigSet, config: Config, vendor: str, mode: str, ranks: int,
         launcher_args = _merge_args(launcher_args, net.launcher_args)
         extra_env.update(net.env)
     env, cleared = base_env()
-    env.update(dict(mpi.env))
+    env.update({k: v.replace("{prefix}", mpi.prefix) for k, v in mpi.env})
     env.update(extra_env)
     cores = os.cpu_count() or 1
     oversub = list(mpi.oversubscribe_args) if ranks > cores else []
@@ -336,7 +399,7 @@ def build(cs: ConfigSet, config: Config, vendor: str, mode: str, ranks: int,
     else:
         launcher = shutil.which(mpi.launcher) or mpi.launcher
         pass_env: list[str] = []
-        if vendor == "openmpi":
+        if mpi.family == "openmpi":
             # Open MPI forwards only what -x names to ranks on other hosts; name them so the
             # command line is the whole truth and also holds for a real multi-host run.
             for k in extra_env:

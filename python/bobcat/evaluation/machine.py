@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..launcher import mpis
 
 LAUNCHERS = {"openmpi": "mpirun.openmpi", "mpich": "mpiexec.mpich"}
 
@@ -105,10 +106,30 @@ def ptrace_scope() -> int | None:
     return int(v) if v is not None and v.isdigit() else None
 
 
+# How mpis.conf's families and flavours are named in a version string.
+_NAMES = {"openmpi": "Open MPI", "mpich": "MPICH", "impi": "Intel MPI"}
+
+
 @functools.cache
 def mpi_version(vendor: str) -> str | None:
-    """The version the vendor's launcher reports, e.g. 'Open MPI 4.1.4' or 'MPICH 4.0.2'."""
-    exe = shutil.which(LAUNCHERS[vendor])
+    """The version of an installed MPI, e.g. 'Open MPI 4.1.4', 'MPICH 4.0.2 (ch4:ucx)' (what its
+    launcher reports) or, for today's MPIs from scripts/peers.sh, 'Open MPI 5.0.11', 'MPICH 5.0.2
+    (ch4:ucx ofi)', 'Intel MPI 2021.19.0' (mpis.conf's version; MPICH's devices from mpichversion)."""
+    inst = mpis.table().get(vendor)
+    if inst is not None and not inst.system:
+        name = _NAMES.get(vendor, _NAMES.get(inst.family, inst.family))
+        dev = ""
+        tool = os.path.join(inst.prefix, "bin", "mpichversion")
+        if vendor != "impi" and inst.family == "mpich" and os.access(tool, os.X_OK):
+            try:
+                text = subprocess.run([tool], capture_output=True, text=True, timeout=20).stdout
+                m = re.search(r"^MPICH Device:\s*(.+)$", text, re.M)
+                dev = f" ({m.group(1).strip()})" if m else ""
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        return f"{name} {inst.version}{dev}" if inst.version else None
+    launcher = LAUNCHERS.get(vendor)
+    exe = shutil.which(launcher) if launcher else None
     if exe is None:
         return None
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -153,7 +174,9 @@ def facts() -> dict[str, Any]:
         "cores": os.cpu_count(),
         "kernel": platform.release(),
         "config_hz": config_hz(),
-        "mpi": {v: mpi_version(v) for v in LAUNCHERS},
+        # Every installed MPI but the standard-ABI layer (it is one of the others).
+        "mpi": {v: mpi_version(v) for v in {**dict.fromkeys(LAUNCHERS), **mpis.table()}
+                if v != "abi"},
         "thp": thp(),
         "hugetlb": hugepages(),
         "ptrace_scope": ptrace_scope(),

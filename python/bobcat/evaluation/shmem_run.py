@@ -103,8 +103,8 @@ def available(config: configs.Config | None, vendor: str, mode: str | None) -> t
                            f"set BOBCAT_HOME (now {paths.home()}))")
         return True, "ok"
     if vendor != "openmpi":
-        return False, ("the peer OpenSHMEM is Open MPI's oshmem; MPICH ships no OpenSHMEM "
-                       "(bobcat's own runs under lwk with either MPI)")
+        return False, ("the peer OpenSHMEM is Debian's Open MPI oshmem (mpi = openmpi); MPICH ships "
+                       "no OpenSHMEM (bobcat's own runs under lwk with either Debian MPI)")
     exe, why = oshmem_program()
     return (True, "ok") if exe else (False, why)
 

@@ -248,6 +248,12 @@ class Store:
             args.append(bench)
         yield from self.db.execute(q + " ORDER BY r.id", args)
 
+    def yod_configs(self) -> list[str]:
+        """The configurations whose runs went through yod (runs.config_detail.via_yod): the
+        others are the peers `compare best-peer` picks from."""
+        q = ("SELECT DISTINCT config FROM runs WHERE json_extract(config_detail, '$.via_yod') IN (1, 'true')")
+        return sorted(r[0] for r in self.db.execute(q))
+
     def configs_present(self) -> list[str]:
         """The configurations the database has runs of, whatever their status."""
         return sorted(r[0] for r in self.db.execute("SELECT DISTINCT config FROM runs"))

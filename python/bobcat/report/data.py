@@ -76,6 +76,8 @@ class Run:
     # bobcat_bytes, top_missed ...), None when the run recorded none (not under yod, or a database
     # from before schema 2).
     account: dict[str, Any] | None = None
+    # The run went through yod (runs.config_detail.via_yod): not a peer.
+    via_yod: bool = False
 
 
 @dataclass(frozen=True)
@@ -235,7 +237,7 @@ def load(db_path: str | os.PathLike, placements: str = "all") -> Dataset:
             heap_pages=_heap_pages(detail), shmem_impl=_shmem_impl(detail),
             crash=detail.get("crashed_after_done")
             if isinstance(detail.get("crashed_after_done"), dict) else None,
-            account=accounts.get(r["id"]))
+            account=accounts.get(r["id"]), via_yod=bool(detail.get("via_yod")))
     samples: list[Sample] = []
     for m in db.metrics:
         run = runs.get(m["run_id"])

@@ -18,7 +18,7 @@ from typing import Any
 from . import plots
 from .data import NOISE_PARAMS, Dataset, Table, at_default_pages, fmt, load
 from .shmem_tables import shmem_table
-from .tables import (account_table, config_ratios, headline, matrix, nbc_overlap_table, pages_table, pallas_tables,
+from .tables import (account_table, best_peer_table, config_ratios, headline, matrix, nbc_overlap_table, pages_table, pallas_tables,
                      placement_tables, selfish_table, sn_vs_vn, utilization_table, variability)
 
 _CSS = """
@@ -167,6 +167,7 @@ def render(db_path: str | os.PathLike, out_dir: str | os.PathLike, *,
         "configurations on this machine, after Larkin &amp; Kuehn (CUG 2008) and Kelly et al. "
         "(SAND2008-4039).</p>",
         '<nav><ol><li><a href="#headline">Headline numbers</a></li>'
+        '<li><a href="#best-peer">Best peer across MPIs</a></li>'
         '<li><a href="#machine">Machine</a></li><li><a href="#figures">Figures 1–13</a></li>'
         '<li><a href="#shmem-sec">OpenSHMEM</a></li>'
         '<li><a href="#account">bobcat\'s share of on-node traffic</a></li>'
@@ -175,6 +176,7 @@ def render(db_path: str | os.PathLike, out_dir: str | os.PathLike, *,
         '<li><a href="#other">Other measurements</a></li></ol></nav>',
         _overview(ds, db),
         _table(headline(ds), 2),
+        _table(best_peer_table(ds, ref), 2),
         '<h2 id="machine">Machine</h2>', _machine(ds),
         '<h2 id="figures">Figures of Larkin &amp; Kuehn</h2>',
         '<p class="note">Series are configuration, MPI and mode (SN one rank per node, VN2 two). '

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..launcher.stats import fmt_bytes
+from . import best
+from .headline import is_headline
 from .data import (HPCC_KEYS, LARGE_PAGES, NOISE_PARAMS, NOT_WORK, SMALL_PAGES, Dataset, Sample, Table,
                    asked_pages, at_default_pages, cov, effective_utilization, fmt, improvement_pct,
                    json_dict, medians, per_node, per_run_values, performance, summarize)
@@ -91,6 +93,49 @@ def headline(ds: Dataset) -> Table:
                  "an explicit page size is quoted per page size.",
                  headers, rows if present else [], notes,
                  None if present else "no key metric was measured")
+
+
+def best_peer_table(ds: Dataset, reference: str = "lwk") -> Table:
+    """Issue 29: per headline metric, `reference` at its best over the MPIs against the best peer
+    across every installed MPI (which configuration and MPI won) and the best of Debian's two."""
+    heads = [s for s in ds.samples if is_headline(s.benchmark, s.bench, s.name, s.size, s.params)]
+    runs: dict[tuple, dict[tuple[str, str], dict[tuple, list[float]]]] = \
+        defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    first: dict[tuple, Sample] = {}
+    for s in heads:
+        key = (s.what(), s.run.mode)
+        first.setdefault(key, s)
+        runs[key][(s.run.config, s.run.mpi)][(s.run.campaign_id, s.run.repetition, s.run.id)].append(s.value)
+    under_yod = {r.config for r in ds.runs if r.via_yod}
+    rows = []
+    order = (lambda k: (first[k].benchmark, first[k].test or "", first[k].name,
+                        first[k].size if first[k].size is not None else -1, _metric_label(first[k]), k[1]))
+    for key in sorted(runs, key=order):
+        if not any(c == reference for c, _ in runs[key]):
+            continue
+        s = first[key]
+        per_run = {ser: {k: statistics.median(v) for k, v in vals.items()}
+                   for ser, vals in runs[key].items()}
+        b = best.pick(per_run, s.better, reference, lambda c: c not in under_yod)
+        if b.reference is None or b.peer is None:
+            continue
+        winner = {"reference": reference, "peer": b.peer.name, "same": "same", "?": "?"}[b.verdict]
+        rng = b.reference_range
+        rows.append([_metric_label(s), key[1], s.unit, s.better, b.reference.mpi, b.reference.median,
+                     f"{fmt(rng[0])}–{fmt(rng[1])}" if rng and rng[0] != rng[1] else "—",
+                     b.debian.name if b.debian else "—", b.debian.median if b.debian else None,
+                     b.peer.name, b.peer.median, b.ratio,
+                     f"{fmt(b.ratio_min)}–{fmt(b.ratio_max)}" if b.ratio_min is not None else "—",
+                     f"{b.reference.n}/{b.peer.n}", winner])
+    mpis = sorted({r.mpi for r in ds.runs if r.status == "ok" and not r.via_yod})
+    notes = [f"peer MPIs measured: {', '.join(mpis) or 'none'}; peer configurations: "
+             f"{', '.join(sorted({r.config for r in ds.runs if not r.via_yod})) or 'none'}"]
+    return Table("best-peer", f"{reference} against the best peer across every installed MPI",
+                 best.CAPTION.format(ref=reference),
+                 ["metric", "mode", "unit", "better", f"{reference} MPI", reference,
+                  f"{reference} over its MPIs", "best Debian peer", "Debian value", "best peer (all MPIs)", "peer value",
+                  f"{reference}/best", "spread", "n", "winner"], rows, notes,
+                 None if rows else f"no headline metric measured by both {reference} and a peer")
 
 
 def matrix(samples: list[Sample], row: Callable[[Sample], Any],
