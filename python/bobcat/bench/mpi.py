@@ -74,10 +74,11 @@ SHORT_TESTS = {
     "alltoall": [1 << 20],
     "shmem": [8],
 }
-# The one-sided 8 B metrics (ns) and their keys: bench/rma's MPI_Put/MPI_Get + MPI_Win_flush on every
-# variant, shmem-bench's shmem_putmem + shmem_quiet and blocking shmem_getmem on bobcat's.
-ONE_SIDED_METRICS = {"put_latency": "rma_put:8", "get_latency": "rma_get:8",
-                     "put_quiet": "shmem_put:8", "get_blocking": "shmem_get:8"}
+# The one-sided 8 B metrics (ns) of each program and their keys: bench/rma's MPI_Put/MPI_Get +
+# MPI_Win_flush on every variant, shmem-bench's shmem_putmem + shmem_quiet and blocking shmem_getmem
+# on bobcat's (its own put_latency is a put ping-pong, another measure: per program, not per name).
+ONE_SIDED_METRICS = {"rma": {"put_latency": "rma_put:8", "get_latency": "rma_get:8"},
+                     "shmem": {"put_quiet": "shmem_put:8", "get_blocking": "shmem_get:8"}}
 # What a peer is measured by where bobcat's key has no twin in an MPI: its nearest operation.
 NEAREST = {"shmem_put:8": "rma_put:8", "shmem_get:8": "rma_get:8"}
 # bobcat-copyrate's sizes (the pingpong sizes in this range): where a copy's rate, not a latency, decides.
@@ -205,7 +206,7 @@ def one_sided(name: str, prefix: list[str], env: dict[str, str]) -> tuple[list[t
             failed.append(f"{name} {what}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
             continue
         for row in parsers.parse_jsonl(r.stdout).metrics:
-            key = ONE_SIDED_METRICS.get(row.name)
+            key = ONE_SIDED_METRICS[what].get(row.name)
             if key:
                 rows.append((key, row.value, None))
     return rows, failed
