@@ -133,3 +133,28 @@ def test_unknown_mpi_is_refused() -> None:
     with pytest.raises(SystemExit):
         bench_mpi.run(["--mpi", "lam"])
 
+
+
+def test_a_tiny_real_run_of_a_modern_mpi_and_its_shmem(tmp_path) -> None:
+    """One round, pingpong 8 B and the one-sided 8 B numbers, bobcat under yod against Open MPI 5 (or
+    whichever today's MPI this build has) and Debian's Open MPI: every variant gives its numbers.
+    No timing is asserted."""
+    import os
+    from bobcat.launcher import mpis
+    from bobcat.bench.common import bench_dir
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two cpus")
+    have = bench_mpi.found_mpis(mpis.table())
+    modern = next((m for m in ("openmpi5", "mpich5", "impi") if m in have), None)
+    if modern is None or "openmpi" not in have or not (bench_dir() / "shmem-bench.openmpi").exists():
+        pytest.skip("needs a peer MPI (scripts/peers.sh install) and Debian's Open MPI")
+    out = tmp_path / "r.json"
+    res = bench_mpi.run(["--reps", "1", "--mpi", f"openmpi,{modern}", "--tests", "pingpong,shmem", "--sizes", "8",
+                         "--slices", "1", "--no-old", "--no-off", "--json", str(out)])
+    assert res["failures"] == []
+    assert set(res["ratios"]) == {"openmpi", modern}
+    for fl in ("openmpi", modern):
+        assert res["ratios"][fl]["pingpong:8"]["lwk_over_best_any"] > 0
+        assert res["ratios"][fl]["rma_put:8"]["best_any"] > 0
+    assert res["ratios"]["openmpi"]["shmem_put:8"]["best_any_variant"].split(".")[0] in ("default", "best")
+    assert out.exists()
