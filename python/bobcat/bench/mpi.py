@@ -194,7 +194,7 @@ def one_sided(name: str, prefix: list[str], env: dict[str, str]) -> tuple[list[t
     shmem = bench_dir() / f"shmem-bench.{flavour}"
     if kind.startswith("lwk") and shmem.exists():
         # yod takes the program's libbobcat-shmem for its MPI library and refuses it: name the MPI.
-        jobs.append(("shmem", ["--mpi", flavour, str(shmem), "--reps", "5", "--time", "0.1"]))
+        jobs.append(("shmem", ["--mpi", flavour, str(shmem), "--rma-twins", "--reps", "5", "--time", "0.1"]))
     rows, failed = [], []
     for what, cmd in jobs:
         if cmd[0] == "--mpi":
