@@ -2,6 +2,10 @@
  * source builds with bobcat's oshcc and with Open MPI's oshmem oshcc; it uses nothing of bobcat's):
  *   put_latency   one-way latency of an 8-byte put seen by the other PE (p + wait_until, RTT / 2)
  *   putmem_issue  issue time of shmem_putmem of 8 B in a loop, quiet at the end (OSU style)
+ *   put_quiet     (--rma-twins) shmem_putmem of 8 B + shmem_quiet per iteration, the peer waiting
+ *                 in the barrier: MPI_Put + MPI_Win_flush of bench/rma (put_latency) in OpenSHMEM's words
+ *   get_blocking  (--rma-twins) blocking shmem_getmem of 8 B per iteration, the peer waiting in the
+ *                 barrier: MPI_Get + MPI_Win_flush of bench/rma (get_latency)
  *   get_latency   one-way latency of an 8-byte word seen through blocking shmem_getmem: each PE
  *                 stores a sequence number in its own word and polls the other's with gets
  *                 (RTT / 2; every get that sees the new value fetches a line the peer rewrote)
@@ -25,12 +29,14 @@
 #define BUF_BYTES ((size_t)4 << 20)
 
 static const char *usage =
-    "usage: shmem_bench [--impl NAME] [--reps N] [--iters N] [--time S] [NAME]\n"
+    "usage: shmem_bench [--impl NAME] [--reps N] [--iters N] [--time S] [--rma-twins] [NAME]\n"
     "  --impl NAME  the OpenSHMEM implementation, for the done line (default bobcat)\n"
     "  --reps N     repetitions of every test; the median is reported (default 15, 1..101)\n"
     "  --iters N    most iterations per repetition of a latency test (default 20000)\n"
     "  --time S     time budget of one latency test, all repetitions (default 0.3 s); the\n"
     "               iteration count is calibrated so that one repetition takes S / N\n"
+    "  --rma-twins  also put_quiet and get_blocking: putmem 8 B + quiet and a blocking getmem\n"
+    "               8 B per iteration, what bench/rma's put/get + MPI_Win_flush measure\n"
     "Runs with 2 or more PEs (PEs beyond 1 only join the barriers).\n";
 
 static double now(void)
@@ -58,7 +64,7 @@ static double median(double *v, int n)
 #define OWN_LINES __attribute__((aligned(128)))
 static long ping OWN_LINES, pong OWN_LINES, gword OWN_LINES, counter OWN_LINES,
     agreed OWN_LINES, check OWN_LINES;
-static int me, npes, peer, reps = 15;
+static int me, npes, peer, reps = 15, rma_twins;
 static long max_iters = 20000;
 static double budget = 0.3;
 
@@ -75,7 +81,7 @@ static long agree(long v)
     return r;
 }
 
-enum test { PINGPONG, PUTMEM, GETPONG, FADD, FADD_SHARED, BARRIER };
+enum test { PINGPONG, PUTMEM, PUTQUIET, GETPONG, GETMEM, FADD, FADD_SHARED, BARRIER };
 
 /* One repetition of a test: n iterations on every PE; returns the time per iteration (s). */
 static double run(enum test t, long n, long *src, long *buf, long base)
@@ -102,6 +108,21 @@ static double run(enum test t, long n, long *src, long *buf, long base)
                 shmem_putmem(buf, src, 8, peer);
             shmem_quiet();
         }
+        break;
+    case PUTQUIET:
+        if (me == 0)
+            for (long i = 0; i < n; i++) {
+                shmem_putmem(buf, src, 8, peer);
+                shmem_quiet();
+            }
+        break;
+    case GETMEM:
+        if (me == 0)
+            for (long i = 0; i < n; i++) {
+                shmem_getmem(&x, buf, 8, peer);
+                /* a data dependence, so the compiler cannot drop or merge the gets */
+                __asm__ volatile("" : "+r"(x) : : "memory");
+            }
         break;
     case GETPONG:
         /* ping-pong through gets: PE 0 stores seq in its own word, PE 1 gets PE 0's word until it
@@ -203,6 +224,8 @@ static int parse_args(int argc, char **argv, const char **impl)
             if (*end || !(budget > 0))
                 return -1;
             i++;
+        } else if (!strcmp(a, "--rma-twins")) {
+            rma_twins = 1;
         } else if (a[0] != '-') {
             *impl = a; /* the old positional form: shmem_bench bobcat|oshmem */
         } else {
@@ -251,10 +274,24 @@ int main(int argc, char **argv)
         t[r] = run(PUTMEM, n, src, buf, 0) * 1e9;
     emit("putmem_issue", median(t, reps), "ns", "lower", 8, n);
 
+    if (rma_twins) {
+        n = calibrate(PUTQUIET, src, buf, &base, &fadds);
+        for (int r = 0; r < reps; r++)
+            t[r] = run(PUTQUIET, n, src, buf, 0) * 1e9;
+        emit("put_quiet", median(t, reps), "ns", "lower", 8, n);
+    }
+
     n = calibrate(GETPONG, src, buf, &base, &fadds);
     for (int r = 0; r < reps; r++, base += n)
         t[r] = run(GETPONG, n, src, buf, base) / 2 * 1e9;
     emit("get_latency", median(t, reps), "ns", "lower", 8, n);
+
+    if (rma_twins) {
+        n = calibrate(GETMEM, src, buf, &base, &fadds);
+        for (int r = 0; r < reps; r++)
+            t[r] = run(GETMEM, n, src, buf, 0) * 1e9;
+        emit("get_blocking", median(t, reps), "ns", "lower", 8, n);
+    }
 
     n = calibrate(FADD, src, buf, &base, &fadds);
     for (int r = 0; r < reps; r++, fadds += n)
