@@ -65,3 +65,10 @@ def test_oshcc_links_the_flavour_yod_detects(tmp_path, mpi):
     subprocess.run([oshcc, f"--mpi={mpi}", str(src), "-o", str(exe)], check=True)
     assert f"libbobcat-shmem-{mpi}.so" in needed(str(exe))
     assert detect_mpi(str(exe)) == mpi
+    # yod settles the flavour from the OpenSHMEM library alone: the program runs without --mpi
+    # (a SHMEM program's "MPI library" was once taken to be libbobcat-shmem itself and refused).
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    oshrun = os.path.join(paths.home_dir(), "bin", "oshrun")
+    r = subprocess.run([oshrun, "-np", "2", str(exe)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -170,6 +170,9 @@ def detect(path: str) -> tuple[str, str | None] | None:
         so = next(s for s in resolved if mpi_of_sonames([s]) == mpi)
         return mpi, (os.path.realpath(resolved[so]) if resolved.get(so) else None)
     so = next(s for s in sonames if mpi_of_sonames([s]) == mpi)
+    if so.startswith("libbobcat-shmem-"):
+        # bobcat's OpenSHMEM names its flavour, which is built for the system's MPIs only.
+        return mpi, None
     origin = os.path.dirname(os.path.realpath(path))
     dirs = [] if runpath else _expand(rpath, origin)
     dirs += [x for x in os.environ.get("LD_LIBRARY_PATH", "").split(":") if x]
