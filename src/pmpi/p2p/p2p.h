@@ -277,4 +277,10 @@ int p2p_irecv_any(void *buf, MPI_Count count, MPI_Datatype dt, int src, int tag,
 int p2p_init(void);      /* after PMPI_Init: engine + WORLD/SELF (collective over WORLD) */
 void p2p_finalize(void); /* before PMPI_Finalize */
 
+#if !defined(OPEN_MPI) && !defined(MPICH)
+/* The standard ABI (the abi flavour): whether statuses are written directly (p2p_req.c). */
+extern int p2p_abi_status_direct;
+void p2p_abi_status_probe(void);
+#endif
+
 #endif

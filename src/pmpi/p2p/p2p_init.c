@@ -32,6 +32,9 @@ int p2p_init(void)
 {
     int provided = MPI_THREAD_SINGLE, wsize = 1;
     p2p_set.init_seen = 1;
+#if !defined(OPEN_MPI) && !defined(MPICH)
+    p2p_abi_status_probe();
+#endif
     PMPI_Query_thread(&provided);
     PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
     void *inbox = NULL;

@@ -253,10 +253,43 @@ void p2p_status_set(MPI_Status *st, int src, int tag, MPI_Count bytes, int cance
     st->count_lo = (int)(bytes & 0xffffffff);
     st->count_hi_and_cancelled = (int)(((uint64_t)bytes >> 32) << 1) | (cancelled ? 1 : 0);
 #else
+    if (p2p_abi_status_direct) {   /* the MPICH layout, as p2p_abi_status_probe found it */
+        st->MPI_internal[0] = (int)(bytes & 0xffffffff);
+        st->MPI_internal[1] = (int)(((uint64_t)bytes >> 32) << 1) | (cancelled ? 1 : 0);
+        return;
+    }
     PMPI_Status_set_elements_x(st, MPI_BYTE, bytes);
     PMPI_Status_set_cancelled(st, cancelled);
 #endif
 }
+
+#if !defined(OPEN_MPI) && !defined(MPICH)
+/* The standard ABI hides where a status keeps its count (MPI_internal[5]); every MPI known to
+ * provide the ABI (MPICH 5, Intel MPI) keeps MPICH's count_lo and count_hi_and_cancelled in its
+ * first two words. Setting them directly saves two calls into the MPI per completed receive; the
+ * probe at MPI_Init takes the shortcut only if the MPI itself writes and reads the status that way
+ * (a count above 2^32, the cancelled flag, and back through Get_elements_x/Test_cancelled). */
+int p2p_abi_status_direct;
+
+void p2p_abi_status_probe(void)
+{
+    MPI_Status a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    const MPI_Count big = ((MPI_Count)5 << 32) | 0x1234567;
+    if (PMPI_Status_set_elements_x(&a, MPI_BYTE, big) != MPI_SUCCESS || PMPI_Status_set_cancelled(&a, 1) != MPI_SUCCESS)
+        return;
+    if (a.MPI_internal[0] != 0x1234567 || a.MPI_internal[1] != ((5 << 1) | 1))
+        return;
+    b.MPI_internal[0] = 77;
+    b.MPI_internal[1] = 3 << 1;
+    MPI_Count c = 0;
+    int flag = 1;
+    if (PMPI_Get_elements_x(&b, MPI_BYTE, &c) != MPI_SUCCESS || PMPI_Test_cancelled(&b, &flag) != MPI_SUCCESS)
+        return;
+    p2p_abi_status_direct = c == (((MPI_Count)3 << 32) | 77) && flag == 0;
+}
+#endif
 
 void p2p_status_empty(MPI_Status *st)
 {
