@@ -51,7 +51,7 @@ def _peer_confs() -> dict[str, dict[str, str]]:
 def _layers() -> list[Check]:
     """Every MPI this bobcat serves (share/bobcat/mpis.conf) and the layer flavour that serves it,
     and the installed peers the build has not picked up yet."""
-    from .launcher import mpis
+    from . import mpis
     from .launcher.launch import launcher_of
     out = []
     t = mpis.table()

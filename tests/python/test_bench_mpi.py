@@ -50,7 +50,7 @@ def test_copy_ceiling_at_the_pingpong_sizes_where_a_copy_decides() -> None:
 
 # --- issue 29: every MPI of mpis.conf, the best of all of them -------------------------------------
 
-from bobcat.launcher.mpis import Mpi  # noqa: E402
+from bobcat.mpis import Mpi  # noqa: E402
 
 P = "/opt/peers"
 TABLE = {
@@ -140,7 +140,7 @@ def test_a_tiny_real_run_of_a_modern_mpi_and_its_shmem(tmp_path) -> None:
     whichever today's MPI this build has) and Debian's Open MPI: every variant gives its numbers.
     No timing is asserted."""
     import os
-    from bobcat.launcher import mpis
+    from bobcat import mpis
     from bobcat.bench.common import bench_dir
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs two cpus")

@@ -8,7 +8,7 @@ import pytest
 
 from bobcat import paths
 from bobcat.launcher.oshrun import OshrunError, translate
-from bobcat.launcher.elf import detect_mpi, needed
+from bobcat.elf import detect_mpi, needed
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from bobcat import paths
-from bobcat.launcher import elf, mpis
+from bobcat import elf, mpis
 
 YOD = str(paths.home() / "bin" / "yod")
 TABLE = mpis.table()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bobcat import paths
-from bobcat.launcher.elf import detect_mpi, needed
+from bobcat.elf import detect_mpi, needed
 
 MPICC = {"openmpi": "mpicc.openmpi", "mpich": "mpicc.mpich"}
 MPIS = ["openmpi", "mpich"]

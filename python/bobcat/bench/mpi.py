@@ -49,7 +49,7 @@ from pathlib import Path
 
 from ..evaluation import machine, parsers
 from .. import paths
-from ..launcher import mpis as installations
+from .. import mpis as installations
 from .common import NodeSettings, bench_dir, probe
 
 # test -> sizes (bytes; None for Barrier); the sizes the issues' aims name, and the range between.

@@ -18,13 +18,13 @@ from typing import Any
 
 from . import machine
 from .. import paths
-from ..launcher import mpis
+from .. import mpis
 
 MODES = ("SN", "VN2")
 # Debian 12's Open MPI 4.1 and MPICH 4.0: the MPIs every build has, the "Debian" side of the
 # report's best-peer table. Today's MPIs (scripts/peers.sh: openmpi5, mpich5, impi) are further
 # [mpi.<name>] tables in configs.toml; which of them this machine has is mpis.conf's business
-# (bobcat.launcher.mpis), and an absent one is skipped, never an error.
+# (bobcat.mpis), and an absent one is skipped, never an error.
 VENDORS = ("openmpi", "mpich")
 SYSTEM_MPIS = VENDORS
 # The standard-ABI layer serves whichever MPI provides libmpi_abi.so.1: not a peer of its own.

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
-from ..launcher import mpis
+from .. import mpis
 
 LAUNCHERS = {"openmpi": "mpirun.openmpi", "mpich": "mpiexec.mpich"}
 

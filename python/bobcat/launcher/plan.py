@@ -219,7 +219,7 @@ def parse_args(argv: list[str]) -> Options:
                                  f"{BOOT_DIR_MAX} for the directory; use a shorter path")
             o.boot_dir = d
         elif name == "--mpi":
-            from .mpis import table
+            from ..mpis import table
             known = list(table())
             if val not in known:
                 raise UsageError(f"--mpi {val!r}: choose one of {', '.join(known)} (the MPIs this bobcat "

@@ -63,12 +63,12 @@ def _err(msg: str) -> None:
 
 def _detect(opts: Options) -> tuple["Mpi | None", list[bool], str | None]:
     """The job's MPI installation (--mpi, else the one every MPI program of the job runs on: its
-    MPI soname resolved as the dynamic loader would, mpis.py), per group whether it runs an MPI
+    MPI soname resolved as the dynamic loader would, bobcat/mpis.py), per group whether it runs an MPI
     program (all do under --mpi), and a note for the user when that MPI gets no layer."""
-    from .mpis import Unserved, by_flavour, for_program
+    from ..mpis import Unserved, by_flavour, for_program
     if opts.mpi:
         return by_flavour(opts.mpi), [True] * len(opts.groups), None
-    from .elf import detect
+    from ..elf import detect
     found: dict[str, tuple] = {}
     is_mpi = []
     for g in opts.groups:

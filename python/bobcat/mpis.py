@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from .. import paths
+from . import paths
 
 FAMILIES = ("openmpi", "mpich")
 # The system flavours when no mpis.conf is installed (a build older than issue 29).
