@@ -218,6 +218,7 @@ typedef struct msg_req {
     msg_chan_t *chan;
     uint64_t cseq;
     int dest;                  /* send: the receiver's local rank (bobcat_msg_nudge) */
+    int live_rndv;             /* send: counted in the engine's rndv_live until its ticket is done */
 } msg_req_t;
 
 typedef struct {

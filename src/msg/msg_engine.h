@@ -57,6 +57,8 @@ typedef struct {
     unsigned unexp_nfree;  /* entries on unexp_free (the helper takes only from a reserve) */
     /* fast boxes (msg.h): what this rank sends to each local peer, and receives from each */
     size_t split_min;      /* rendezvous from this size split the copy with the sender; 0: never */
+    int rndv_live;         /* my rendezvous/synchronous sends whose receiver has not finished: while
+                            * there are any, my receives do not split (msg_rndv_pull) */
     unsigned cells;        /* cells per box (power of two), 0: none */
     size_t cell_data;      /* largest message a cell carries */
     size_t ring;           /* data-ring bytes of the boxes I open */

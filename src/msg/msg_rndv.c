@@ -51,6 +51,15 @@ void msg_reap_detached(void)
     }
 }
 
+/* A send no longer waits for its receiver: out of the count that keeps my receives whole. */
+static inline void rndv_settled(msg_req_t *req)
+{
+    if (req->live_rndv) {
+        req->live_rndv = 0;
+        E.rndv_live--;
+    }
+}
+
 /* The rendezvous half of a send: its ticket, and the data staged in the segment when peers cannot
  * see the buffer (stack, static data, a foreign mapping): such a send is detached from the start
  * (the receiver reads the copy). Returns the ticket the header names. */
@@ -58,6 +67,8 @@ msg_ticket_t *msg_rndv_prepare(msg_req_t *req, const void *buf, size_t len, int 
 {
     msg_ticket_t *tk = msg_ticket_get();
     req->ticket = tk;
+    req->live_rndv = 1;
+    E.rndv_live++;
     if (!smap_is_shared(buf)) {
         void *b = malloc(len);
         if (!b || !smap_is_shared(b)) {
@@ -72,6 +83,7 @@ msg_ticket_t *msg_rndv_prepare(msg_req_t *req, const void *buf, size_t len, int 
             tk->next = E.detached;
             E.detached = tk;
             req->ticket = NULL;
+            rndv_settled(req);
         }
     }
     E.stats.rndv_sent++;
@@ -100,6 +112,7 @@ BOBCAT_LAYER_API int bobcat_msg_test(msg_req_t *req)
         msg_ticket_put(req->ticket);
         req->ticket = NULL;
         req->complete = 1;
+        rndv_settled(req);
     }
     return req->complete;
 }
@@ -141,6 +154,7 @@ BOBCAT_LAYER_API int bobcat_msg_detach(msg_req_t *req)
     E.detached = t;
     req->ticket = NULL;
     req->complete = 1;
+    rndv_settled(req);
     E.stats.detached++;
     return 1;
 }
@@ -192,7 +206,11 @@ void msg_rndv_pull(void *buf, uint64_t n, uint64_t addr, uint64_t done, int from
         !atomic_compare_exchange_strong_explicit(&t->claim, &open, 1, memory_order_acquire, memory_order_acquire))
         from = t->bounce; /* open == 2: the copy is complete (the sender's release) */
     const void *s = peer_addr(from_local, from);
-    if (from == addr && E.split_min && n >= E.split_min && from_local != E.my_local && smap_is_shared(buf))
+    /* Split only while none of my own sends waits for its receiver: in an exchange (Sendrecv, a halo)
+     * the sender is copying its own receive, and taking my tail would serialise the two copies
+     * (Sendrecv 64 KiB took 2x the time: docs/benchmarks.md, "Split copy in an exchange"). */
+    if (from == addr && E.split_min && n >= E.split_min && from_local != E.my_local && E.rndv_live <= 0 &&
+        smap_is_shared(buf))
         split_copy(t, buf, s, n);
     else if (n)
         util_copy(buf, s, n);

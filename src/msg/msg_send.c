@@ -161,6 +161,7 @@ BOBCAT_LAYER_API void bobcat_msg_send(msg_req_t *req, int32_t ctx, int32_t src, 
 {
     msg_tx_t *t = &E.tx[dest_local];
     req->dest = dest_local;
+    req->live_rndv = 0;
     if (t->chan && len <= E.box_max && !sync && fbox_send(dest_local, ctx, src, tag, buf, len)) {
         req->kind = MSG_REQ_SEND;
         req->sync = 0;
