@@ -218,14 +218,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 BEST_PEER = "best-peer"
 
 
-def cmd_compare_best(args: argparse.Namespace) -> int:
-    """`bobcat compare best-peer REF`: REF against the best peer across every installed MPI."""
-    ref = args.b
-    store = Store(Path(args.db), read_only=True)
-    rows = best_peers(store, ref, args.bench, args.test, args.mpi, args.mode, args.metric,
-                      args.placement)
-    present = store.configs_present()
-    store.close()
+def _shown_rows(rows: list, args: argparse.Namespace, present: list[str], who: str) -> list:
+    """The headline rows (all of them with --all, or every size of an explicit --metric); when none
+    is left, says why on stderr and returns []."""
     measured = len(rows)
     if not (args.all or args.metric):
         rows = [r for r in rows if is_headline(r.benchmark, r.bench, r.metric, r.size,
@@ -234,7 +229,20 @@ def cmd_compare_best(args: argparse.Namespace) -> int:
         why = (f" ({measured} non-headline metrics: see them with --all)" if measured else
                f" (configurations in {args.db}: {', '.join(present) or 'none'})")
         err.print(f"no {'' if args.all or args.metric else 'headline '}metric measured by both "
-                  f"{ref} and a peer with these filters{why}", highlight=False, markup=False)
+                  f"{who} with these filters{why}", highlight=False, markup=False)
+    return rows
+
+
+def cmd_compare_best(args: argparse.Namespace) -> int:
+    """`bobcat compare best-peer REF`: REF against the best peer across every installed MPI."""
+    ref = args.b
+    store = Store(Path(args.db), read_only=True)
+    rows = best_peers(store, ref, args.bench, args.test, args.mpi, args.mode, args.metric,
+                      args.placement)
+    present = store.configs_present()
+    store.close()
+    rows = _shown_rows(rows, args, present, f"{ref} and a peer")
+    if not rows:
         return 1
     columns = [Column("bench"), Column("metric"), Column("bytes", True), Column("mode"),
                Column(ref), Column(f"{ref} value", True), Column(f"{ref} over MPIs", True),
@@ -285,15 +293,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                    args.placement)
     present = store.configs_present()
     store.close()
-    measured = len(rows)
-    if not (args.all or args.metric):  # an explicit --metric asks for it at every size
-        rows = [r for r in rows if is_headline(r.benchmark, r.bench, r.metric, r.size,
-                                               json.loads(r.point))]
+    rows = _shown_rows(rows, args, present, f"{args.a} and {args.b}")
     if not rows:
-        why = (f" ({measured} non-headline metrics: see them with --all)" if measured else
-               f" (configurations in {args.db}: {', '.join(present) or 'none'})")
-        err.print(f"no {'' if args.all or args.metric else 'headline '}metric measured by both "
-                  f"{args.a} and {args.b} with these filters{why}", highlight=False, markup=False)
         return 1
     columns = [Column("bench"), Column("metric"), Column("bytes", True), Column("mpi"),
                Column("mode"), Column(f"A {args.a}", True), Column(f"B {args.b}", True),
