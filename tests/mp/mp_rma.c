@@ -79,6 +79,7 @@ typedef struct {
     wkind_t kind;
     int n, me;
     char *mem;        /* this rank's window memory (may be NULL when its size is 0) */
+    int mem_owned;    /* a dynamic window's heap block, freed with it */
     MPI_Aint bytes;   /* this rank's size */
     int *du_of;       /* every rank's disp_unit */
     MPI_Aint *bytes_of, *addr_of; /* every rank's size, and its address (dynamic windows) */
@@ -166,11 +167,12 @@ static void win_make(rwin_t *w, wkind_t kind, MPI_Comm comm, MPI_Aint bytes, int
     case W_SHARED:
         rc = MPI_Win_allocate_shared(bytes, du, MPI_INFO_NULL, comm, &w->mem, &w->win);
         break;
-    case W_DYN:
+    case W_DYN: /* mem, or a heap block */
         du = 1;
         rc = MPI_Win_create_dynamic(MPI_INFO_NULL, comm, &w->win);
         if (bytes > 0) {
-            w->mem = malloc((size_t)bytes);
+            w->mem = mem ? mem : malloc((size_t)bytes);
+            w->mem_owned = !mem;
             MPI_Win_attach(w->win, w->mem, bytes);
         }
         break;
@@ -194,7 +196,8 @@ static void win_free(rwin_t *w)
 {
     if (w->kind == W_DYN && w->mem) {
         MPI_Win_detach(w->win, w->mem);
-        free(w->mem);
+        if (w->mem_owned)
+            free(w->mem);
     }
     int rc = MPI_Win_free(&w->win);
     CHECK(rc == MPI_SUCCESS && w->win == MPI_WIN_NULL, "%s: MPI_Win_free rc %d", wname[w->kind], rc);
@@ -489,6 +492,8 @@ static void run_round(rwin_t *w, int m)
 }
 
 static long long static_win[(1 << 20) / 8 + 512];
+/* The memory of a create window of this kind for the cases below: static (outside the heap) or none. */
+static void *kind_mem(wkind_t kind) { return kind == W_STATIC ? (void *)static_win : NULL; }
 static long long static_attach[64];
 
 /* Dynamic windows: detach the block the rounds used, attach a static array and a fresh heap block
@@ -499,7 +504,8 @@ static void dyn_reattach(rwin_t *w)
     int has = w->bytes > 0;
     if (has) {
         MPI_Win_detach(w->win, w->mem);
-        free(w->mem);
+        if (w->mem_owned)
+            free(w->mem);
     }
     int *blk = has ? malloc(256) : NULL;
     if (has) {
@@ -584,9 +590,11 @@ static void case_flavour(wkind_t kind, MPI_Comm comm)
         if (me == n - 1)
             bytes = 0;
         break;
-    case W_DYN:
+    case W_DYN: /* odd ranks attach static memory (outside the heap), even ones a heap block */
         if (n > 2 && me == 0)
             bytes = 0;
+        if (me % 2)
+            mem = static_win;
         break;
     case W_SHARED:
         du = 4;
@@ -928,12 +936,12 @@ static void acc_check(const acase_t *c, int n, int me, const char *area, int in_
     dig(what, vals, sizeof vals);
 }
 
-static void case_accops(void)
+static void case_accops(wkind_t kind)
 {
     if (digest)
-        fprintf(digest, "== accumulate ops\n");
+        fprintf(digest, "== accumulate ops %s\n", wname[kind]);
     rwin_t w;
-    win_make(&w, W_ALLOC, MPI_COMM_WORLD, (MPI_Aint)NACASES * AREA, 1, NULL);
+    win_make(&w, kind, MPI_COMM_WORLD, (MPI_Aint)NACASES * AREA, 1, kind_mem(kind));
     char *src = malloc((size_t)NACASES * AREA);
     self_lock(&w, MPI_LOCK_EXCLUSIVE);
     for (int c = 0; c < NACASES; c++)
@@ -964,16 +972,16 @@ static void case_accops(void)
 
 static int popcount(unsigned v) { return __builtin_popcount(v); }
 
-static void case_fetching(void)
+static void case_fetching(wkind_t kind)
 {
     int n = wsize, me = wrank, right = (me + 1) % n, left = (me + n - 1) % n;
     if (digest)
-        fprintf(digest, "== fetching\n");
+        fprintf(digest, "== fetching %s\n", wname[kind]);
     rwin_t w;
     /* ints: [0,4) the SUM of every rank's bit; [4,8) REPLACE by the left neighbour; long longs
      * from byte 64: [0] fetch-and-op SUM, [1] REPLACE, [2] a double SUM; [3] CAS long long; int 32
      * CAS int */
-    win_make(&w, W_ALLOC, MPI_COMM_WORLD, 256, 4, NULL);
+    win_make(&w, kind, MPI_COMM_WORLD, 256, 4, kind_mem(kind));
     int *wi = (int *)w.mem;
     long long *wl = (long long *)(w.mem + 64);
     const int base = 1000;
@@ -1090,13 +1098,13 @@ static void case_fetching(void)
 
 /* ==== derived datatypes on origin and target ================================================== */
 
-static void case_dtypes(int use_fence)
+static void case_dtypes(wkind_t kind, int use_fence)
 {
     int n = wsize, me = wrank, right = (me + 1) % n, left = (me + n - 1) % n;
     if (digest)
-        fprintf(digest, "== datatypes %s\n", use_fence ? "fence" : "lock_all");
+        fprintf(digest, "== datatypes %s %s\n", wname[kind], use_fence ? "fence" : "lock_all");
     rwin_t w;
-    win_make(&w, W_ALLOC, MPI_COMM_WORLD, 256 * sizeof(int), sizeof(int), NULL);
+    win_make(&w, kind, MPI_COMM_WORLD, 256 * sizeof(int), sizeof(int), kind_mem(kind));
     int *m = (int *)w.mem;
     enum { A = 0, B = 32, C = 64, D = 128, E = 192 };
     self_lock(&w, MPI_LOCK_EXCLUSIVE);
@@ -1217,16 +1225,16 @@ static int cmp_ll(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void case_concurrent(void)
+static void case_concurrent(wkind_t kind)
 {
     int n = wsize, me = wrank, last = n - 1;
     const int hot = 50, fao = 25, spins = 6, excl = 6;
     if (digest)
-        fprintf(digest, "== concurrency\n");
+        fprintf(digest, "== concurrency %s\n", wname[kind]);
     rwin_t w;
     /* long longs: [0] hot SUM, [1] hot double SUM, [2] fetch-and-op counter, [3] the spin lock,
      * [4] the data the lock protects, [5] the counter under exclusive locks */
-    win_make(&w, W_ALLOC, MPI_COMM_WORLD, 8 * sizeof(long long), sizeof(long long), NULL);
+    win_make(&w, kind, MPI_COMM_WORLD, 8 * sizeof(long long), sizeof(long long), kind_mem(kind));
     long long *m = (long long *)w.mem;
     self_lock(&w, MPI_LOCK_EXCLUSIVE);
     memset(m, 0, 8 * sizeof(long long));
@@ -1537,15 +1545,19 @@ int main(int argc, char **argv)
     case_sizes(W_HEAP, 1);
     case_sizes(W_STATIC, 0);
     lap("sizes");
-    case_accops();
-    lap("accops");
-    case_fetching();
-    lap("fetching");
-    case_dtypes(1);
-    case_dtypes(0);
-    lap("dtypes");
-    case_concurrent();
-    lap("concurrent");
+    /* The operations on the heap (SMARTMAP) and on static memory outside it (the staged path). */
+    for (int k = 0; k < 2; k++) {
+        wkind_t kind = k ? W_STATIC : W_ALLOC;
+        case_accops(kind);
+        lap("accops");
+        case_fetching(kind);
+        lap("fetching");
+        case_dtypes(kind, 1);
+        case_dtypes(kind, 0);
+        lap("dtypes");
+        case_concurrent(kind);
+        lap("concurrent");
+    }
     case_winsync(W_ALLOC);
     case_winsync(W_HEAP);
     lap("winsync");

@@ -16,13 +16,18 @@
  *    window for every target, so that their atomicity and exclusion hold between on-node origins
  *    and off-node ones, which only the real MPI serves; puts and gets of fence and PSCW epochs to
  *    reachable node mates stay bobcat's (those epochs end in a synchronisation both paths share);
- *  - `mixed` (spans, some rank unreachable, or a dynamic window, whose targets are reachable or not
- *    per address): the real window's synchronisation calls are made too. A window that is not
- *    mixed never calls the real MPI after its creation.
+ *  - `cma`: window memory outside a node mate's segment (stack or static arrays, a dynamic window's
+ *    attached memory from outside the heap) is reached through the staged path
+ *    (pmpi_rma_staged.c: process_vm_readv/writev, accumulates under the target's lock), if the
+ *    kernel lets every pair of the window do that (probed when the window is made);
+ *  - `mixed` (spans, or some target unreachable either way: a dynamic window without `cma`): the
+ *    real window's synchronisation calls are made too. A window that is not mixed never calls the
+ *    real MPI after its creation.
  *
  * Files: pmpi_rma_win.c (making, freeing, attributes), pmpi_rma_sync.c (fence, PSCW, locks,
  * flushes), pmpi_rma_ops.c (put, get, the accumulates, their request forms), pmpi_rma_dt.c (a
- * datatype as runs of its one predefined element type; the element atomics). */
+ * datatype as runs of its one predefined element type; the element atomics), pmpi_rma_staged.c
+ * (memory outside the segment). */
 #ifndef BOBCAT_PMPI_RMA_H
 #define BOBCAT_PMPI_RMA_H
 
@@ -39,7 +44,8 @@ typedef struct {
     _Atomic int64_t acc;  /* accumulate serialisation (the non-atomic element types): 0 free, 1 held */
     char pad1[56];
     _Atomic int64_t done; /* PSCW: completions received as a target (cumulative) */
-    char pad2[56];
+    int64_t token;        /* random, set when the window is made: the staged path's probe reads it */
+    char pad2[48];
     _Atomic int64_t post[]; /* PSCW: posts received from comm rank t as an origin (cumulative) */
 } rma_ctl_t;
 
@@ -50,6 +56,9 @@ typedef struct {
     MPI_Aint size;
     int disp;
     rma_ctl_t *ctl; /* r's control block as seen here (NULL off-node) */
+    char *rbase;    /* r's window memory at r's own address (the staged path's target) */
+    int pid;        /* r's process, for the staged path */
+    int staged;     /* r's window memory is outside its segment and reached through the staged path */
 } rma_peer_t;
 
 /* Operation kinds, for the statistics. */
@@ -66,6 +75,7 @@ typedef struct rma_win {
     int n, me;
     int flavor;            /* MPI_WIN_FLAVOR_* */
     int spans, mixed, dynamic;
+    int cma;               /* every pair reaches memory outside the segment through the staged path */
     rma_peer_t *peer;      /* n entries */
     rma_ctl_t *ctl;        /* mine */
     void *mybase;          /* my window memory, as I gave it (MPI_WIN_BASE) */
@@ -124,6 +134,26 @@ void rma_acquire(_Atomic int64_t *word, int64_t value);
 /* The operations' way to target t (pmpi_rma_sync.c): -1 no epoch reaches t, 0 bobcat's, 1 the
  * real window's. acc: an accumulate. */
 int rma_route(const rma_win_t *w, int t, int acc);
+
+/* A dynamic window whose addresses outside the segment go through the real window (no `cma`). */
+static inline int rma_dyn_real(const rma_win_t *w) { return w->dynamic && !w->cma; }
+
+/* ---- pmpi_rma_staged.c ---- */
+
+/* Bytes [off, off + len) from a base. */
+typedef struct {
+    MPI_Aint off, len;
+} rma_range_t;
+
+/* 1 if process pid holds `token` at its address remote_token (the staged path works to it). */
+int rma_staged_probe(int pid, const void *remote_token, int64_t token);
+/* The byte ranges, from lb, that count elements of t touch in [lb, lb + span) (bytes: their size):
+ * *out (malloc'd) and *n. 0, or -1 (no memory, or the MPI refused the type). */
+int rma_staged_ranges(MPI_Datatype t, MPI_Count count, MPI_Aint lb, MPI_Aint span, MPI_Count bytes,
+                      rma_range_t **out, int *n);
+/* Reads (write 0) or writes the ranges between local + off and process pid's remote + off:
+ * MPI_SUCCESS, MPI_ERR_RMA_RANGE (not the target's memory) or MPI_ERR_OTHER (said why). */
+int rma_staged_io(int pid, int write, char *local, char *remote, const rma_range_t *r, int n);
 
 /* ---- pmpi_rma_dt.c ---- */
 

@@ -35,15 +35,22 @@ static int type_span(MPI_Count count, MPI_Datatype t, tspan_t *s)
     return 0;
 }
 
-/* The target address of displacement tdisp as seen here; NULL with *err 0: the real window must
- * carry it (a dynamic window's address outside the target's segment); *err: MPI_ERR_RMA_RANGE. */
-static char *target_at(rma_win_t *w, int t, MPI_Aint tdisp, const tspan_t *s, int *err)
+/* The target address of displacement tdisp as seen here, or with *staged set, at the target's own
+ * address (its memory is outside its segment: the staged path, pmpi_rma_staged.c); NULL with *err 0:
+ * the real window must carry it (a dynamic window's address outside the target's segment, without
+ * the staged path); *err: MPI_ERR_RMA_RANGE. */
+static char *target_at(rma_win_t *w, int t, MPI_Aint tdisp, const tspan_t *s, int *err, int *staged)
 {
     *err = 0;
+    *staged = 0;
     if (w->dynamic) {
         char *a = (char *)(uintptr_t)tdisp;
-        if (s->span > 0 && !(smap_is_shared(a + s->lb) && smap_is_shared(a + s->lb + s->span - 1)))
-            return NULL;
+        if (s->span > 0 && !(smap_is_shared(a + s->lb) && smap_is_shared(a + s->lb + s->span - 1))) {
+            /* Memory attached from outside the heap is all outside it, so one location always
+             * takes one way (the accumulates' atomicity). */
+            *staged = w->cma;
+            return w->cma ? a : NULL;
+        }
         return pmpi_peer_ptr(w->pc, t, a);
     }
     const rma_peer_t *p = &w->peer[t];
@@ -52,7 +59,23 @@ static char *target_at(rma_win_t *w, int t, MPI_Aint tdisp, const tspan_t *s, in
         *err = MPI_ERR_RMA_RANGE;
         return NULL;
     }
-    return p->base + off;
+    *staged = p->staged;
+    return p->staged ? p->rbase + off : p->base + off;
+}
+
+/* The byte ranges from s->lb that count elements of t touch: one run for a contiguous type (*r is
+ * `one` then), else from the type's map (*r to free). 0 or an MPI error. */
+static int target_ranges(MPI_Datatype t, MPI_Count count, const pmpi_dt_info_t *d, const tspan_t *s,
+                         MPI_Count bytes, rma_range_t *one, rma_range_t **r, int *n)
+{
+    if (d->contig) {
+        one->off = 0;
+        one->len = (MPI_Aint)bytes;
+        *r = one;
+        *n = 1;
+        return MPI_SUCCESS;
+    }
+    return rma_staged_ranges(t, count, s->lb, s->span, bytes, r, n) ? MPI_ERR_NO_MEM : MPI_SUCCESS;
 }
 
 /* The checks every operation starts with: 0 to go on, 1 to take the real window, or an error. */
@@ -68,6 +91,49 @@ static int check(rma_win_t *w, int t, int acc, int *way)
 }
 
 /* ---- put and get ---- */
+
+/* A put or a get to memory outside the target's segment (at: its address there, in process pid):
+ * the origin's bytes packed, the target's staged in a buffer as laid out from s->lb. */
+static int xfer_staged(int get, void *obuf, MPI_Count ocount, MPI_Datatype otype, const pmpi_dt_info_t *od, int pid,
+                       char *at, MPI_Count tcount, MPI_Datatype ttype, const pmpi_dt_info_t *td, const tspan_t *s,
+                       MPI_Count bytes)
+{
+    rma_range_t one, *r = NULL;
+    int nr = 0, rc = target_ranges(ttype, tcount, td, s, bytes, &one, &r, &nr);
+    char *packed = od->contig ? (char *)obuf + od->lb : NULL, *tmp = NULL, *sh = NULL;
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (!packed && !(packed = tmp = malloc((size_t)bytes))) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    /* The target's side here: the packed bytes themselves if its type is contiguous. */
+    if (!td->contig && !(sh = malloc((size_t)s->span))) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    char *local = td->contig ? packed : sh;
+    if (get) {
+        rc = rma_staged_io(pid, 0, local, at + s->lb, r, nr);
+        if (rc == MPI_SUCCESS && sh && pmpi_dt_pack(sh - s->lb, tcount, ttype, packed) < 0)
+            rc = MPI_ERR_TYPE;
+        if (rc == MPI_SUCCESS && tmp && pmpi_dt_unpack(tmp, bytes, obuf, ocount, otype) != 0)
+            rc = MPI_ERR_TYPE;
+    } else {
+        if (tmp && pmpi_dt_pack(obuf, ocount, otype, tmp) < 0)
+            rc = MPI_ERR_TYPE;
+        if (rc == MPI_SUCCESS && sh && pmpi_dt_unpack(packed, bytes, sh - s->lb, tcount, ttype) != 0)
+            rc = MPI_ERR_TYPE;
+        if (rc == MPI_SUCCESS)
+            rc = rma_staged_io(pid, 1, local, at + s->lb, r, nr);
+    }
+out:
+    if (r != &one)
+        free(r);
+    free(tmp);
+    free(sh);
+    return rc;
+}
 
 /* Moves the bytes of a put (get = 0) or a get: 1 if the real window must carry it, or an error. */
 static int xfer(rma_win_t *w, int get, void *obuf, MPI_Count ocount, MPI_Datatype otype, int t, MPI_Aint tdisp,
@@ -90,7 +156,8 @@ static int xfer(rma_win_t *w, int get, void *obuf, MPI_Count ocount, MPI_Datatyp
     tspan_t s = {td.lb, (MPI_Aint)bytes};
     if (!td.contig && type_span(tcount, ttype, &s))
         return MPI_ERR_TYPE;
-    char *at = target_at(w, t, tdisp, &s, &rc);
+    int staged = 0;
+    char *at = target_at(w, t, tdisp, &s, &rc, &staged);
     if (rc)
         return rc;
     if (!at)
@@ -99,6 +166,11 @@ static int xfer(rma_win_t *w, int get, void *obuf, MPI_Count ocount, MPI_Datatyp
     if (bytes == 0) {
         rma_count(w, kind, PMPI_PATH_INPLACE, 0);
         return MPI_SUCCESS;
+    }
+    if (staged) {
+        rc = xfer_staged(get, obuf, ocount, otype, &od, w->peer[t].pid, at, tcount, ttype, &td, &s, bytes);
+        rma_count(w, kind, PMPI_PATH_STAGED, (size_t)bytes);
+        return rc;
     }
     if (od.contig && td.contig) {
         if (get)
@@ -232,7 +304,9 @@ static int acc(rma_win_t *w, int kind, const void *obuf, MPI_Count ocount, MPI_D
     MPI_Count n = tr.total;
     rc = MPI_SUCCESS;
     tspan_t s = {0, 0};
-    char *at = NULL, *ob = NULL, *otmp = NULL, *rb = NULL, *rtmp = NULL;
+    char *at = NULL, *ob = NULL, *otmp = NULL, *rb = NULL, *rtmp = NULL, *sh = NULL, *rat = NULL;
+    rma_range_t one_range, *ranges = NULL;
+    int nranges = 0;
     if (n > 0) {
         MPI_Aint lo = tr.disp[0], hi = tr.disp[0] + (MPI_Aint)tr.n[0] * tr.ext;
         for (int i = 1; i < tr.nruns; i++) {
@@ -244,7 +318,8 @@ static int acc(rma_win_t *w, int kind, const void *obuf, MPI_Count ocount, MPI_D
         s.lb = lo;
         s.span = hi - lo;
     }
-    at = target_at(w, t, tdisp, &s, &rc);
+    int staged = 0;
+    at = target_at(w, t, tdisp, &s, &rc, &staged);
     if (rc)
         goto out;
     if (!at) {
@@ -254,6 +329,15 @@ static int acc(rma_win_t *w, int kind, const void *obuf, MPI_Count ocount, MPI_D
     if (n == 0) {
         rma_count(w, kind, PMPI_PATH_INPLACE, 0);
         goto out;
+    }
+    if (staged) { /* the target's bytes staged here (sh), read and written back under its lock */
+        rc = target_ranges(ttype, tcount, td, &s, n * tr.size, &one_range, &ranges, &nranges);
+        if (rc == MPI_SUCCESS && !(sh = malloc((size_t)s.span)))
+            rc = MPI_ERR_NO_MEM;
+        if (rc != MPI_SUCCESS)
+            goto out;
+        rat = at;
+        at = sh - s.lb;
     }
     if (op != MPI_NO_OP) {
         /* The origin must hold the same number of the same elements. */
@@ -280,7 +364,7 @@ static int acc(rma_win_t *w, int kind, const void *obuf, MPI_Count ocount, MPI_D
         }
     }
     MPI_Count done = 0;
-    if (rma_atomic_ok(tr.named, op)) {
+    if (!sh && rma_atomic_ok(tr.named, op)) {
         int sg = rma_is_signed(tr.named);
         for (int i = 0; i < tr.nruns; i++) {
             rma_atomic_apply(at + tr.disp[i], ob ? ob + done * tr.ext : NULL, rb ? rb + done * tr.ext : NULL, tr.n[i],
@@ -289,6 +373,8 @@ static int acc(rma_win_t *w, int kind, const void *obuf, MPI_Count ocount, MPI_D
         }
     } else {
         rma_acquire(&w->peer[t].ctl->acc, 1);
+        if (sh)
+            rc = rma_staged_io(w->peer[t].pid, 0, sh, rat + s.lb, ranges, nranges);
         for (int i = 0; i < tr.nruns && rc == MPI_SUCCESS; i++) {
             char *tp = at + tr.disp[i];
             size_t nb = (size_t)(tr.n[i] * tr.ext);
@@ -300,15 +386,20 @@ static int acc(rma_win_t *w, int kind, const void *obuf, MPI_Count ocount, MPI_D
                 rc = PMPI_Reduce_local(ob + done * tr.ext, tp, (int)tr.n[i], tr.named, op);
             done += tr.n[i];
         }
+        if (sh && rc == MPI_SUCCESS && op != MPI_NO_OP)
+            rc = rma_staged_io(w->peer[t].pid, 1, sh, rat + s.lb, ranges, nranges);
         atomic_thread_fence(memory_order_seq_cst);
         acc_unlock(w->peer[t].ctl);
     }
     if (rc == MPI_SUCCESS && rtmp)
         rc = from_array(rtmp, tr.named, n, rbuf, rcount, rtype);
-    rma_count(w, kind, otmp || rtmp || owned_runs ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, (size_t)(n * tr.size));
+    rma_count(w, kind, sh || otmp || rtmp || owned_runs ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, (size_t)(n * tr.size));
 out:
     free(otmp);
     free(rtmp);
+    free(sh);
+    if (ranges != &one_range)
+        free(ranges);
     if (owned_runs)
         rma_runs_free(&tr);
     return rc;
@@ -348,10 +439,11 @@ BOBCAT_EXPORT int MPI_Fetch_and_op(const void *obuf, void *rbuf, MPI_Datatype dt
     int way = 0;
     rc = check(w, t, 1, &way);
     const pmpi_dt_info_t *d;
-    if (rc == MPI_SUCCESS && !way && !w->dynamic && (d = pmpi_dt_get(dt))->predefined && d->contig &&
-        rma_atomic_ok(dt, op)) {
+    if (rc == MPI_SUCCESS && !way && !w->dynamic && !w->peer[t].staged && (d = pmpi_dt_get(dt))->predefined &&
+        d->contig && rma_atomic_ok(dt, op)) {
         tspan_t s = {0, (MPI_Aint)d->size};
-        char *at = target_at(w, t, tdisp, &s, &rc);
+        int staged;
+        char *at = target_at(w, t, tdisp, &s, &rc, &staged);
         if (!rc) {
             rma_atomic_apply(at, obuf, rbuf, 1, (int)d->size, rma_is_signed(dt), op);
             rma_count(w, RMA_FOP, PMPI_PATH_INPLACE, (size_t)d->size);
@@ -376,9 +468,18 @@ BOBCAT_EXPORT int MPI_Compare_and_swap(const void *obuf, const void *cbuf, void 
         int sz = 0;
         PMPI_Type_size(dt, &sz);
         tspan_t s = {0, sz};
-        char *at = target_at(w, t, tdisp, &s, &rc);
+        int staged = 0;
+        char *at = target_at(w, t, tdisp, &s, &rc, &staged);
         if (!rc && !at) {
             rc = -1;
+        } else if (!rc && staged) { /* read, compare and write back under the target's lock */
+            rma_range_t one = {0, sz};
+            rma_acquire(&w->peer[t].ctl->acc, 1);
+            rc = rma_staged_io(w->peer[t].pid, 0, rbuf, at, &one, 1);
+            if (rc == MPI_SUCCESS && !memcmp(rbuf, cbuf, (size_t)sz))
+                rc = rma_staged_io(w->peer[t].pid, 1, (char *)obuf, at, &one, 1);
+            acc_unlock(w->peer[t].ctl);
+            rma_count(w, RMA_CAS, PMPI_PATH_STAGED, (size_t)sz);
         } else if (!rc) {
             if (sz == 1 || sz == 2 || sz == 4 || sz == 8) {
                 rma_atomic_cas(at, obuf, cbuf, rbuf, sz);

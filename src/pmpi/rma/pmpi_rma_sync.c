@@ -17,18 +17,23 @@
 
 static void sync_count(rma_win_t *w) { rma_count(w, RMA_SYNC, PMPI_PATH_INPLACE, 0); }
 
-/* An origin's way to target t: through SMARTMAP (its window memory is reachable, or possibly per
- * address for a dynamic window) ... */
-static int fast_to(const rma_win_t *w, int t) { return w->peer[t].ctl && (w->dynamic || w->peer[t].base); }
-/* ... and through the real window (both for a dynamic window's node mates; both on a window that
- * spans nodes, whose accumulates always go there). */
-static int real_to(const rma_win_t *w, int t) { return w->dynamic || w->spans || !fast_to(w, t); }
-/* The same seen from target me: origin o reaches me through SMARTMAP. */
+/* An origin's way to target t: through SMARTMAP or the staged path (its window memory is in its
+ * segment or staged, or possibly per address for a dynamic window) ... */
+static int fast_to(const rma_win_t *w, int t)
+{
+    const rma_peer_t *p = &w->peer[t];
+    return p->ctl && (w->dynamic || p->base || p->staged);
+}
+/* ... and through the real window (both for a dynamic window's node mates without the staged path;
+ * both on a window that spans nodes, whose accumulates always go there). */
+static int real_to(const rma_win_t *w, int t) { return rma_dyn_real(w) || w->spans || !fast_to(w, t); }
+/* The same seen from target me: origin o reaches me through SMARTMAP or the staged path. */
 static int fast_from(const rma_win_t *w, int o)
 {
-    return w->peer[o].ctl && (w->dynamic || w->peer[w->me].base);
+    const rma_peer_t *m = &w->peer[w->me];
+    return w->peer[o].ctl && (w->dynamic || m->base || m->staged);
 }
-static int real_from(const rma_win_t *w, int o) { return w->dynamic || w->spans || !fast_from(w, o); }
+static int real_from(const rma_win_t *w, int o) { return rma_dyn_real(w) || w->spans || !fast_from(w, o); }
 
 /* ---- fence ---- */
 
@@ -294,7 +299,7 @@ BOBCAT_EXPORT int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
             lock_shared(w->peer[rank].ctl);
             w->locked[rank] = RMA_L_SHARED;
         }
-        if (w->dynamic) { /* an address outside the target's segment goes through the real window */
+        if (rma_dyn_real(w)) { /* an address outside the target's segment goes through the real window */
             rc = PMPI_AWAY(PMPI_Win_lock(lock_type, rank, assert, win));
             w->locked_real[rank] = rc == MPI_SUCCESS;
         }

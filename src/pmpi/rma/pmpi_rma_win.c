@@ -17,9 +17,12 @@
 #include "pmpi_rma.h"
 #include "../p2p/p2p.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 rma_win_t *rma_last;
@@ -94,6 +97,19 @@ static void win_tables_free(rma_win_t *w)
 
 enum { F_CREATE, F_ALLOCATE, F_SHARED, F_DYNAMIC };
 
+/* A control block's token: random, never 0 (the staged path's probe tells a node mate's process
+ * from another with the same number by it). */
+static int64_t rma_token(const void *salt)
+{
+    int64_t t = 0;
+    if (getrandom(&t, sizeof t, GRND_NONBLOCK) != (ssize_t)sizeof t) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        t = (int64_t)ts.tv_nsec ^ ((int64_t)ts.tv_sec << 30) ^ (int64_t)(uintptr_t)salt ^ ((int64_t)getpid() << 40);
+    }
+    return t | 1;
+}
+
 /* Steps 2-4 for a window whose own memory is `base` (size bytes) on this rank. `shared_region`:
  * the shared flavour's region as seen here (then every part is reached through it). Returns the
  * window, or NULL when the real window could not be made (nothing left behind). */
@@ -148,31 +164,50 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
     if (fl == F_DYNAMIC)
         reach = 0;
     int ctl_ok = smap_is_shared(w->ctl);
-    long long mine[5] = {(long long)(uintptr_t)base, (long long)size, disp_unit, reach,
-                         ctl_ok ? (long long)(uintptr_t)w->ctl : 0};
-    long long *all = malloc(sizeof(long long) * 5 * (size_t)n);
+    w->ctl->token = rma_token(w->ctl);
+    enum { G_BASE, G_SIZE, G_DISP, G_REACH, G_CTL, G_PID, G_TOKEN, G_N };
+    long long mine[G_N] = {(long long)(uintptr_t)base, (long long)size, disp_unit, reach,
+                           ctl_ok ? (long long)(uintptr_t)w->ctl : 0, (long long)getpid(), (long long)w->ctl->token};
+    long long *all = malloc(sizeof(long long) * G_N * (size_t)n);
     if (!all) {
         util_error("out of memory for a window's tables");
         PMPI_Abort(comm, 3);
     }
-    PMPI_AWAY(PMPI_Allgather(mine, 5, MPI_LONG_LONG, all, 5, MPI_LONG_LONG, comm));
+    PMPI_AWAY(PMPI_Allgather(mine, G_N, MPI_LONG_LONG, all, G_N, MPI_LONG_LONG, comm));
     w->spans = !upc->single_node;
-    int unreachable = 0;
+    int unreachable = 0, outside = fl == F_DYNAMIC;
     for (int r = 0; r < n; r++) {
+        const long long *a = all + G_N * r;
         rma_peer_t *p = &w->peer[r];
-        p->size = (MPI_Aint)all[5 * r + 1];
-        p->disp = (int)all[5 * r + 2];
+        p->size = (MPI_Aint)a[G_SIZE];
+        p->disp = (int)a[G_DISP];
+        p->rbase = (char *)(uintptr_t)a[G_BASE];
+        p->pid = (int)a[G_PID];
         int on = upc->local[r] >= 0;
-        if (on && all[5 * r + 4])
-            p->ctl = pmpi_peer_ptr(upc, r, (void *)(uintptr_t)all[5 * r + 4]);
-        if (p->ctl && all[5 * r + 3])
-            p->base = shared_region ? shared_region + shared_off[r]
-                                    : pmpi_peer_ptr(upc, r, (void *)(uintptr_t)all[5 * r + 0]);
-        if (!all[5 * r + 4] || (fl != F_DYNAMIC && !all[5 * r + 3]))
+        if (on && a[G_CTL])
+            p->ctl = pmpi_peer_ptr(upc, r, (void *)(uintptr_t)a[G_CTL]);
+        if (p->ctl && a[G_REACH])
+            p->base = shared_region ? shared_region + shared_off[r] : pmpi_peer_ptr(upc, r, (void *)(uintptr_t)a[G_BASE]);
+        if (!a[G_CTL])
             unreachable = 1;
+        else if (fl != F_DYNAMIC && !a[G_REACH])
+            outside = 1;
     }
+    /* Memory outside a node mate's segment: the staged path if every pair can take it (every rank
+     * knows `outside` and `unreachable` alike, so all or none make the probe's MPI_MIN). */
+    if (!w->spans && !unreachable && outside) {
+        int ok = pmpi_layer.opt->RMA_STAGED;
+        for (int r = 0; r < n && ok; r++) {
+            const long long *a = all + G_N * r;
+            ok = rma_staged_probe((int)a[G_PID], (char *)(uintptr_t)a[G_CTL] + offsetof(rma_ctl_t, token),
+                                  (int64_t)a[G_TOKEN]);
+        }
+        PMPI_AWAY(PMPI_Allreduce(&ok, &w->cma, 1, MPI_INT, MPI_MIN, comm));
+    }
+    for (int r = 0; r < n; r++)
+        w->peer[r].staged = w->cma && fl != F_DYNAMIC && w->peer[r].ctl && !w->peer[r].base;
     free(all);
-    w->mixed = w->spans || unreachable || w->dynamic;
+    w->mixed = w->spans || unreachable || (outside && !w->cma);
     int rc = real_made ? MPI_SUCCESS
              : fl == F_DYNAMIC ? PMPI_AWAY(PMPI_Win_create_dynamic(info, w->comm, &w->win))
                                : PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, w->comm, &w->win));
