@@ -3,7 +3,8 @@
  * Per rank: 5 MPI_Comm_rank, 3 MPI_Alltoallv of 4 ints to every rank (16 * size bytes sent each),
  * 2 MPI_Iallgatherv of one int + MPI_Wait (a pass-through: the v forms stay the real MPI's), 7 MPI_Allreduce of one double, and a ring of 4 MPI_Send/MPI_Recv of
  * 8 ints (Send/Recv are bobcat's own: rows "p2p send"/"p2p recv"; Alltoallv too since issue 30, and
- * MPI_Ibarrier, which this counted before). */
+ * MPI_Ibarrier, which this counted before), and 3 MPI_Put between 2 fences on a window the real MPI
+ * keeps for itself (the info key bobcat_rma=mpi). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,25 @@ int main(int argc, char **argv)
         }
         bad += w[0] != (rank - 1 + size) % size + i;
     }
+    /* A window the real MPI keeps for itself (the info key bobcat_rma=mpi): 3 MPI_Put of 2 ints
+     * between 2 fences, counted on the real MPI's path (row "Put", issue 26). */
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "bobcat_rma", "mpi");
+    int *wm = NULL, pv[6];
+    MPI_Win win;
+    MPI_Win_allocate(sizeof(int) * 6, sizeof(int), info, MPI_COMM_WORLD, &wm, &win);
+    MPI_Win_fence(0, win);
+    for (int i = 0; i < 3; i++) {
+        pv[2 * i] = rank;
+        pv[2 * i + 1] = i;
+        MPI_Put(&pv[2 * i], 2, MPI_INT, (rank + 1) % size, 2 * i, 2, MPI_INT, win);
+    }
+    MPI_Win_fence(0, win);
+    for (int i = 0; i < 3; i++)
+        bad += wm[2 * i] != (rank - 1 + size) % size || wm[2 * i + 1] != i;
+    MPI_Win_free(&win);
+    MPI_Info_free(&info);
     if (bad)
         printf("mp_account: rank %d: %d FAILED checks\n", rank, bad);
     else if (rank == 0)

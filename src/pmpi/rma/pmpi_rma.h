@@ -125,6 +125,13 @@ static inline void rma_count(rma_win_t *w, int kind, pmpi_path_t path, size_t by
     }
 }
 
+/* A call on a window that is the real MPI's alone (BOBCAT_RMA=mpi, the info key bobcat_rma=mpi, a
+ * communicator bobcat does not handle, made from Fortran on Open MPI): counted on the real MPI's path
+ * with its reason when the statistics are on. Always 1, so it reads as a condition's last term
+ * (`win`: the handle of the call). */
+int rma_count_alone(MPI_Win win, int kind, size_t bytes);
+#define RMA_ALONE(kind, bytes) (pmpi_stats_on ? rma_count_alone(win, (kind), (bytes)) : 1)
+
 /* A wait loop's pause: progress of bobcat's requests and the real MPI's, then yield. */
 void rma_relax(unsigned *spins);
 /* One progress pass (a test's). */

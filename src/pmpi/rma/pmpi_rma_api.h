@@ -7,7 +7,7 @@ BOBCAT_EXPORT int SFX(MPI_Put)(const void *obuf, COUNT_T ocount, MPI_Datatype ot
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_PUT, type_bytes(ocount, otype)))
         return SFX(PMPI_Put)(obuf, ocount, otype, t, tdisp, tcount, ttype, win);
     if (t == MPI_PROC_NULL)
         return MPI_SUCCESS;
@@ -21,7 +21,7 @@ BOBCAT_EXPORT int SFX(MPI_Get)(void *obuf, COUNT_T ocount, MPI_Datatype otype, i
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_GET, type_bytes(ocount, otype)))
         return SFX(PMPI_Get)(obuf, ocount, otype, t, tdisp, tcount, ttype, win);
     if (t == MPI_PROC_NULL)
         return MPI_SUCCESS;
@@ -35,7 +35,7 @@ BOBCAT_EXPORT int SFX(MPI_Accumulate)(const void *obuf, COUNT_T ocount, MPI_Data
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_ACC, type_bytes(ocount, otype)))
         return SFX(PMPI_Accumulate)(obuf, ocount, otype, t, tdisp, tcount, ttype, op, win);
     if (t == MPI_PROC_NULL)
         return MPI_SUCCESS;
@@ -50,7 +50,7 @@ BOBCAT_EXPORT int SFX(MPI_Get_accumulate)(const void *obuf, COUNT_T ocount, MPI_
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_GACC, type_bytes(rcount, rtype)))
         return SFX(PMPI_Get_accumulate)(obuf, ocount, otype, rbuf, rcount, rtype, t, tdisp, tcount, ttype, op, win);
     if (t == MPI_PROC_NULL)
         return MPI_SUCCESS;
@@ -65,7 +65,7 @@ BOBCAT_EXPORT int SFX(MPI_Rput)(const void *obuf, COUNT_T ocount, MPI_Datatype o
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_PUT, type_bytes(ocount, otype)))
         return SFX(PMPI_Rput)(obuf, ocount, otype, t, tdisp, tcount, ttype, win, req);
     if (t == MPI_PROC_NULL)
         return done_request(w, req);
@@ -81,7 +81,7 @@ BOBCAT_EXPORT int SFX(MPI_Rget)(void *obuf, COUNT_T ocount, MPI_Datatype otype, 
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_GET, type_bytes(ocount, otype)))
         return SFX(PMPI_Rget)(obuf, ocount, otype, t, tdisp, tcount, ttype, win, req);
     if (t == MPI_PROC_NULL)
         return done_request(w, req);
@@ -97,7 +97,7 @@ BOBCAT_EXPORT int SFX(MPI_Raccumulate)(const void *obuf, COUNT_T ocount, MPI_Dat
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_ACC, type_bytes(ocount, otype)))
         return SFX(PMPI_Raccumulate)(obuf, ocount, otype, t, tdisp, tcount, ttype, op, win, req);
     if (t == MPI_PROC_NULL)
         return done_request(w, req);
@@ -114,7 +114,7 @@ BOBCAT_EXPORT int SFX(MPI_Rget_accumulate)(const void *obuf, COUNT_T ocount, MPI
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_GACC, type_bytes(rcount, rtype)))
         return SFX(PMPI_Rget_accumulate)(obuf, ocount, otype, rbuf, rcount, rtype, t, tdisp, tcount, ttype, op, win,
                                          req);
     if (t == MPI_PROC_NULL)

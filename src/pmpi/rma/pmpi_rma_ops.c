@@ -430,7 +430,7 @@ BOBCAT_EXPORT int MPI_Fetch_and_op(const void *obuf, void *rbuf, MPI_Datatype dt
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_FOP, type_bytes(1, dt)))
         return PMPI_Fetch_and_op(obuf, rbuf, dt, t, tdisp, op, win);
     if (t == MPI_PROC_NULL)
         return MPI_SUCCESS; /* MPI_PROC_NULL: nothing, in or out of an epoch */
@@ -459,7 +459,7 @@ BOBCAT_EXPORT int MPI_Compare_and_swap(const void *obuf, const void *cbuf, void 
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_CAS, type_bytes(1, dt)))
         return PMPI_Compare_and_swap(obuf, cbuf, rbuf, dt, t, tdisp, win);
     if (t == MPI_PROC_NULL)
         return MPI_SUCCESS; /* MPI_PROC_NULL: nothing, in or out of an epoch */

@@ -41,7 +41,7 @@ BOBCAT_EXPORT int MPI_Win_fence(int assert, MPI_Win win)
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_SYNC, 0))
         return PMPI_AWAY(PMPI_Win_fence(assert, win));
     if (w->start_n >= 0 || w->post_open || w->nlocked || w->lock_all)
         return rma_error(w, MPI_ERR_RMA_SYNC);
@@ -112,7 +112,7 @@ BOBCAT_EXPORT int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_SYNC, 0))
         return PMPI_AWAY(PMPI_Win_post(group, assert, win));
     int gn;
     int *r = group_ranks(w, group, &gn);
@@ -145,7 +145,7 @@ BOBCAT_EXPORT int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_SYNC, 0))
         return PMPI_AWAY(PMPI_Win_start(group, assert, win));
     if (w->start_n >= 0)
         return rma_error(w, MPI_ERR_RMA_SYNC);
@@ -179,7 +179,7 @@ BOBCAT_EXPORT int MPI_Win_complete(MPI_Win win)
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_SYNC, 0))
         return PMPI_AWAY(PMPI_Win_complete(win));
     if (w->start_n < 0)
         return rma_error(w, MPI_ERR_RMA_SYNC);
@@ -203,7 +203,7 @@ BOBCAT_EXPORT int MPI_Win_wait(MPI_Win win)
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_SYNC, 0))
         return PMPI_AWAY(PMPI_Win_wait(win));
     if (!w->post_open)
         return rma_error(w, MPI_ERR_RMA_SYNC);
@@ -223,7 +223,7 @@ BOBCAT_EXPORT int MPI_Win_test(MPI_Win win, int *flag)
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_SYNC, 0))
         return PMPI_Win_test(win, flag);
     if (!w->post_open)
         return rma_error(w, MPI_ERR_RMA_SYNC);
@@ -274,7 +274,7 @@ BOBCAT_EXPORT int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w || rank == MPI_PROC_NULL)
+    if ((!w && RMA_ALONE(RMA_SYNC, 0)) || rank == MPI_PROC_NULL)
         return PMPI_AWAY(PMPI_Win_lock(lock_type, rank, assert, win));
     if (bad_rank(w, rank))
         return rma_error(w, MPI_ERR_RANK);
@@ -313,7 +313,7 @@ BOBCAT_EXPORT int MPI_Win_unlock(int rank, MPI_Win win)
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w || rank == MPI_PROC_NULL)
+    if ((!w && RMA_ALONE(RMA_SYNC, 0)) || rank == MPI_PROC_NULL)
         return PMPI_AWAY(PMPI_Win_unlock(rank, win));
     if (bad_rank(w, rank))
         return rma_error(w, MPI_ERR_RANK);
@@ -341,7 +341,7 @@ BOBCAT_EXPORT int MPI_Win_lock_all(int assert, MPI_Win win)
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_SYNC, 0))
         return PMPI_AWAY(PMPI_Win_lock_all(assert, win));
     if (w->lock_all || w->nlocked || w->start_n >= 0)
         return rma_error(w, MPI_ERR_RMA_SYNC);
@@ -374,7 +374,7 @@ BOBCAT_EXPORT int MPI_Win_unlock_all(MPI_Win win)
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_SYNC, 0))
         return PMPI_AWAY(PMPI_Win_unlock_all(win));
     if (!w->lock_all)
         return rma_error(w, MPI_ERR_RMA_SYNC);
@@ -417,7 +417,7 @@ static int passive(const rma_win_t *w, int t) { return w->lock_all || (t >= 0 &&
 static int flush_one(MPI_Win win, int rank, int local, int (*real)(int, MPI_Win))
 {
     rma_win_t *w = rma_get(win);
-    if (!w || rank == MPI_PROC_NULL)
+    if ((!w && RMA_ALONE(RMA_SYNC, 0)) || rank == MPI_PROC_NULL)
         return PMPI_AWAY(real(rank, win));
     (void)local;
     if (bad_rank(w, rank))
@@ -434,7 +434,7 @@ static int flush_one(MPI_Win win, int rank, int local, int (*real)(int, MPI_Win)
 static int flush_all(MPI_Win win, int (*real)(MPI_Win))
 {
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_SYNC, 0))
         return PMPI_AWAY(real(win));
     if (!w->lock_all && !w->nlocked)
         return rma_error(w, MPI_ERR_RMA_SYNC);
@@ -475,7 +475,7 @@ BOBCAT_EXPORT int MPI_Win_sync(MPI_Win win)
 {
     PMPI_GUARD();
     rma_win_t *w = rma_get(win);
-    if (!w)
+    if (!w && RMA_ALONE(RMA_SYNC, 0))
         return PMPI_Win_sync(win);
     atomic_thread_fence(memory_order_seq_cst);
     sync_count(w);

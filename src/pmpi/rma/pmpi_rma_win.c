@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+static int rma_enabled(void);
+static int alone_reason(MPI_Win win);
 rma_win_t *rma_last;
 static rma_win_t *rma_head;
 pmpi_stat_t rma_st[RMA_NKIND] = {
@@ -37,6 +39,17 @@ pmpi_stat_t rma_st[RMA_NKIND] = {
     [RMA_SYNC] = {.name = "RMA_sync"},
 };
 static const char *const kind_names[RMA_NKIND] = {"put", "get", "acc", "getacc", "fop", "cas", "sync"};
+
+int rma_count_alone(MPI_Win win, int kind, size_t bytes)
+{
+    pmpi_stat_t *st = &rma_st[kind];
+    st->calls[PMPI_PATH_MPI]++;
+    st->bytes[PMPI_PATH_MPI] += bytes;
+    /* The layer off, the knob, or else the window's own making (its communicator, its info key,
+     * Fortran on Open MPI): bobcat could not have its table. */
+    st->why[!pmpi_layer.on ? PMPI_WHY_OFF : !rma_enabled() ? PMPI_WHY_FORCED : alone_reason(win)]++;
+    return 1;
+}
 
 __attribute__((constructor)) static void register_stats(void)
 {
@@ -227,11 +240,40 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
     return w;
 }
 
-/* Windows are counted (pmpi_rma_windows): while any exist, bobcat's waits drive the real MPI. */
-static int counted(int rc)
+/* Windows of the real MPI's alone, with the reason (the account's `why` for the calls on them). */
+static struct {
+    MPI_Win win;
+    int why;
+} alone[64];
+static int alone_why = PMPI_WHY_SETUP; /* the reason of the window being made (win_comm) */
+
+static int alone_reason(MPI_Win win)
 {
-    if (rc == MPI_SUCCESS)
+    for (int i = 0; i < (int)(sizeof alone / sizeof alone[0]); i++)
+        if (alone[i].win == win && win != MPI_WIN_NULL)
+            return alone[i].why;
+    return PMPI_WHY_SETUP; /* made where bobcat did not see it (Fortran on Open MPI) */
+}
+
+static void alone_forget(MPI_Win win)
+{
+    for (int i = 0; i < (int)(sizeof alone / sizeof alone[0]); i++)
+        if (alone[i].win == win)
+            alone[i].win = MPI_WIN_NULL;
+}
+
+/* Windows are counted (pmpi_rma_windows): while any exist, bobcat's waits drive the real MPI. */
+static int counted(int rc, const MPI_Win *win)
+{
+    if (rc == MPI_SUCCESS) {
         pmpi_rma_windows++;
+        for (int i = 0; i < (int)(sizeof alone / sizeof alone[0]); i++)
+            if (alone[i].win == MPI_WIN_NULL || alone[i].win == 0) {
+                alone[i].win = *win;
+                alone[i].why = alone_why;
+                break;
+            }
+    }
     return rc;
 }
 
@@ -239,6 +281,7 @@ static int counted(int rc)
  * Every rank of comm answers alike (the layer's state, the knob and comm's tables are the same). */
 static pmpi_comm_t *win_comm(MPI_Comm comm, MPI_Aint size, int disp_unit, MPI_Info info)
 {
+    alone_why = !pmpi_layer.on ? PMPI_WHY_OFF : PMPI_WHY_FORCED;
     if (!rma_enabled() || size < 0 || disp_unit <= 0)
         return NULL;
     /* The info key bobcat_rma=mpi asks for the real MPI's window (bobcat's OpenSHMEM transport). */
@@ -249,6 +292,7 @@ static pmpi_comm_t *win_comm(MPI_Comm comm, MPI_Aint size, int disp_unit, MPI_In
             !strcmp(v, "mpi"))
             return NULL;
     }
+    alone_why = PMPI_WHY_SETUP; /* a communicator bobcat does not handle, or no window of its own */
     return pmpi_comm_get(comm);
 }
 
@@ -258,7 +302,7 @@ BOBCAT_EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_I
     pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info);
     rma_win_t *w = pc ? win_make(F_CREATE, base, size, disp_unit, info, comm, pc, NULL, NULL) : NULL;
     if (!w)
-        return counted(PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, comm, win)));
+        return counted(PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, comm, win)), win);
     *win = w->win;
     return MPI_SUCCESS;
 }
@@ -280,7 +324,7 @@ BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
         w = win_make(F_ALLOCATE, mem, size, disp_unit, info, comm, pc, NULL, NULL);
     if (!w) {
         free(mem);
-        return counted(PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win)));
+        return counted(PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win)), win);
     }
     w->owned = mem;
     *(void **)baseptr = w->mybase;
@@ -294,7 +338,7 @@ BOBCAT_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *
     pmpi_comm_t *pc = win_comm(comm, 0, 1, info);
     rma_win_t *w = pc ? win_make(F_DYNAMIC, NULL, 0, 1, info, comm, pc, NULL, NULL) : NULL;
     if (!w)
-        return counted(PMPI_AWAY(PMPI_Win_create_dynamic(info, comm, win)));
+        return counted(PMPI_AWAY(PMPI_Win_create_dynamic(info, comm, win)), win);
     *win = w->win;
     return MPI_SUCCESS;
 }
@@ -308,7 +352,7 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
     PMPI_GUARD();
     pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info);
     if (!pc || !pc->single_node)
-        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)));
+        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)), win);
     int n = pc->size, me = pc->rank;
     MPI_Aint *sizes = malloc(sizeof(MPI_Aint) * 2 * (size_t)n), *off = sizes + n;
     if (!sizes) {
@@ -339,7 +383,7 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
     free(sizes);
     if (!w) {
         free(owned);
-        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)));
+        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)), win);
     }
     w->owned = owned;
     w->region = region;
@@ -502,7 +546,10 @@ BOBCAT_EXPORT int MPI_Win_free(MPI_Win *win)
     PMPI_GUARD();
     rma_win_t *w = win ? rma_get(*win) : NULL;
     if (!w) {
+        MPI_Win was = win ? *win : MPI_WIN_NULL;
         int rc = PMPI_AWAY(PMPI_Win_free(win));
+        if (rc == MPI_SUCCESS)
+            alone_forget(was);
         if (rc == MPI_SUCCESS && pmpi_rma_windows > 0)
             pmpi_rma_windows--;
         return rc;
