@@ -17,8 +17,11 @@
  *
  * Paths (BOBCAT_STATS on and the layer on): on the node's communicator no call went to the real MPI
  * and some went through bobcat's ring, staged and not; across (simulated) nodes the world's calls
- * went to the real MPI (why.multinode); MPI_COMM_SELF's always do (why.setup); BOBCAT_COLL_NBC=mpi
- * sends all there (why.forced). */
+ * went to the real MPI (why.multinode); MPI_COMM_SELF's always do (why.setup-failed);
+ * BOBCAT_COLL_NBC=mpi sends all there (why.forced).
+ *
+ * Overlap: on the node's communicator rank 0 starts an Ialltoallv and an Iallgatherv and computes
+ * without calling MPI until the others have completed both: they must do its units (layer on). */
 /* MPICH marks statuses arguments as written: MPI_STATUSES_IGNORE (NULL) draws a warning. */
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 #include <mpi.h>
@@ -545,6 +548,77 @@ static void run_two(MPI_Comm comm, const char *cn)
     MPI_Comm_free(&b);
 }
 
+/* Overlap without a progress thread: rank 0 starts an Ialltoallv and an Iallgatherv (stack arrays,
+ * heap data) and then computes without calling MPI until every other rank has seen both complete
+ * (they tell it through its segment). That ends only if the node mates do rank 0's units from its
+ * published tables: with the layer on, one node and BOBCAT_COLL_NBC_HELP on it must. */
+static void case_overlap(MPI_Comm comm, int *flags_local)
+{
+    int n, me;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    int cnt[64], dsp[64], gc[64], gd[64]; /* on the stack (n <= 64) */
+    size_t total = 0;
+    for (int r = 0; r < n; r++) {
+        cnt[r] = 4096 * ((me + r) % 3); /* symmetric: what I send r is what r sends me */
+        dsp[r] = (int)total;
+        total += (size_t)cnt[r];
+        gc[r] = 1000 * (r + 1);
+        gd[r] = r == 0 ? 0 : gd[r - 1] + gc[r - 1];
+    }
+    int *s = malloc(sizeof(int) * (total + 1)), *d = malloc(sizeof(int) * (total + 1));
+    int *gs = malloc(sizeof(int) * (size_t)gc[me]), *g = malloc(sizeof(int) * (size_t)(gd[n - 1] + gc[n - 1]));
+    for (int r = 0; r < n; r++)
+        for (int k = 0; k < cnt[r]; k++)
+            s[dsp[r] + k] = value(me, r, (size_t)k, 9);
+    for (int k = 0; k < gc[me]; k++)
+        gs[k] = value(me, me, (size_t)k, 10);
+    uint64_t at = (uint64_t)(uintptr_t)flags_local;
+    if (me == 0)
+        for (int q = 0; q < n; q++)
+            flags_local[q] = 0;
+    MPI_Bcast(&at, 1, MPI_UINT64_T, 0, comm);
+    int w0 = 0, zero = 0;
+    MPI_Group grp, wg;
+    MPI_Comm_group(comm, &grp);
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Group_translate_ranks(grp, 1, &zero, wg, &w0);
+    MPI_Group_free(&grp);
+    MPI_Group_free(&wg);
+    volatile int *flags = me == 0 ? flags_local : smap_remote_address(smap_pe_is_local(w0), (void *)(uintptr_t)at);
+    CHECK(flags != NULL, "overlap: rank 0's flags not reachable");
+    MPI_Barrier(comm);
+    MPI_Request r[2];
+    MPI_Ialltoallv(s, cnt, dsp, MPI_INT, d, cnt, dsp, MPI_INT, comm, &r[0]);
+    MPI_Iallgatherv(gs, gc[me], MPI_INT, g, gc, gd, MPI_INT, comm, &r[1]);
+    if (me == 0) {
+        time_t t0 = time(NULL);
+        int seen = 0;
+        while (seen < n - 1 && time(NULL) - t0 < 60) {
+            seen = 0;
+            for (int q = 1; q < n; q++)
+                seen += flags[q];
+            sched_yield(); /* computing, but oversubscribed ranks need the core */
+        }
+        CHECK(seen == n - 1, "overlap: only %d of %d node mates completed while rank 0 computed", seen, n - 1);
+        MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+    } else {
+        MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+        if (flags)
+            __atomic_store_n(&flags[me], 1, __ATOMIC_RELEASE);
+    }
+    int bad = 0;
+    for (int q = 0; q < n; q++) {
+        for (int k = 0; k < cnt[q]; k++)
+            bad += d[dsp[q] + k] != value(q, me, (size_t)k, 9);
+        for (int k = 0; k < gc[q]; k++)
+            bad += g[gd[q] + k] != value(q, q, (size_t)k, 10);
+    }
+    CHECK(!bad, "overlap: %d values wrong", bad);
+    MPI_Barrier(comm);
+    free(s), free(d), free(gs), free(g);
+}
+
 int main(int argc, char **argv)
 {
     char stack_region[POOL];
@@ -592,6 +666,11 @@ int main(int argc, char **argv)
     }
     run_comm(node, "node");
     run_two(node, "node");
+    if (layer_on && nn > 1 && nn <= 64 && !mp_env_is("BOBCAT_COLL_NBC_HELP", "0", "off")) {
+        int *flags = malloc(sizeof(int) * (size_t)nn); /* on the heap: in the segment */
+        case_overlap(node, flags);
+        free(flags);
+    }
     for (int f = 0; f < F_N; f++) {
         long long d = mp_stat(fname[f], "mpi") - before[f], ring = mp_stat(fname[f], "alg.ring") - ring0[f];
         long long st = mp_stat(fname[f], "staged") - staged0[f], ip = mp_stat(fname[f], "inplace") - inpl0[f];
