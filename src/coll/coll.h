@@ -245,7 +245,10 @@ BOBCAT_LAYER_API char *coll_nb_channel(char *area, int nranks, int k);
 
 typedef enum {
     COLL_NB_BARRIER, COLL_NB_BCAST, COLL_NB_REDUCE, COLL_NB_ALLREDUCE, COLL_NB_ALLGATHER, COLL_NB_ALLTOALL,
-    COLL_NB_GATHER, COLL_NB_SCATTER, COLL_NB_REDUCE_SCATTER, COLL_NB_SCAN, COLL_NB_EXSCAN, COLL_NB_N
+    COLL_NB_GATHER, COLL_NB_SCATTER, COLL_NB_REDUCE_SCATTER, COLL_NB_SCAN, COLL_NB_EXSCAN,
+    /* The v/w forms, on packed bytes: per-rank counts differ, so each rank publishes a table of its
+     * own side in its segment (coll_nb.c, "tables"); never inline. Alltoallw is ALLTOALLV. */
+    COLL_NB_GATHERV, COLL_NB_SCATTERV, COLL_NB_ALLGATHERV, COLL_NB_ALLTOALLV, COLL_NB_N
 } coll_nb_kind_t;
 
 struct coll_nb;
@@ -270,7 +273,10 @@ typedef struct coll_nb {
     coll_nb_group_t *g;
     coll_nb_kind_t kind;
     int root;
-    size_t bytes;              /* moving calls: bytes per piece/block (per rank for Bcast) */
+    size_t bytes;              /* moving calls: bytes per piece/block (per rank for Bcast); the v
+                                  forms: my own piece's (Gatherv, Allgatherv: sent; Scatterv: received) */
+    const uint64_t *tab;       /* the v forms: my table, in my segment (coll_nb.c; the caller keeps it
+                                  until the call is complete) */
     size_t count;              /* reductions: elements (Reduce_scatter: see counts) */
     const size_t *counts;      /* Reduce_scatter: elements per rank (the caller keeps it alive) */
     coll_op_t op;

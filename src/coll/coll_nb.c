@@ -11,6 +11,19 @@
  *   ALLTOALL         w0 = its send buffer, w1 = its receive buffer; inline: the send buffer in w0..w5
  *   GATHER, SCATTER  w0 = its send buffer, w1 = its receive buffer (as far as it has them)
  *   REDUCE_SCATTER, SCAN, EXSCAN   w0 = its input, w1 = its result
+ *   GATHERV          w0 = its piece, w2 = the piece's bytes; the root: w3 = its table
+ *   SCATTERV         w1 = where its piece lands, w2 = the piece's bytes; the root: w3 = its table
+ *   ALLGATHERV       w0 = its piece, w2 = the piece's bytes, w3 = its table
+ *   ALLTOALLV        w3 = its table
+ *
+ * Tables (the v forms; uint64 words in the owner's segment, written before it publishes, pointers
+ * in the owner's view, 0 = none): per-rank counts differ, and MPI makes each rank's arrays
+ * significant only to it, so each rank says where its side of every piece lies.
+ *   GATHERV, ALLGATHERV  t[r] = bytes expected from rank r, t[n + r] = where they land
+ *   SCATTERV (root)      t[r] = bytes of rank r's piece, t[n + r] = where it lies
+ *   ALLTOALLV            t[r] = where my block for r lies, t[n + r] its bytes; t[2n + r] = where
+ *                        r's block for me lands, t[3n + r] the bytes I expect
+ * A unit copies the fewer of the two sides' bytes (MPI makes them equal; no truncation error).
  *
  * Rank p's unit (done by whoever claims it, from the publications and the arguments every rank
  * passes alike): BCAST copies the root's buffer into p's; REDUCE and ALLREDUCE reduce slice p of
@@ -18,7 +31,9 @@
  * its own included; ALLTOALL fills p's receive buffer with block p of every send buffer, its own
  * included; GATHER (SCATTER) moves p's
  * piece to (from) the root; REDUCE_SCATTER reduces p's block into p's result; SCAN (EXSCAN) reduces
- * the inputs of ranks 0..p (0..p-1) into p's result. Inline calls: each rank does its own unit
+ * the inputs of ranks 0..p (0..p-1) into p's result; GATHERV (SCATTERV) moves p's piece to (from)
+ * where the root's table says; ALLGATHERV fills p's result with every piece where p's table says;
+ * ALLTOALLV fills p's receive blocks with every rank's block for p, its own included. Inline calls: each rank does its own unit
  * from the slots (no buffer of another rank is touched), and nobody else's.
  *
  * Reductions fold from the highest rank down (acc = x[i] op acc), as the blocking ones (coll_alg.c),
@@ -74,6 +89,11 @@ static inline const char *pwords(const coll_nb_group_t *g, uint64_t s, int r)
 
 static inline uint64_t W(const void *p) { return (uint64_t)(uintptr_t)p; }
 
+/* The v forms: rank r's own piece's bytes (w2). */
+static inline size_t pbytes(const coll_nb_group_t *g, uint64_t s, int r) { return (size_t)slot_of(g, s, r)->pub.word[2]; }
+/* The v forms: a pointer of rank r's table, in my view. */
+static inline char *tptr(const coll_nb_group_t *g, int r, uint64_t v) { return v ? (char *)(uintptr_t)(v + g->base[r]) : NULL; }
+
 int coll_nb_inlines(const coll_nb_group_t *g, coll_nb_kind_t kind, size_t bytes, size_t span)
 {
     switch (kind) {
@@ -122,6 +142,12 @@ static int has_unit(const coll_nb_t *c, int p)
         return 1;
     case COLL_NB_EXSCAN:
         return p > 0;
+    case COLL_NB_GATHERV:
+    case COLL_NB_SCATTERV:
+        return p != c->root; /* (empty pieces too: only the root knows which are) */
+    case COLL_NB_ALLGATHERV:
+    case COLL_NB_ALLTOALLV:
+        return 1;
     default:
         return 0;
     }
@@ -149,6 +175,8 @@ static int need_of(const coll_nb_t *c)
         return c->inl ? NEED_OWN : NEED_ALL;
     case COLL_NB_GATHER:
     case COLL_NB_SCATTER:
+    case COLL_NB_GATHERV:
+    case COLL_NB_SCATTERV:
         return me == c->root ? NEED_ALL : NEED_OWN;
     default:
         return NEED_ALL;
@@ -304,6 +332,48 @@ static void unit(coll_nb_t *c, int p)
         ptrs_put(&t);
         break;
     }
+    case COLL_NB_GATHERV:
+    case COLL_NB_SCATTERV: {
+        const uint64_t *rt = (const uint64_t *)pptr(g, s, c->root, 3);
+        size_t b = rt[p] < pbytes(g, s, p) ? rt[p] : pbytes(g, s, p);
+        if (!b)
+            break;
+        char *at = tptr(g, c->root, rt[n + p]);
+        if (c->kind == COLL_NB_GATHERV)
+            util_copy(at, pptr(g, s, p, 0), b);
+        else
+            util_copy(pptr(g, s, p, 1), at, b);
+        break;
+    }
+    case COLL_NB_ALLGATHERV: {
+        const uint64_t *pt = (const uint64_t *)pptr(g, s, p, 3);
+        for (int k = 0; k < n; k++) {
+            int r = (p + k) % n;
+            size_t b = pt[r] < pbytes(g, s, r) ? pt[r] : pbytes(g, s, r);
+            if (!b)
+                continue;
+            char *dst = tptr(g, p, pt[n + r]);
+            const char *src = pptr(g, s, r, 0);
+            if (dst != src) /* in place: p's own piece is where it belongs */
+                util_copy(dst, src, b);
+        }
+        break;
+    }
+    case COLL_NB_ALLTOALLV: {
+        const uint64_t *pt = (const uint64_t *)pptr(g, s, p, 3);
+        for (int k = 0; k < n; k++) {
+            int r = (p + k) % n;
+            const uint64_t *rt = (const uint64_t *)pptr(g, s, r, 3);
+            size_t b = rt[n + p] < pt[3 * n + r] ? rt[n + p] : pt[3 * n + r];
+            if (!b)
+                continue;
+            char *dst = tptr(g, p, pt[2 * n + r]);
+            const char *src = tptr(g, r, rt[p]);
+            if (dst != src)
+                util_copy(dst, src, b);
+        }
+        break;
+    }
     default:
         break;
     }
@@ -349,6 +419,15 @@ static void publish(coll_nb_t *c)
             w[0] = W(c->sbuf);
             w[1] = W(c->rbuf);
         }
+        break;
+    case COLL_NB_GATHERV:
+    case COLL_NB_SCATTERV:
+    case COLL_NB_ALLGATHERV:
+    case COLL_NB_ALLTOALLV:
+        w[0] = W(c->sbuf);
+        w[1] = W(c->rbuf);
+        w[2] = c->bytes;
+        w[3] = W(c->tab);
         break;
     default:
         w[0] = W(c->sbuf);

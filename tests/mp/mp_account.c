@@ -1,10 +1,12 @@
 /* mp_account: calls whose numbers are known, for the account (yod --stats, issue 28): the test
  * (tests/python/test_account.py) checks the merged totals against these counts exactly.
- * Per rank: 5 MPI_Comm_rank, 3 MPI_Alltoallv of 4 ints to every rank (16 * size bytes sent each),
- * 2 MPI_Iallgatherv of one int + MPI_Wait (a pass-through: the v forms stay the real MPI's), 7 MPI_Allreduce of one double, and a ring of 4 MPI_Send/MPI_Recv of
- * 8 ints (Send/Recv are bobcat's own: rows "p2p send"/"p2p recv"; Alltoallv too since issue 30, and
+ * Per rank: 5 MPI_Comm_rank (a pass-through), 3 MPI_Alltoallv of 4 ints to every rank (16 * size
+ * bytes sent each), 2 MPI_Iallgatherv of one int on MPI_COMM_WORLD + MPI_Wait and 1 on MPI_COMM_SELF
+ * (bobcat's since issue 30 on a communicator on one node; the real MPI's on one of a single rank:
+ * why.setup-failed), 7 MPI_Allreduce of one double, and a ring of 4 MPI_Send/MPI_Recv of 8 ints
+ * (Send/Recv are bobcat's own: rows "p2p send"/"p2p recv"; Alltoallv too since issue 30, and
  * MPI_Ibarrier, which this counted before), and 3 MPI_Put between 2 fences on a window the real MPI
- * keeps for itself (the info key bobcat_rma=mpi). */
+ * keeps for itself (the info key bobcat_rma=mpi: why.forced). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,13 @@ int main(int argc, char **argv)
             bad += all[r] != r;
         free(all);
         free(ones);
+    }
+    {
+        MPI_Request q;
+        int one = rank, got = -1, c1 = 1, d0 = 0;
+        MPI_Iallgatherv(&one, 1, MPI_INT, &got, &c1, &d0, MPI_INT, MPI_COMM_SELF, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        bad += got != rank;
     }
     double x = 1.0, y = 0;
     for (int i = 0; i < 7; i++) {

@@ -50,24 +50,34 @@ def test_account_matches_known_calls(tmp_path, mpi, layout):
     assert len(acct["per_rank"]) == n
     # pass-throughs: counted exactly, bytes from the arguments
     assert calls(t["MPI_Comm_rank"]) == 5 * n and not t["MPI_Comm_rank"]["moves"]
-    assert calls(t["MPI_Iallgatherv"]) == 2 * n
-    # bobcat's own routines: on its path (Alltoallv: issue 30; across nodes hierarchical)
+    assert calls(t["MPI_Iallgatherv"]) == 3 * n
+    # bobcat's own routines: on its path (Alltoallv, Iallgatherv: issue 30; across nodes hierarchical)
     assert calls(t["MPI_Allreduce"]) == 7 * n and t["MPI_Allreduce"]["calls"]["bobcat"] > 0
     assert calls(t["MPI_Alltoallv"]) == 3 * n and t["MPI_Alltoallv"]["calls"]["bobcat"] == 3 * n
     assert sum(t["MPI_Alltoallv"]["bytes"].values()) == 3 * n * (16 * n)
     assert calls(t["p2p send"]) == 4 * n and calls(t["p2p recv"]) == 4 * n
     assert sum(t["p2p send"]["bytes"].values()) == 4 * n * 32
+    # a window the real MPI keeps for itself (bobcat_rma=mpi): its puts and fences on its path, forced
+    assert t["MPI_Put"]["calls"]["bobcat"] == 0 and calls(t["MPI_Put"]) == 3 * n
+    assert sum(t["MPI_Put"]["bytes"].values()) == 3 * n * 8 and t["MPI_Put"]["why"] == {"forced": 3 * n}
+    assert calls(t["MPI_RMA_sync"]) == 2 * n and t["MPI_RMA_sync"]["why"] == {"forced": 2 * n}
     if n == 2:
-        # one node: every call is on-node; the pass-throughs went to the real MPI there
-        assert t["MPI_Iallgatherv"]["calls"]["mpi-node"] == 2 * n
+        # one node: every call is on-node; WORLD's Iallgatherv bobcat's, MPI_COMM_SELF's (one rank)
+        # the real MPI's, with its reason
+        assert t["MPI_Iallgatherv"]["calls"]["bobcat"] == 2 * n
+        assert t["MPI_Iallgatherv"]["calls"]["mpi-node"] == n
+        assert t["MPI_Iallgatherv"]["why"] == {"setup-failed": n}
         assert t["p2p send"]["calls"]["bobcat"] == 4 * n
         s = acct["summary"]
-        assert s["on_node_calls"] == 3 * n + 2 * n + 7 * n + 8 * n  # Alltoallv, Iallgatherv, Allreduce, p2p
-        assert s["bobcat_calls"] == 3 * n + 7 * n + 8 * n
-        assert {m["routine"] for m in s["top_missed"]} == {"MPI_Iallgatherv"}
+        # Alltoallv, Iallgatherv, Allreduce, p2p, Put, the fences
+        assert s["on_node_calls"] == 3 * n + 3 * n + 7 * n + 8 * n + 3 * n + 2 * n
+        assert s["bobcat_calls"] == 3 * n + 2 * n + 7 * n + 8 * n
+        assert {m["routine"] for m in s["top_missed"]} == {"MPI_Iallgatherv", "MPI_Put", "MPI_RMA_sync"}
     else:
-        # two simulated nodes: WORLD spans them, so its pass-throughs are off-node ...
+        # two simulated nodes: WORLD spans them, so its nonblocking v forms are the real MPI's,
+        # off-node ...
         assert t["MPI_Iallgatherv"]["calls"]["off-node"] == 2 * n
+        assert t["MPI_Iallgatherv"]["calls"]["mpi-node"] == n
         # ... and half of the ring's sends cross to the other node
         assert t["p2p send"]["calls"]["off-node"] == 2 * n
     assert "on-node traffic on bobcat's path" in err

@@ -92,4 +92,20 @@ void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out);
 void hier_alltoallv(pmpi_comm_t *pc, const void *const *sblk, const size_t *sbytes, void *const *rblk,
                     const size_t *rbytes);
 
+/* ---- the nonblocking v/w forms (pmpi_coll_nbv.c) on pmpi_coll_nb.c's ring -------------------- */
+struct nb_comm;
+/* comm's ring if its nonblocking collectives run on one (from facts every rank shares: see
+ * pmpi_coll_nb.c); else NULL and why. */
+struct nb_comm *pc_nbv_ring(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p);
+/* A call's staging: done(st) once when its request completes (write results back), release(st)
+ * when the request is retired. */
+typedef struct {
+    void (*done)(void *st);
+    void (*release)(void *st);
+} pc_nbv_ops_t;
+/* Start the call args describes (kind, root, bytes, sbuf, rbuf, tab) on ring, as a request of
+ * bobcat's. */
+int pc_nbv_start(struct nb_comm *ring, const coll_nb_t *args, const pc_nbv_ops_t *ops, void *st, MPI_Comm comm,
+                 MPI_Request *req);
+
 #endif

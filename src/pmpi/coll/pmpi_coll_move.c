@@ -3,8 +3,9 @@
  * piece), Alltoall (each reads its block from every rank), and the v-variants (Gatherv: the root
  * reads every piece; Scatterv: the root writes every piece; Allgatherv: each reads every piece).
  * Communicators that span nodes run them hierarchically (pmpi_coll_hier.c: node phase in shared
- * memory, leaders' phase through PMPI_*); Alltoallv/w and the nonblocking and neighbourhood
- * collectives go to the real MPI unchanged.
+ * memory, leaders' phase through PMPI_*). Alltoallv/w, the nonblocking and the neighbourhood
+ * collectives have files of their own (pmpi_coll_alltoallv.c, pmpi_coll_nb.c and _nbv.c,
+ * pmpi_coll_neighbor.c).
  *
  * Datatypes: the algorithms move packed signature bytes. A dense type (memory == signature) is
  * used where it lies; any other type is packed into, or unpacked from, a segment buffer on the

@@ -1,6 +1,6 @@
 /* pmpi_coll_nb: the nonblocking collectives (MPI_Ibarrier, Ibcast, Ireduce, Iallreduce, Iallgather,
- * Ialltoall, Igather, Iscatter, Ireduce_scatter(_block), Iscan, Iexscan) over coll/'s ring
- * (coll_nb.c), as requests of bobcat's (p2p's P2P_K_EXT kind), so that MPI_Wait/Test and their
+ * Ialltoall, Igather, Iscatter, Ireduce_scatter(_block), Iscan, Iexscan; the v/w forms are in
+ * pmpi_coll_nbv.c, on the same ring through pc_nbv_start) over coll/'s ring (coll_nb.c), as requests of bobcat's (p2p's P2P_K_EXT kind), so that MPI_Wait/Test and their
  * all/any/some forms complete them in any order and in arrays mixed with point-to-point and real
  * requests, and every progress pass (p2p_progress: any wait, test, or call that progresses) moves
  * them along.
@@ -157,6 +157,8 @@ typedef struct nb_req {
     MPI_Op lop;
     MPI_Comm lcomm;
     struct nb_req *hnext;    /* the list of calls across nodes in flight */
+    const pc_nbv_ops_t *vops; /* a v/w form's staging (pmpi_coll_nbv.c), its state vst */
+    void *vst;
 } nb_req_t;
 
 /* ---- across nodes: node phase, leaders' phase, node phase --------------------------------------- */
@@ -245,6 +247,8 @@ static int nb_test(p2p_req_t *r, int *err_p)
         pc_out_done(&q->out);
     }
     pc_in_done(&q->in);
+    if (q->vops && !q->local_done)
+        q->vops->done(q->vst);
     q->local_done = 1;
     return 1;
 }
@@ -271,6 +275,8 @@ static void nb_release(p2p_req_t *r)
         pmpi_dt_release(q->out_held, q->out_user);
     free(q->extra);
     free(q->counts);
+    if (q->vops)
+        q->vops->release(q->vst);
     if (nb_nfree < NB_FREE_MAX)
         nb_free_list[nb_nfree++] = q;
     else
@@ -433,6 +439,24 @@ static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_ki
         pp = &(*pp)->hnext;
     *pp = q;
     p2p_ext_pending = 1;
+}
+
+/* ---- the v/w forms (pmpi_coll_nbv.c): calls on the ring whose staging is theirs ---------------- */
+
+struct nb_comm *pc_nbv_ring(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p)
+{
+    return nb_setup(comm, pc_p, why_p);
+}
+
+int pc_nbv_start(struct nb_comm *ring, const coll_nb_t *args, const pc_nbv_ops_t *ops, void *st, MPI_Comm comm,
+                 MPI_Request *req)
+{
+    nb_req_t *q = req_new();
+    q->c = *args;
+    q->vops = ops;
+    q->vst = st;
+    start(q, ring, args->kind);
+    return req_out(q, comm, req);
 }
 
 /* The statistics row's path for a call that ran here. */

@@ -1,0 +1,488 @@
+/* pmpi_coll_nbv: the nonblocking v/w forms (MPI_Igatherv, Iscatterv, Iallgatherv, Ialltoallv,
+ * Ialltoallw) on the ring of pmpi_coll_nb.c, as requests of bobcat's: coll_nb.c's GATHERV, SCATTERV,
+ * ALLGATHERV and ALLTOALLV calls, whose units any rank making progress may do (docs/mpi.md,
+ * "Nonblocking and persistent collectives").
+ *
+ * Which calls run here, from facts every rank shares: the communicator has a ring (one node, at
+ * least two ranks, registered) and BOBCAT_COLL_NBC is not mpi. Every valid datatype is handled (the
+ * blocks move as packed bytes, and a type that is not dense is packed or unpacked by the rank that
+ * owns the block), so no rank's datatypes decide anything another rank would have to know: as the
+ * blocking Alltoallw (pmpi_coll_alltoallv.c), a block's type is looked at only where the block is not
+ * empty (programs pass MPI_DATATYPE_NULL there). Only arguments the standard calls erroneous
+ * (negative counts, a null type or count array where data moves, MPI_IN_PLACE where it is not
+ * allowed, one buffer for both sides) go to the real MPI, which reports them. Across nodes and on
+ * communicators of one rank the real MPI does the call (why.multinode, why.setup).
+ *
+ * Where the blocks lie, a local decision per block: a block of a dense type inside the segment is
+ * read or written where it lies; any other (stack, static data, a non-contiguous type) is packed
+ * into, or lands in, one heap block of the call's and is unpacked into the user's memory when the
+ * request completes; the request holds those datatypes until then. The same heap block holds the
+ * call's table (coll_nb.c, "Tables"): this rank's counts and addresses, so node mates reach them
+ * whatever memory the program's arrays are in. A rank's own piece or block is copied at the start,
+ * without the ring. Ialltoallv/w in place: the blocks peers read are copies (this rank's unit
+ * overwrites them meanwhile). */
+#include "pmpi_coll.h"
+#include "../base/pmpi_dt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static pmpi_stat_t st_igatherv = {.name = "Igatherv", .alg_names = {"ring"}};
+static pmpi_stat_t st_iscatterv = {.name = "Iscatterv", .alg_names = {"ring"}};
+static pmpi_stat_t st_iallgatherv = {.name = "Iallgatherv", .alg_names = {"ring"}};
+static pmpi_stat_t st_ialltoallv = {.name = "Ialltoallv", .alg_names = {"ring"}};
+static pmpi_stat_t st_ialltoallw = {.name = "Ialltoallw", .alg_names = {"ring"}};
+
+__attribute__((constructor)) static void register_stats(void)
+{
+    pmpi_stat_t *all[] = {&st_igatherv, &st_iscatterv, &st_iallgatherv, &st_ialltoallv, &st_ialltoallw};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pmpi_stats_register(all[i]);
+}
+
+static void *xmalloc(size_t bytes) { return util_alloc_or_die(bytes ? bytes : 1, "a nonblocking v/w collective"); }
+
+/* ---- a call's blocks and their staging ---------------------------------------------------------- */
+
+/* One block of this rank's side: where the program has it, and where the call reads or writes it. */
+typedef struct {
+    char *at;      /* the program's memory (buffer + displacement) */
+    int count, ti; /* elements, and the index of their type in the call's table of types */
+    int copy;      /* a send block peers must read from a copy (in place) */
+    size_t bytes;
+    char *use;     /* set by nbv_place: at itself, or its place in the call's heap block */
+} blk_t;
+
+/* A staged receive block, unpacked at completion. */
+typedef struct {
+    const char *src;
+    char *at;
+    int count, ti;
+} job_t;
+
+typedef struct {
+    int ntypes, njobs, staged;
+    MPI_Datatype *user, *held; /* the program's types; held (MPI_DATATYPE_NULL: not needed) */
+    pc_dt_t *d;
+    job_t *jobs;
+    char *mem;                 /* heap (the segment): the table, packed sends, staged receives */
+    uint64_t *tab;
+} nbv_t;
+
+/* An empty block's type: not looked at. */
+static const pc_dt_t none = {.size = 0, .lb = 0, .extent = 0, .dense = 1, .predefined = 1};
+
+/* The facts of a side of count elements of dt (none when empty); -1 if erroneous. */
+static int side(int count, MPI_Datatype dt, pc_dt_t *d_p)
+{
+    if (count < 0)
+        return -1;
+    if (!count) {
+        *d_p = none;
+        return 0;
+    }
+    return pc_dt(dt, d_p);
+}
+
+/* One type for n counts (a v form's side): looked at if any count is not 0; -1 if erroneous. */
+static int vside(const int *counts, const int *displs, int n, MPI_Datatype dt, pc_dt_t *d_p)
+{
+    if (!counts || !displs)
+        return -1;
+    int any = 0;
+    for (int r = 0; r < n; r++) {
+        if (counts[r] < 0)
+            return -1;
+        any |= counts[r] > 0;
+    }
+    return side(any, dt, d_p);
+}
+
+static nbv_t *nbv_new(int njobs_max, int ntypes, const MPI_Datatype *types, const pc_dt_t *d)
+{
+    nbv_t *v = xmalloc(sizeof *v + (size_t)ntypes * (2 * sizeof(MPI_Datatype) + sizeof(pc_dt_t)) +
+                       (size_t)njobs_max * sizeof(job_t));
+    v->ntypes = ntypes;
+    v->njobs = v->staged = 0;
+    v->d = (pc_dt_t *)(v + 1);
+    v->jobs = (job_t *)(v->d + ntypes);
+    v->user = (MPI_Datatype *)(v->jobs + njobs_max);
+    v->held = v->user + ntypes;
+    memcpy(v->d, d, sizeof(pc_dt_t) * (size_t)ntypes);
+    memcpy(v->user, types, sizeof(MPI_Datatype) * (size_t)ntypes);
+    for (int i = 0; i < ntypes; i++)
+        v->held[i] = MPI_DATATYPE_NULL;
+    v->mem = NULL;
+    v->tab = NULL;
+    return v;
+}
+
+#define ROUND(b) (((b) + 15) & ~(size_t)15)
+
+/* A block peers reach where it lies: dense, and all of it in the segment. */
+static int direct(const blk_t *b, const pc_dt_t *d)
+{
+    return d->dense && smap_is_shared(b->at) && smap_is_shared(b->at + b->bytes - 1);
+}
+
+/* Place the send blocks (peers read them) and the receive blocks (peers write them), and make the
+ * call's heap block: a table of tabwords words, then the staged blocks. */
+static void nbv_place(nbv_t *v, blk_t *s, int ns, blk_t *r, int nr, size_t tabwords)
+{
+    size_t need = ROUND(tabwords * sizeof(uint64_t));
+    for (int i = 0; i < ns; i++) {
+        s[i].use = NULL;
+        if (!s[i].bytes)
+            continue;
+        if (!s[i].copy && direct(&s[i], &v->d[s[i].ti]))
+            s[i].use = s[i].at;
+        else
+            need += ROUND(s[i].bytes);
+    }
+    for (int i = 0; i < nr; i++) {
+        r[i].use = NULL;
+        if (!r[i].bytes)
+            continue;
+        if (direct(&r[i], &v->d[r[i].ti]))
+            r[i].use = r[i].at;
+        else
+            need += ROUND(r[i].bytes);
+    }
+    v->mem = xmalloc(need);
+    v->tab = (uint64_t *)v->mem;
+    char *p = v->mem + ROUND(tabwords * sizeof(uint64_t));
+    for (int i = 0; i < ns; i++)
+        if (s[i].bytes && !s[i].use) {
+            pc_pack(s[i].at, s[i].count, v->user[s[i].ti], &v->d[s[i].ti], p);
+            s[i].use = p;
+            p += ROUND(s[i].bytes);
+            v->staged = 1;
+        }
+    for (int i = 0; i < nr; i++)
+        if (r[i].bytes && !r[i].use) {
+            int ti = r[i].ti;
+            if (v->held[ti] == MPI_DATATYPE_NULL && (v->held[ti] = pmpi_dt_hold(v->user[ti])) == MPI_DATATYPE_NULL) {
+                util_error("could not hold a datatype for a nonblocking v/w collective");
+                abort();
+            }
+            v->jobs[v->njobs++] = (job_t){p, r[i].at, r[i].count, ti};
+            r[i].use = p;
+            p += ROUND(r[i].bytes);
+            v->staged = 1;
+        }
+}
+
+/* The request completed: lay the staged receive blocks out, let go of the types and the memory. */
+static void nbv_done(void *st)
+{
+    nbv_t *v = st;
+    for (int i = 0; i < v->njobs; i++) {
+        const job_t *j = &v->jobs[i];
+        pc_unpack(j->src, j->count, v->held[j->ti], &v->d[j->ti], j->at);
+    }
+    for (int i = 0; i < v->ntypes; i++)
+        if (v->held[i] != MPI_DATATYPE_NULL) {
+            pmpi_dt_release(v->held[i], v->user[i]);
+            v->held[i] = MPI_DATATYPE_NULL;
+        }
+    free(v->mem);
+    v->mem = NULL;
+}
+
+static void nbv_release(void *st) { free(st); }
+
+static const pc_nbv_ops_t nbv_ops = {nbv_done, nbv_release};
+
+/* This rank's own piece or block, from its send side to its receive side, at the start. */
+static void own_copy(const void *sat, int sc, MPI_Datatype st, const pc_dt_t *sd, void *rat, int rc, MPI_Datatype rt,
+                     const pc_dt_t *rd)
+{
+    size_t sb = (size_t)sc * (size_t)sd->size, rb = (size_t)rc * (size_t)rd->size, b = sb < rb ? sb : rb;
+    if (!b)
+        return;
+    if (sd->dense && rd->dense) {
+        memcpy(rat, sat, b);
+        return;
+    }
+    char *t = xmalloc(sb);
+    pc_pack(sat, sc, st, sd, t);
+    if (rd->dense)
+        memcpy(rat, t, b);
+    else
+        pmpi_dt_unpack(t, (MPI_Count)b, rat, rc, rt);
+    free(t);
+}
+
+static blk_t *blocks(int n)
+{
+    blk_t *b = xmalloc(sizeof(blk_t) * (size_t)n);
+    memset(b, 0, sizeof(blk_t) * (size_t)n);
+    return b;
+}
+
+static int go(struct nb_comm *ring, coll_nb_t *a, nbv_t *v, pmpi_stat_t *st, size_t bytes, MPI_Comm comm, MPI_Request *req)
+{
+    a->tab = v->tab;
+    pmpi_stat_path(st, v->staged ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes, 0);
+    return pc_nbv_start(ring, a, &nbv_ops, v, comm, req);
+}
+
+static void to_mpi(pmpi_stat_t *st, pmpi_why_t why)
+{
+    pmpi_stat_mpi(st, why, 0);
+    pmpi_real_requests = 1;
+}
+
+/* ---- the entry points ----------------------------------------------------------------------------- */
+
+BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+                               const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    pmpi_comm_t *pc;
+    pmpi_why_t why;
+    pc_dt_t sd = none, rd = none;
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why);
+    int in_place = sbuf == MPI_IN_PLACE;
+    if (ring) {
+        int n = pc->size, me = pc->rank;
+        int bad = root < 0 || root >= n || (me != root && in_place);
+        if (!bad && !in_place)
+            bad = side(scount, stype, &sd) != 0;
+        if (!bad && me == root)
+            bad = vside(rcounts, displs, n, rtype, &rd) != 0 ||
+                  (!in_place && sbuf == rbuf && (size_t)scount * (size_t)sd.size > 0);
+        if (bad)
+            ring = NULL, why = PMPI_WHY_VARIANT; /* erroneous: the real MPI reports it */
+    }
+    if (!ring) {
+        to_mpi(&st_igatherv, why);
+        return PMPI_Igatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, req);
+    }
+    int n = pc->size, me = pc->rank;
+    coll_nb_t a = {.kind = COLL_NB_GATHERV, .root = root};
+    if (me != root) {
+        nbv_t *v = nbv_new(0, 1, &stype, &sd);
+        blk_t s = {(char *)sbuf, scount, 0, 0, (size_t)scount * (size_t)sd.size, NULL};
+        nbv_place(v, &s, 1, NULL, 0, 0);
+        a.sbuf = s.use;
+        a.bytes = s.bytes;
+        return go(ring, &a, v, &st_igatherv, s.bytes, comm, req);
+    }
+    nbv_t *v = nbv_new(n, 1, &rtype, &rd);
+    blk_t *r = blocks(n);
+    size_t total = 0;
+    for (int q = 0; q < n; q++) {
+        char *at = (char *)rbuf + (MPI_Aint)displs[q] * rd.extent;
+        if (q != root)
+            r[q] = (blk_t){at, rcounts[q], 0, 0, (size_t)rcounts[q] * (size_t)rd.size, NULL};
+        total += (size_t)rcounts[q] * (size_t)rd.size;
+    }
+    nbv_place(v, NULL, 0, r, n, 2 * (size_t)n);
+    for (int q = 0; q < n; q++) {
+        v->tab[q] = r[q].bytes;
+        v->tab[n + q] = (uint64_t)(uintptr_t)r[q].use;
+    }
+    free(r);
+    if (!in_place)
+        own_copy(sbuf, scount, stype, &sd, (char *)rbuf + (MPI_Aint)displs[root] * rd.extent, rcounts[root], rtype, &rd);
+    return go(ring, &a, v, &st_igatherv, total, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
+                                void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    pmpi_comm_t *pc;
+    pmpi_why_t why;
+    pc_dt_t sd = none, rd = none;
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why);
+    int in_place = rbuf == MPI_IN_PLACE;
+    if (ring) {
+        int n = pc->size, me = pc->rank;
+        int bad = root < 0 || root >= n || (me != root && in_place);
+        if (!bad && !in_place)
+            bad = side(rcount, rtype, &rd) != 0;
+        if (!bad && me == root)
+            bad = vside(scounts, displs, n, stype, &sd) != 0 ||
+                  (!in_place && sbuf == rbuf && (size_t)rcount * (size_t)rd.size > 0);
+        if (bad)
+            ring = NULL, why = PMPI_WHY_VARIANT;
+    }
+    if (!ring) {
+        to_mpi(&st_iscatterv, why);
+        return PMPI_Iscatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, req);
+    }
+    int n = pc->size, me = pc->rank;
+    coll_nb_t a = {.kind = COLL_NB_SCATTERV, .root = root};
+    if (me != root) {
+        nbv_t *v = nbv_new(1, 1, &rtype, &rd);
+        blk_t r = {rbuf, rcount, 0, 0, (size_t)rcount * (size_t)rd.size, NULL};
+        nbv_place(v, NULL, 0, &r, 1, 0);
+        a.rbuf = r.use;
+        a.bytes = r.bytes;
+        return go(ring, &a, v, &st_iscatterv, r.bytes, comm, req);
+    }
+    nbv_t *v = nbv_new(0, 1, &stype, &sd);
+    blk_t *s = blocks(n);
+    size_t total = 0;
+    for (int q = 0; q < n; q++) {
+        char *at = (char *)sbuf + (MPI_Aint)displs[q] * sd.extent;
+        if (q != root)
+            s[q] = (blk_t){at, scounts[q], 0, 0, (size_t)scounts[q] * (size_t)sd.size, NULL};
+        total += (size_t)scounts[q] * (size_t)sd.size;
+    }
+    nbv_place(v, s, n, NULL, 0, 2 * (size_t)n);
+    for (int q = 0; q < n; q++) {
+        v->tab[q] = s[q].bytes;
+        v->tab[n + q] = (uint64_t)(uintptr_t)s[q].use;
+    }
+    free(s);
+    if (!in_place)
+        own_copy((const char *)sbuf + (MPI_Aint)displs[root] * sd.extent, scounts[root], stype, &sd, rbuf, rcount, rtype,
+                 &rd);
+    return go(ring, &a, v, &st_iscatterv, total, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+                                  const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    pmpi_comm_t *pc;
+    pmpi_why_t why;
+    pc_dt_t d[2] = {none, none}; /* the receive side's, the send side's */
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why);
+    int in_place = sbuf == MPI_IN_PLACE;
+    if (ring) {
+        int bad = rbuf == MPI_IN_PLACE || vside(rcounts, displs, pc->size, rtype, &d[0]) != 0;
+        if (!bad && !in_place)
+            bad = side(scount, stype, &d[1]) != 0 || (sbuf == rbuf && (size_t)scount * (size_t)d[1].size > 0);
+        if (bad)
+            ring = NULL, why = PMPI_WHY_VARIANT;
+    }
+    if (!ring) {
+        to_mpi(&st_iallgatherv, why);
+        return PMPI_Iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req);
+    }
+    int n = pc->size, me = pc->rank;
+    MPI_Datatype types[2] = {rtype, stype};
+    nbv_t *v = nbv_new(n, 2, types, d);
+    blk_t *r = blocks(n), s;
+    size_t total = 0;
+    for (int q = 0; q < n; q++) {
+        char *at = (char *)rbuf + (MPI_Aint)displs[q] * d[0].extent;
+        if (q != me)
+            r[q] = (blk_t){at, rcounts[q], 0, 0, (size_t)rcounts[q] * (size_t)d[0].size, NULL};
+        total += (size_t)rcounts[q] * (size_t)d[0].size;
+    }
+    char *mine = (char *)rbuf + (MPI_Aint)displs[me] * d[0].extent;
+    if (in_place)
+        s = (blk_t){mine, rcounts[me], 0, 0, (size_t)rcounts[me] * (size_t)d[0].size, NULL};
+    else
+        s = (blk_t){(char *)sbuf, scount, 1, 0, (size_t)scount * (size_t)d[1].size, NULL};
+    nbv_place(v, &s, 1, r, n, 2 * (size_t)n);
+    for (int q = 0; q < n; q++) {
+        v->tab[q] = r[q].bytes;
+        v->tab[n + q] = (uint64_t)(uintptr_t)r[q].use;
+    }
+    free(r);
+    if (!in_place)
+        own_copy(sbuf, scount, stype, &d[1], mine, rcounts[me], rtype, &d[0]);
+    coll_nb_t a = {.kind = COLL_NB_ALLGATHERV, .sbuf = s.use, .bytes = s.bytes};
+    return go(ring, &a, v, &st_iallgatherv, total, comm, req);
+}
+
+/* Ialltoallv (w = 0: one type a side, displacements in its extents) and Ialltoallw (a type per
+ * block, displacements in bytes). Types: receive side's at [0, nt), send side's at [nt, 2nt). */
+static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scounts, const int *sdispls,
+                       const MPI_Datatype *stypes, void *rbuf, const int *rcounts, const int *rdispls,
+                       const MPI_Datatype *rtypes, MPI_Comm comm, MPI_Request *req)
+{
+    pmpi_comm_t *pc;
+    pmpi_why_t why;
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why);
+    int in_place = sbuf == MPI_IN_PLACE, n = ring ? pc->size : 0, nt = w ? n : 1;
+    pc_dt_t *d = NULL;
+    MPI_Datatype *types = NULL;
+    if (ring) {
+        d = xmalloc(2 * (size_t)nt * sizeof(pc_dt_t));
+        types = xmalloc(2 * (size_t)nt * sizeof(MPI_Datatype));
+        int bad = rbuf == MPI_IN_PLACE || !rcounts || !rdispls || (!in_place && (!scounts || !sdispls));
+        for (int k = 0; k < 2 && !bad; k++) { /* k = 0 the receive side, 1 the send side */
+            const int *cnt = k && !in_place ? scounts : rcounts, *dsp = k && !in_place ? sdispls : rdispls;
+            const MPI_Datatype *ty = k && !in_place ? stypes : rtypes;
+            if (w) {
+                for (int q = 0; q < n && !bad; q++) {
+                    types[k * nt + q] = cnt[q] ? ty[q] : MPI_DATATYPE_NULL;
+                    bad = side(cnt[q], ty[q], &d[k * nt + q]) != 0;
+                }
+            } else {
+                types[k] = ty[0];
+                bad = vside(cnt, dsp, n, ty[0], &d[k]) != 0;
+            }
+        }
+        if (!bad && !in_place && sbuf == rbuf)
+            for (int q = 0; q < n && !bad; q++) /* the same buffer twice: erroneous unless nothing moves */
+                bad = (size_t)scounts[q] * d[nt + (w ? q : 0)].size + (size_t)rcounts[q] * d[w ? q : 0].size > 0;
+        if (bad) {
+            ring = NULL, why = PMPI_WHY_VARIANT;
+            free(d);
+            free(types);
+        }
+    }
+    if (!ring) {
+        to_mpi(st, why);
+        const void *sb = in_place ? MPI_IN_PLACE : sbuf;
+        return w ? PMPI_Ialltoallw(sb, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, req)
+                 : PMPI_Ialltoallv(sb, scounts, sdispls, stypes[0], rbuf, rcounts, rdispls, rtypes[0], comm, req);
+    }
+    int me = pc->rank;
+    const char *sbase = in_place ? rbuf : sbuf;
+    const int *sc = in_place ? rcounts : scounts, *sdsp = in_place ? rdispls : sdispls;
+    nbv_t *v = nbv_new(n, 2 * nt, types, d);
+    blk_t *s = blocks(2 * n), *r = s + n;
+    size_t total = 0;
+    for (int q = 0; q < n; q++) {
+        int rti = w ? q : 0, sti = nt + rti;
+        const pc_dt_t *rd = &d[rti], *sd = &d[sti];
+        char *rat = (char *)rbuf + (w ? (MPI_Aint)rdispls[q] : (MPI_Aint)rdispls[q] * rd->extent);
+        char *sat = (char *)sbase + (w ? (MPI_Aint)sdsp[q] : (MPI_Aint)sdsp[q] * sd->extent);
+        size_t sb = (size_t)sc[q] * (size_t)sd->size;
+        total += sb;
+        if (q == me) {
+            if (!in_place)
+                own_copy(sat, sc[q], types[sti], sd, rat, rcounts[q], types[rti], rd);
+            continue;
+        }
+        s[q] = (blk_t){sat, sc[q], sti, in_place, sb, NULL};
+        r[q] = (blk_t){rat, rcounts[q], rti, 0, (size_t)rcounts[q] * (size_t)rd->size, NULL};
+    }
+    nbv_place(v, s, n, r, n, 4 * (size_t)n);
+    for (int q = 0; q < n; q++) {
+        v->tab[q] = (uint64_t)(uintptr_t)s[q].use;
+        v->tab[n + q] = s[q].bytes;
+        v->tab[2 * n + q] = (uint64_t)(uintptr_t)r[q].use;
+        v->tab[3 * n + q] = r[q].bytes;
+    }
+    free(s);
+    free(d);
+    free(types);
+    coll_nb_t a = {.kind = COLL_NB_ALLTOALLV};
+    return go(ring, &a, v, st, total, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Ialltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
+                                 void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm,
+                                 MPI_Request *req)
+{
+    PMPI_GUARD();
+    return ialltoallvw(&st_ialltoallv, 0, sbuf, scounts, sdispls, &stype, rbuf, rcounts, rdispls, &rtype, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Ialltoallw(const void *sbuf, const int scounts[], const int sdispls[],
+                                 const MPI_Datatype stypes[], void *rbuf, const int rcounts[], const int rdispls[],
+                                 const MPI_Datatype rtypes[], MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return ialltoallvw(&st_ialltoallw, 1, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, req);
+}
