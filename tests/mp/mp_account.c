@@ -73,9 +73,9 @@ int main(int argc, char **argv)
     MPI_Info info;
     MPI_Info_create(&info);
     MPI_Info_set(info, "bobcat_rma", "mpi");
-    int *wm = NULL, pv[6];
+    int *wm = calloc(6, sizeof(int)), pv[6];
     MPI_Win win;
-    MPI_Win_allocate(sizeof(int) * 6, sizeof(int), info, MPI_COMM_WORLD, &wm, &win);
+    MPI_Win_create(wm, sizeof(int) * 6, sizeof(int), info, MPI_COMM_WORLD, &win);
     MPI_Win_fence(0, win);
     for (int i = 0; i < 3; i++) {
         pv[2 * i] = rank;
@@ -86,6 +86,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         bad += wm[2 * i] != (rank - 1 + size) % size || wm[2 * i + 1] != i;
     MPI_Win_free(&win);
+    free(wm);
     MPI_Info_free(&info);
     if (bad)
         printf("mp_account: rank %d: %d FAILED checks\n", rank, bad);
