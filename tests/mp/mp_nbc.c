@@ -401,24 +401,6 @@ static void case_many(MPI_Comm comm, const char *cn, int how)
     dig("many", out, sizeof out);
 }
 
-/* Every rank of comm on my node (then the layer runs its nonblocking collectives). */
-static int on_node(MPI_Comm comm)
-{
-    MPI_Group g, wg;
-    int n, all = 1;
-    MPI_Comm_size(comm, &n);
-    MPI_Comm_group(comm, &g);
-    MPI_Comm_group(MPI_COMM_WORLD, &wg);
-    for (int q = 0; q < n; q++) {
-        int w;
-        MPI_Group_translate_ranks(g, 1, &q, wg, &w);
-        all &= smap_pe_is_local(w) >= 0;
-    }
-    MPI_Group_free(&g);
-    MPI_Group_free(&wg);
-    return all;
-}
-
 /* Two communicators, calls started in opposite orders on even and odd ranks. */
 static void case_two_comms(MPI_Comm comm, const char *cn)
 {
@@ -457,7 +439,7 @@ static void case_two_comms(MPI_Comm comm, const char *cn)
      * own libnbc crashes on this (a segfault in its progress on the freed communicator), so the
      * reference run with the layer off waits first. */
     MPI_Ibarrier(b, &r[0]);
-    if (layer_on && on_node(b)) {
+    if (layer_on && mp_on_node(b)) {
         MPI_Comm_free(&b);
         wait_one(&r[0]);
     } else {

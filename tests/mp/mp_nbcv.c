@@ -187,24 +187,6 @@ static void shape(call_t *c)
 
 static int val(const call_t *c, int s, int d, size_t e) { return value(s, c->f == F_ALLGATHERV ? s : d, e, c->salt); }
 
-/* Every rank of comm on my node (then the layer runs its nonblocking collectives). */
-__attribute__((unused)) static int on_node(MPI_Comm comm)
-{
-    MPI_Group g, wg;
-    int n, all = 1;
-    MPI_Comm_size(comm, &n);
-    MPI_Comm_group(comm, &g);
-    MPI_Comm_group(MPI_COMM_WORLD, &wg);
-    for (int q = 0; q < n; q++) {
-        int w;
-        MPI_Group_translate_ranks(g, 1, &q, wg, &w);
-        all &= smap_pe_is_local(w) >= 0;
-    }
-    MPI_Group_free(&g);
-    MPI_Group_free(&wg);
-    return all;
-}
-
 static call_t *call_new(form_t f, MPI_Comm comm, int root, int inplace, bkind_t bk, int derived, int salt, int big)
 {
     call_t *c = calloc(1, sizeof *c);
@@ -225,7 +207,7 @@ static call_t *call_new(form_t f, MPI_Comm comm, int root, int inplace, bkind_t 
         c->nodig = 1;
         int n1;
         MPI_Comm_size(comm, &n1);
-        if (!layer_on || n1 == 1 || !on_node(comm))
+        if (!layer_on || n1 == 1 || !mp_on_node(comm))
             inplace = 0;
     }
     c->f = f, c->root = root, c->inplace = inplace, c->bk = bk, c->derived = derived, c->salt = salt, c->big = big;
@@ -365,7 +347,7 @@ static void call_start(call_t *c, MPI_Comm comm)
     /* Open MPI 4.1's own v/w forms crash (SIGSEGV) when it is freed before they complete: in the
      * reference run there it is freed after the wait. */
 #ifndef MPICH_VERSION
-    if (!layer_on || n == 1 || !on_node(comm))
+    if (!layer_on || n == 1 || !mp_on_node(comm))
         c->dup = dup;
     else
 #endif

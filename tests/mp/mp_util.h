@@ -63,4 +63,25 @@ static inline uint64_t mp_fnv(const void *p, size_t n)
     return h;
 }
 
+#if defined(MPI_VERSION) && defined(BOBCAT_SMARTMAP_H)
+/* Every rank of comm on my node (then the layer runs its nonblocking collectives there). For the
+ * programs that include <mpi.h> and <bobcat/smartmap.h> first. */
+static inline int mp_on_node(MPI_Comm comm)
+{
+    MPI_Group g, wg;
+    int n, all = 1;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_group(comm, &g);
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    for (int q = 0; q < n; q++) {
+        int w;
+        MPI_Group_translate_ranks(g, 1, &q, wg, &w);
+        all &= smap_pe_is_local(w) >= 0;
+    }
+    MPI_Group_free(&g);
+    MPI_Group_free(&wg);
+    return all;
+}
+#endif
+
 #endif
