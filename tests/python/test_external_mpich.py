@@ -133,3 +133,37 @@ def test_tail_keeps_the_cause_and_the_layer_line():
     assert t[-2:] == ["bobcat: stats rank 0 node 0: layer=on thread=single",
                       "yod: rank 0 (x) was killed by signal 6 (SIGABRT)"]
     assert mt.LAYER_LINE.findall(out) == ["on"]
+
+
+def test_bare_cache_keeps_what_a_stopped_pass_finished(tmp_path, monkeypatch):
+    """The bare pass saves each result as it comes: stopped after the first of two tests, the cache
+    holds that one, and the next pass runs only the other."""
+    import argparse
+    import json
+
+    import pytest
+
+    entries = [{"id": "rma/a 2"}, {"id": "rma/b 2"}]
+    ran = []
+
+    def stopped(work, bdir, mpi, cfg, todo, lock, on_result=None, **kw):
+        ran.append([e["id"] for e in todo])
+        on_result(todo[0]["id"], {"outcome": "pass"})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(xm, "run_entries", stopped)
+    monkeypatch.setattr(xm, "_baseline_path", lambda work, mpi, bdir: str(tmp_path / "bare.json"))
+    args = argparse.Namespace(fresh_baseline=False, timeout=60, tag="")
+    with pytest.raises(KeyboardInterrupt):
+        xm.baseline(str(tmp_path), "bdir", "mpich", entries, None, args)
+    assert json.loads((tmp_path / "bare.json").read_text()) == {"rma/a 2": {"outcome": "pass"}}
+
+    def rest(work, bdir, mpi, cfg, todo, lock, on_result=None, **kw):
+        ran.append([e["id"] for e in todo])
+        for e in todo:
+            on_result(e["id"], {"outcome": "fail"})
+
+    monkeypatch.setattr(xm, "run_entries", rest)
+    got = xm.baseline(str(tmp_path), "bdir", "mpich", entries, None, args)
+    assert ran == [["rma/a 2", "rma/b 2"], ["rma/b 2"]]
+    assert got == {"rma/a 2": {"outcome": "pass"}, "rma/b 2": {"outcome": "fail"}}

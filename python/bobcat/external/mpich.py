@@ -367,8 +367,9 @@ def _run_one(cmd: list[str], cwd: str, env: dict, timeout: int, out_path: str
 
 def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], lock: Lock,
                 off: bool = False, default_timeout: int = DEFAULT_TIMEOUT, tag: str = "",
-                heap: str = "1G", big_heap: str = "") -> dict[str, dict]:
-    """Run each (runnable) entry once in one configuration; {id: result}."""
+                heap: str = "1G", big_heap: str = "", on_result=None) -> dict[str, dict]:
+    """Run each (runnable) entry once in one configuration; {id: result}. on_result(id, result), if
+    given, is called after each test (the bare cache keeps what a stopped run finished)."""
     name = f"{mpi}-{cfg}" + ("-off" if off else "")
     root = os.path.join(work, "mpich-runs", tag, name) if tag else \
         os.path.join(work, "mpich-runs", name)
@@ -426,6 +427,8 @@ def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], l
                                 "layer": layer, "stage": stage_stamp() if cfg != "bare" else "",
                                 "seconds": round(secs, 1), "cmd": " ".join(cmd),
                                 "env": e["env"], "out": out_path, "tail": tail(output)}
+            if on_result:
+                on_result(e["id"], results[e["id"]])
             if outcome != PASS:
                 _say(f"{name}: {e['id']}: {outcome} ({why})")
     finally:
@@ -449,12 +452,17 @@ def baseline(work, bdir, mpi, entries, lock, args) -> dict[str, dict]:
     todo = [e for e in entries if e["id"] not in cached]
     if todo:
         _say(f"{mpi} bare: running {len(todo)} test(s) ({len(entries) - len(todo)} cached)")
-        cached.update(run_entries(work, bdir, mpi, "bare", todo, lock,
-                                  default_timeout=args.timeout, tag=args.tag))
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path + ".tmp", "w") as f:
-            json.dump(cached, f)
-        os.replace(path + ".tmp", path)
+
+        def keep(tid: str, result: dict) -> None:
+            # after every test, so a long bare pass that is stopped keeps what it finished
+            cached[tid] = result
+            with open(path + ".tmp", "w") as f:
+                json.dump(cached, f)
+            os.replace(path + ".tmp", path)
+
+        run_entries(work, bdir, mpi, "bare", todo, lock, default_timeout=args.timeout, tag=args.tag,
+                    on_result=keep)
     return {e["id"]: cached[e["id"]] for e in entries}
 
 
