@@ -5,10 +5,9 @@
  *     in the first rank's heap holding every rank's part at its offset (Win_allocate_shared:
  *     "SMARTMAP can emulate POSIX-style shared memory regions"), none (Win_create_dynamic);
  *  2. a control block in each rank's heap (locks, PSCW counters);
- *  3. one MPI_Allgather (bobcat's) of what every rank's window is: base, size, disp_unit, whether
- *     its memory is in its segment, its control block, its process and token. From it every rank
- *     computes the same peer table and the same `spans`, `cma` (one MPI_Allreduce of the staged
- *     path's probe, when some memory is outside a segment) and `mixed` (pmpi_rma.h);
+ *  3. one PMPI_Allgather of what every rank's window is: base, size, disp_unit, whether its memory
+ *     is in its segment, its control block. From it every rank computes the same peer table and
+ *     the same `spans` and `mixed` (pmpi_rma.h);
  *  4. the real window, over the same memory, on a private duplicate of the communicator. Its errors
  *     return: some MPIs cannot make one on every communicator (Open MPI 4.1.4: none of its one-sided
  *     components takes MPI_COMM_SELF); then every rank (all fail alike) undoes 1-3 and the real MPI
@@ -187,10 +186,7 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
         util_error("out of memory for a window's tables");
         PMPI_Abort(comm, 3);
     }
-    /* bobcat's own collectives on comm (the real MPI's here cost a program making 1000 windows on 4
-     * oversubscribed MPICH ranks its time limit: MPICH's suite, window_allocation). Leaving the
-     * Allgather means every rank entered it, so every control block is cleared and has its token. */
-    MPI_Allgather(mine, G_N, MPI_LONG_LONG, all, G_N, MPI_LONG_LONG, comm);
+    PMPI_AWAY(PMPI_Allgather(mine, G_N, MPI_LONG_LONG, all, G_N, MPI_LONG_LONG, comm));
     w->spans = !upc->single_node;
     int unreachable = 0, outside = fl == F_DYNAMIC;
     for (int r = 0; r < n; r++) {
@@ -219,7 +215,7 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
             ok = rma_staged_probe((int)a[G_PID], (char *)(uintptr_t)a[G_CTL] + offsetof(rma_ctl_t, token),
                                   (int64_t)a[G_TOKEN]);
         }
-        MPI_Allreduce(&ok, &w->cma, 1, MPI_INT, MPI_MIN, comm);
+        PMPI_AWAY(PMPI_Allreduce(&ok, &w->cma, 1, MPI_INT, MPI_MIN, comm));
     }
     for (int r = 0; r < n; r++)
         w->peer[r].staged = w->cma && fl != F_DYNAMIC && w->peer[r].ctl && !w->peer[r].base;
@@ -239,6 +235,8 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
     rma_head = w;
     if (w->mixed)
         pmpi_rma_windows++; /* the real window carries traffic: waits drive the real MPI */
+    /* Nobody may reach a peer's control block before the peer has cleared it. */
+    PMPI_AWAY(PMPI_Barrier(w->comm));
     return w;
 }
 
@@ -321,7 +319,7 @@ BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
     rma_win_t *w = NULL;
     int ok = !own || mem != NULL, all_ok = 0;
     if (pc) /* every rank must take the same way */
-        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+        PMPI_AWAY(PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
     if (all_ok)
         w = win_make(F_ALLOCATE, mem, size, disp_unit, info, comm, pc, NULL, NULL);
     if (!w) {
@@ -361,7 +359,7 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
         util_error("out of memory for a shared window's table");
         PMPI_Abort(comm, 3);
     }
-    MPI_Allgather(&size, 1, MPI_AINT, sizes, 1, MPI_AINT, comm);
+    PMPI_AWAY(PMPI_Allgather(&size, 1, MPI_AINT, sizes, 1, MPI_AINT, comm));
     MPI_Aint total = 0;
     for (int r = 0; r < n; r++) {
         off[r] = total;
