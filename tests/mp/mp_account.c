@@ -6,7 +6,8 @@
  * why.setup-failed), 7 MPI_Allreduce of one double, and a ring of 4 MPI_Send/MPI_Recv of 8 ints
  * (Send/Recv are bobcat's own: rows "p2p send"/"p2p recv"; Alltoallv too since issue 30, and
  * MPI_Ibarrier, which this counted before), and 3 MPI_Put between 2 fences on a window the real MPI
- * keeps for itself (the info key bobcat_rma=mpi: why.forced). */
+ * keeps for itself (the info key bobcat_rma=mpi: why.forced). That window is made after 70 others
+ * of the same kind, still open: the reason is kept for any number of windows. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,8 +74,10 @@ int main(int argc, char **argv)
     MPI_Info info;
     MPI_Info_create(&info);
     MPI_Info_set(info, "bobcat_rma", "mpi");
-    int *wm = calloc(6, sizeof(int)), pv[6];
-    MPI_Win win;
+    int *wm = calloc(6, sizeof(int)), pv[6], more_mem[70];
+    MPI_Win win, more_win[70];
+    for (int i = 0; i < 70; i++)
+        MPI_Win_create(&more_mem[i], sizeof(int), sizeof(int), info, MPI_COMM_WORLD, &more_win[i]);
     MPI_Win_create(wm, sizeof(int) * 6, sizeof(int), info, MPI_COMM_WORLD, &win);
     MPI_Win_fence(0, win);
     for (int i = 0; i < 3; i++) {
@@ -86,6 +89,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         bad += wm[2 * i] != (rank - 1 + size) % size || wm[2 * i + 1] != i;
     MPI_Win_free(&win);
+    for (int i = 0; i < 70; i++)
+        MPI_Win_free(&more_win[i]);
     free(wm);
     MPI_Info_free(&info);
     if (bad)

@@ -240,48 +240,56 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
     return w;
 }
 
-/* Windows of the real MPI's alone, with the reason (the account's `why` for the calls on them). */
-static struct {
+/* Windows of the real MPI's alone, with the reason (the account's `why` for the calls on them):
+ * the live ones, in no order, grown as needed. */
+static struct alone {
     MPI_Win win;
     int why;
-} alone[64];
-static int alone_why = PMPI_WHY_SETUP; /* the reason of the window being made (win_comm) */
+} *alone;
+static int alone_n, alone_cap;
 
 static int alone_reason(MPI_Win win)
 {
-    for (int i = 0; i < (int)(sizeof alone / sizeof alone[0]); i++)
-        if (alone[i].win == win && win != MPI_WIN_NULL)
+    for (int i = 0; i < alone_n; i++)
+        if (alone[i].win == win)
             return alone[i].why;
     return PMPI_WHY_SETUP; /* made where bobcat did not see it (Fortran on Open MPI) */
 }
 
 static void alone_forget(MPI_Win win)
 {
-    for (int i = 0; i < (int)(sizeof alone / sizeof alone[0]); i++)
-        if (alone[i].win == win)
-            alone[i].win = MPI_WIN_NULL;
+    for (int i = 0; i < alone_n; i++)
+        if (alone[i].win == win) {
+            alone[i] = alone[--alone_n];
+            return;
+        }
 }
 
-/* Windows are counted (pmpi_rma_windows): while any exist, bobcat's waits drive the real MPI. */
-static int counted(int rc, const MPI_Win *win)
+/* A window the real MPI made alone, for `why`. Windows are counted (pmpi_rma_windows): while any
+ * exist, bobcat's waits drive the real MPI. */
+static int counted(int rc, const MPI_Win *win, int why)
 {
-    if (rc == MPI_SUCCESS) {
-        pmpi_rma_windows++;
-        for (int i = 0; i < (int)(sizeof alone / sizeof alone[0]); i++)
-            if (alone[i].win == MPI_WIN_NULL || alone[i].win == 0) {
-                alone[i].win = *win;
-                alone[i].why = alone_why;
-                break;
-            }
+    if (rc != MPI_SUCCESS)
+        return rc;
+    pmpi_rma_windows++;
+    if (alone_n == alone_cap) {
+        int cap = alone_cap ? 2 * alone_cap : 16;
+        struct alone *a = realloc(alone, sizeof *a * (size_t)cap);
+        if (!a) /* only the account's reason is lost: its calls then say setup-failed */
+            return rc;
+        alone = a;
+        alone_cap = cap;
     }
+    alone[alone_n++] = (struct alone){*win, why};
     return rc;
 }
 
-/* The window's communicator as bobcat knows it, or NULL (then the real MPI makes the window).
- * Every rank of comm answers alike (the layer's state, the knob and comm's tables are the same). */
-static pmpi_comm_t *win_comm(MPI_Comm comm, MPI_Aint size, int disp_unit, MPI_Info info)
+/* The window's communicator as bobcat knows it, or NULL (then the real MPI makes the window, and
+ * *why says why). Every rank of comm answers alike (the layer's state, the knob and comm's tables
+ * are the same). */
+static pmpi_comm_t *win_comm(MPI_Comm comm, MPI_Aint size, int disp_unit, MPI_Info info, int *why)
 {
-    alone_why = !pmpi_layer.on ? PMPI_WHY_OFF : PMPI_WHY_FORCED;
+    *why = !pmpi_layer.on ? PMPI_WHY_OFF : PMPI_WHY_FORCED;
     if (!rma_enabled() || size < 0 || disp_unit <= 0)
         return NULL;
     /* The info key bobcat_rma=mpi asks for the real MPI's window (bobcat's OpenSHMEM transport). */
@@ -292,17 +300,18 @@ static pmpi_comm_t *win_comm(MPI_Comm comm, MPI_Aint size, int disp_unit, MPI_In
             !strcmp(v, "mpi"))
             return NULL;
     }
-    alone_why = PMPI_WHY_SETUP; /* a communicator bobcat does not handle, or no window of its own */
+    *why = PMPI_WHY_SETUP; /* a communicator bobcat does not handle, or no window of its own */
     return pmpi_comm_get(comm);
 }
 
 BOBCAT_EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
     PMPI_GUARD();
-    pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info);
+    int why;
+    pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info, &why);
     rma_win_t *w = pc ? win_make(F_CREATE, base, size, disp_unit, info, comm, pc, NULL, NULL) : NULL;
     if (!w)
-        return counted(PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, comm, win)), win);
+        return counted(PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, comm, win)), win, why);
     *win = w->win;
     return MPI_SUCCESS;
 }
@@ -311,7 +320,8 @@ BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
                                    MPI_Win *win)
 {
     PMPI_GUARD();
-    pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info);
+    int why;
+    pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info, &why);
     /* On one node the memory is bobcat's (the heap); across nodes the real MPI allocates it
      * (win_make). */
     int own = pc && pc->single_node;
@@ -324,7 +334,7 @@ BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
         w = win_make(F_ALLOCATE, mem, size, disp_unit, info, comm, pc, NULL, NULL);
     if (!w) {
         free(mem);
-        return counted(PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win)), win);
+        return counted(PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win)), win, why);
     }
     w->owned = mem;
     *(void **)baseptr = w->mybase;
@@ -335,10 +345,11 @@ BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
 BOBCAT_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
     PMPI_GUARD();
-    pmpi_comm_t *pc = win_comm(comm, 0, 1, info);
+    int why;
+    pmpi_comm_t *pc = win_comm(comm, 0, 1, info, &why);
     rma_win_t *w = pc ? win_make(F_DYNAMIC, NULL, 0, 1, info, comm, pc, NULL, NULL) : NULL;
     if (!w)
-        return counted(PMPI_AWAY(PMPI_Win_create_dynamic(info, comm, win)), win);
+        return counted(PMPI_AWAY(PMPI_Win_create_dynamic(info, comm, win)), win, why);
     *win = w->win;
     return MPI_SUCCESS;
 }
@@ -350,9 +361,10 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
                                           MPI_Win *win)
 {
     PMPI_GUARD();
-    pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info);
+    int why;
+    pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info, &why);
     if (!pc || !pc->single_node)
-        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)), win);
+        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)), win, why);
     int n = pc->size, me = pc->rank;
     MPI_Aint *sizes = malloc(sizeof(MPI_Aint) * 2 * (size_t)n), *off = sizes + n;
     if (!sizes) {
@@ -383,7 +395,7 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
     free(sizes);
     if (!w) {
         free(owned);
-        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)), win);
+        return counted(PMPI_AWAY(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)), win, why);
     }
     w->owned = owned;
     w->region = region;
