@@ -45,7 +45,8 @@ typedef struct {
     char pad1[56];
     _Atomic int64_t done; /* PSCW: completions received as a target (cumulative) */
     int64_t token;        /* random, set when the window is made: the staged path's probe reads it */
-    char pad2[48];
+    _Atomic int64_t bye;  /* MPI_Win_free's barrier, in comm rank 0's block: arrivals, then leavings */
+    char pad2[40];
     _Atomic int64_t post[]; /* PSCW: posts received from comm rank t as an origin (cumulative) */
 } rma_ctl_t;
 

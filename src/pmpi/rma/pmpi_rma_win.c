@@ -6,8 +6,11 @@
  *     "SMARTMAP can emulate POSIX-style shared memory regions"), none (Win_create_dynamic);
  *  2. a control block in each rank's heap (locks, PSCW counters);
  *  3. one PMPI_Allgather of what every rank's window is: base, size, disp_unit, whether its memory
- *     is in its segment, its control block. From it every rank computes the same peer table and
- *     the same `spans` and `mixed` (pmpi_rma.h);
+ *     is in its segment, its control block, its process and token (the staged path), and whether
+ *     it found its memory at all (Win_allocate: if any did not, every rank leaves the window to the
+ *     real MPI). From it every rank computes the same peer table and the same `spans`, `cma` (one
+ *     PMPI_Allreduce of the staged path's probe, only when some memory lies outside a segment) and
+ *     `mixed` (pmpi_rma.h). Leaving it, every control block is cleared: no barrier follows;
  *  4. the real window, over the same memory, on a private duplicate of the communicator. Its errors
  *     return: some MPIs cannot make one on every communicator (Open MPI 4.1.4: none of its one-sided
  *     components takes MPI_COMM_SELF); then every rank (all fail alike) undoes 1-3 and the real MPI
@@ -126,7 +129,7 @@ static int64_t rma_token(const void *salt)
 /* Steps 2-4 for a window whose own memory is `base` (size bytes) on this rank. `shared_region`:
  * the shared flavour's region as seen here (then every part is reached through it). Returns the
  * window, or NULL when the real window could not be made (nothing left behind). */
-static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+static rma_win_t *win_make(int fl, void *base, int have_mem, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                            pmpi_comm_t *upc, char *shared_region, const MPI_Aint *shared_off)
 {
     int n = upc->size, me = upc->rank;
@@ -178,15 +181,34 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
         reach = 0;
     int ctl_ok = smap_is_shared(w->ctl);
     w->ctl->token = rma_token(w->ctl);
-    enum { G_BASE, G_SIZE, G_DISP, G_REACH, G_CTL, G_PID, G_TOKEN, G_N };
-    long long mine[G_N] = {(long long)(uintptr_t)base, (long long)size, disp_unit, reach,
-                           ctl_ok ? (long long)(uintptr_t)w->ctl : 0, (long long)getpid(), (long long)w->ctl->token};
+    enum { G_BASE, G_SIZE, G_DISP, G_REACH, G_CTL, G_PID, G_TOKEN, G_MEM, G_N };
+    long long mine[G_N] = {(long long)(uintptr_t)base,
+                           (long long)size,
+                           disp_unit,
+                           reach,
+                           ctl_ok ? (long long)(uintptr_t)w->ctl : 0,
+                           (long long)getpid(),
+                           (long long)w->ctl->token,
+                           have_mem};
     long long *all = malloc(sizeof(long long) * G_N * (size_t)n);
     if (!all) {
         util_error("out of memory for a window's tables");
         PMPI_Abort(comm, 3);
     }
+    /* Leaving the Allgather also means every rank has cleared its control block and set its token:
+     * from here a peer may reach them. */
     PMPI_AWAY(PMPI_Allgather(mine, G_N, MPI_LONG_LONG, all, G_N, MPI_LONG_LONG, comm));
+    int have_all = 1;
+    for (int r = 0; r < n; r++)
+        have_all &= all[G_N * r + G_MEM] != 0;
+    if (!have_all) { /* some rank found no memory (Win_allocate): all give the window to the MPI */
+        free(all);
+        if (real_made)
+            PMPI_Win_free(&w->win);
+        PMPI_Comm_free(&w->comm);
+        win_tables_free(w);
+        return NULL;
+    }
     w->spans = !upc->single_node;
     int unreachable = 0, outside = fl == F_DYNAMIC;
     for (int r = 0; r < n; r++) {
@@ -235,8 +257,6 @@ static rma_win_t *win_make(int fl, void *base, MPI_Aint size, int disp_unit, MPI
     rma_head = w;
     if (w->mixed)
         pmpi_rma_windows++; /* the real window carries traffic: waits drive the real MPI */
-    /* Nobody may reach a peer's control block before the peer has cleared it. */
-    PMPI_AWAY(PMPI_Barrier(w->comm));
     return w;
 }
 
@@ -309,7 +329,7 @@ BOBCAT_EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_I
     PMPI_GUARD();
     int why;
     pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info, &why);
-    rma_win_t *w = pc ? win_make(F_CREATE, base, size, disp_unit, info, comm, pc, NULL, NULL) : NULL;
+    rma_win_t *w = pc ? win_make(F_CREATE, base, 1, size, disp_unit, info, comm, pc, NULL, NULL) : NULL;
     if (!w)
         return counted(PMPI_AWAY(PMPI_Win_create(base, size, disp_unit, info, comm, win)), win, why);
     *win = w->win;
@@ -326,12 +346,8 @@ BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
      * (win_make). */
     int own = pc && pc->single_node;
     void *mem = own ? aligned_alloc(64, ((size_t)size + 64) & ~(size_t)63) : NULL;
-    rma_win_t *w = NULL;
-    int ok = !own || mem != NULL, all_ok = 0;
-    if (pc) /* every rank must take the same way */
-        PMPI_AWAY(PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
-    if (all_ok)
-        w = win_make(F_ALLOCATE, mem, size, disp_unit, info, comm, pc, NULL, NULL);
+    /* Every rank takes the same way: win_make gathers whether each found its memory. */
+    rma_win_t *w = pc ? win_make(F_ALLOCATE, mem, !own || mem != NULL, size, disp_unit, info, comm, pc, NULL, NULL) : NULL;
     if (!w) {
         free(mem);
         return counted(PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win)), win, why);
@@ -347,7 +363,7 @@ BOBCAT_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *
     PMPI_GUARD();
     int why;
     pmpi_comm_t *pc = win_comm(comm, 0, 1, info, &why);
-    rma_win_t *w = pc ? win_make(F_DYNAMIC, NULL, 0, 1, info, comm, pc, NULL, NULL) : NULL;
+    rma_win_t *w = pc ? win_make(F_DYNAMIC, NULL, 1, 0, 1, info, comm, pc, NULL, NULL) : NULL;
     if (!w)
         return counted(PMPI_AWAY(PMPI_Win_create_dynamic(info, comm, win)), win, why);
     *win = w->win;
@@ -391,7 +407,7 @@ BOBCAT_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info
     rma_win_t *w = NULL;
     char *region = addr ? pmpi_peer_ptr(pc, 0, (void *)(uintptr_t)addr) : NULL;
     if (addr) /* every rank saw the same address: all go on, or all fall back */
-        w = win_make(F_SHARED, region + off[me], size, disp_unit, info, comm, pc, region, off);
+        w = win_make(F_SHARED, region + off[me], 1, size, disp_unit, info, comm, pc, region, off);
     free(sizes);
     if (!w) {
         free(owned);
@@ -553,6 +569,29 @@ static void keep_window_stats(rma_win_t *w)
     win_lines_n++;
 }
 
+/* MPI_Win_free's barrier: after everyone arrived nobody touches the window's memory or control
+ * blocks. On one node with comm rank 0's control block reachable (every rank knows that alike)
+ * it is a counter there: n arrivals; then each other rank, having seen them, adds its leaving and
+ * never reads the block again, and rank 0 leaves (and frees the block) once all n - 1 have. Else
+ * the real MPI's barrier. A real collective here cost a program making and freeing 1000 windows on
+ * 4 oversubscribed MPICH ranks its time limit (MPICH's suite, window_allocation), and bobcat's own
+ * MPI_Barrier would first set its collectives up on the window's communicator (three). */
+static void free_barrier(rma_win_t *w)
+{
+    rma_ctl_t *c0 = w->spans ? NULL : w->peer[0].ctl;
+    if (!c0) {
+        PMPI_AWAY(PMPI_Barrier(w->comm));
+        return;
+    }
+    unsigned spins = 0;
+    int64_t n = w->n;
+    atomic_fetch_add(&c0->bye, 1);
+    while (atomic_load(&c0->bye) < (w->me == 0 ? 2 * n - 1 : n))
+        rma_relax(&spins);
+    if (w->me != 0)
+        atomic_fetch_add(&c0->bye, 1);
+}
+
 BOBCAT_EXPORT int MPI_Win_free(MPI_Win *win)
 {
     PMPI_GUARD();
@@ -566,8 +605,7 @@ BOBCAT_EXPORT int MPI_Win_free(MPI_Win *win)
             pmpi_rma_windows--;
         return rc;
     }
-    /* Collective: after everyone arrived nobody touches the memory or the control blocks. */
-    MPI_Barrier(w->comm);
+    free_barrier(w);
     keep_window_stats(w);
     int rc = PMPI_AWAY(PMPI_Win_free(win));
     if (rc != MPI_SUCCESS)
