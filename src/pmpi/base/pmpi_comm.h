@@ -174,6 +174,9 @@ extern int pmpi_rma_windows;
  * operation may need this rank's MPI to move while it waits on one of bobcat's requests). Sticky. */
 extern int pmpi_real_requests;
 void pmpi_mpi_progress(void);
+/* bobcat's barrier on comm for the layer's own use (a window's fence), not counted in the
+ * statistics as the program's MPI_Barrier (coll/pmpi_coll.c). */
+int pmpi_barrier(MPI_Comm comm);
 void pmpi_run_finalize_hooks(void);
 
 /* Layer start and end (pmpi_init.c calls them). */

@@ -74,16 +74,19 @@ static int bcast_bytes(void *buf, size_t bytes, int root, MPI_Comm comm)
     return rc;
 }
 
-BOBCAT_EXPORT int MPI_Barrier(MPI_Comm comm)
+/* MPI_Barrier's work. `count`: the program's call, counted in the statistics; the layer's own
+ * (pmpi_barrier: a window's fence) is not, or the account would show barriers nobody called. */
+static int barrier(MPI_Comm comm, int count)
 {
-    PMPI_GUARD();
     pmpi_comm_t *pc = NULL;
     if (pc_knobs.barrier == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
-        pmpi_stat_mpi(&st_barrier, pc_knobs.barrier == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
+        if (count)
+            pmpi_stat_mpi(&st_barrier, pc_knobs.barrier == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
         return PMPI_AWAY(PMPI_Barrier(comm));
     }
     if (pc->nnodes > 1 && !pc_knobs.hier) {
-        pmpi_stat_mpi(&st_barrier, PMPI_WHY_MULTINODE, 0);
+        if (count)
+            pmpi_stat_mpi(&st_barrier, PMPI_WHY_MULTINODE, 0);
         return PMPI_AWAY(PMPI_Barrier(comm));
     }
     coll_barrier(&pc->cn);
@@ -99,9 +102,18 @@ BOBCAT_EXPORT int MPI_Barrier(MPI_Comm comm)
      * shared memory, so with RMA windows alive, one progress pass of the real MPI on the way out. */
     if (pmpi_rma_windows)
         pmpi_mpi_progress();
-    pmpi_stat_path(&st_barrier, PMPI_PATH_INPLACE, 0, pc->nnodes > 1 ? 1 : 0);
+    if (count)
+        pmpi_stat_path(&st_barrier, PMPI_PATH_INPLACE, 0, pc->nnodes > 1 ? 1 : 0);
     return MPI_SUCCESS;
 }
+
+BOBCAT_EXPORT int MPI_Barrier(MPI_Comm comm)
+{
+    PMPI_GUARD();
+    return barrier(comm, 1);
+}
+
+int pmpi_barrier(MPI_Comm comm) { return barrier(comm, 0); }
 
 BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {

@@ -53,7 +53,7 @@ BOBCAT_EXPORT int MPI_Win_fence(int assert, MPI_Win win)
     }
     /* Every rank's epoch ends (its operations are complete: they were when they returned) before
      * any starts the next, and a target's own stores before the fence are seen after it. */
-    MPI_Barrier(w->comm);
+    pmpi_barrier(w->comm);
     w->fence_open = !(assert & MPI_MODE_NOSUCCEED);
     sync_count(w);
     return MPI_SUCCESS;
