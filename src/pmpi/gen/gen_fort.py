@@ -13,7 +13,7 @@ exactly as C does. Two other kinds:
   the layer only passes through: a forwarder to the MPI's own Fortran profiling entry (pmpi_x_),
   inside the progress rule (bobcat_msg_away_begin/end), so the MPI's Fortran behaviour and its
   sentinels are kept and a rank inside it still serves its node mates;
-* Init, Init_thread, the Wait/Test families over arrays, Startall and Buffer_detach: written by hand
+* Init, Init_thread, the Wait/Test families over arrays, Startall, Buffer_detach and Win_get_attr: written by hand
   in lang/pmpi_fort.c (1-based indices, arrays of requests and statuses).
 
 Only routines the MPI's Fortran library exports (nm -D of libmpi_mpifh) are emitted. Usage:
@@ -36,10 +36,16 @@ def f2c(base):
 
 HANDLES = {"Comm", "Datatype", "Op", "Group", "Info", "Win", "File", "Request", "Message", "Errhandler"}
 BUFFERS = {"buf", "ibuf", "buffer", "sendbuf", "recvbuf", "inbuf", "outbuf", "inoutbuf"}
+# One-sided communication's choice buffers (the origin's, a fetch's result, a compare-and-swap's
+# value, a window's memory) are buffers too.
+RMA_BUFFERS = {"origin_addr", "result_addr", "compare_addr", "base"}
+# The `use mpi` module's forms with a TYPE(C_PTR) base pointer (mpi_win_allocate_cptr_ ...): the
+# same function as the plain one in the MPI's library, so the same entry point here.
+CPTR = {"Win_allocate", "Win_allocate_shared", "Win_shared_query"}
 WIDE = {"MPI_Aint", "MPI_Offset", "MPI_Count"}
 # Written by hand in lang/pmpi_fort.c.
 BY_HAND = {"Init", "Init_thread", "Waitall", "Waitany", "Waitsome", "Testall", "Testany", "Testsome",
-           "Startall", "Buffer_detach"}
+           "Startall", "Buffer_detach", "Win_get_attr"}
 # Routines whose handle arguments are read as well as written (the rest only write theirs).
 INOUT = {"Wait", "Test", "Request_free", "Cancel", "Start", "Mrecv", "Imrecv", "File_close",
          "Comm_disconnect"}
@@ -79,9 +85,12 @@ def converter(name, params):
         base, stars, arr, pname = parse(p)
         if pname is None or "weights" in pname:
             return None  # MPI_UNWEIGHTED / MPI_WEIGHTS_EMPTY are Fortran sentinels too: leave to the MPI
-        if base == "void" and stars == 1 and not arr:
-            if pname not in BUFFERS:
-                return None  # attribute values, base pointers: Fortran integers, not buffers
+        if base == "void" and stars == 1 and not arr and pname in C_PTRS:
+            fparams.append(f"void *{pname}")  # an address-sized integer the routine stores a pointer in
+            args.append(pname)
+        elif base == "void" and stars == 1 and not arr:
+            if pname not in BUFFERS | RMA_BUFFERS:
+                return None  # attribute values: Fortran integers, not buffers
             fparams.append(f"void *{pname}")
             args.append(f"fort_buf({pname})")
         elif base == "int" and stars == 0 and not arr:
@@ -182,7 +191,7 @@ OUT_BUFFERS = {"recvbuf", "buffer", "buf", "inoutbuf"}
 # TYPE(C_PTR), INTENT(OUT) arguments: C's `void *` that is really a `void **`, passed as it is.
 C_PTRS = {"baseptr", "buffer_addr"}
 # Written by hand in lang/pmpi_f08.c.
-BY_HAND_F08 = {"Init", "Init_thread", "Waitany", "Testany", "Waitsome", "Testsome"}
+BY_HAND_F08 = {"Init", "Init_thread", "Waitany", "Testany", "Waitsome", "Testsome", "Win_get_attr"}
 
 
 def f08_symbol(name, syms):
@@ -381,6 +390,8 @@ def main():
             sig, text = made
             lines.append(text)
             lines.append(f"FORT_NAMES({lower}, {name.upper()}, fort_{lower}, ({sig}))")
+            if name in CPTR and name in done and f"ompi_{lower}_cptr_f" in syms:
+                lines.append(f"FORT_NAMES({lower}_cptr, {name.upper()}_CPTR, fort_{lower}, ({sig}))")
             if f"pmpi_{lower}_" in via_pmpi:
                 lines.append(f"FORT_PMPI({lower}, fort_{lower}, ({sig}))")
             lines.append("")

@@ -3,7 +3,8 @@
  * the MPI's own Fortran entries. Written by hand: the routines whose Fortran form is not the C
  * form argument by argument (MPI_Init* without argc/argv; arrays of requests and statuses; 1-based
  * indices from Waitany/Waitsome/Testany/Testsome; Buffer_detach, whose Fortran buffer address is
- * not returned). MPICH's mpif.h and `use mpi` bindings call the C MPI_* entries, so for MPICH only
+ * not returned). MPI_WIN_GET_ATTR for both MPIs (both read the attribute past the layer). MPICH's mpif.h
+ * and `use mpi` bindings otherwise call the C MPI_* entries, so for MPICH only
  * the lookup of the MPI's own Fortran entries is here (its mpi_f08 part is lang/pmpi_f08.c). */
 #include "lang/pmpi_fort.h"
 
@@ -364,3 +365,81 @@ static void fort_startall(MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *ierr)
 FORT_NAMES(startall, MPI_STARTALL, fort_startall, (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *ierr))
 
 #endif /* OPEN_MPI */
+
+/* ---- MPI_WIN_GET_ATTR, both MPIs -------------------------------------------------------------- */
+
+#if defined(OPEN_MPI) || defined(MPICH) /* not the MPI ABI build, which has no Fortran of its own */
+
+/* Both MPIs' Fortran MPI_WIN_GET_ATTR read the attribute inside the MPI (Open MPI's C
+ * PMPI_Win_get_attr, MPICH's MPII_Win_get_attr), past the layer. The attributes bobcat answers
+ * itself for its windows (their flavour, memory model and base: the real window under one is
+ * always made by MPI_Win_create over the same memory) come from the layer's MPI_Win_get_attr here,
+ * as the Fortran integers the MPI would give; every other keyval, and every window of the real
+ * MPI's alone, from the MPI's own entry. Open MPI's predefined keyvals have the same values in C
+ * and Fortran; MPICH's Fortran ones are the C ones plus 1 (MPI_WIN_BASE 0x66000001 in C,
+ * 0x66000002 in mpif.h and mpi_f08). 1 if answered here. */
+#if defined(MPICH)
+#define FORT_KEYVAL(c) ((c) + 1)
+#else
+#define FORT_KEYVAL(c) (c)
+#endif
+static int win_attr_ours(const MPI_Fint *win, const MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag, MPI_Fint *ierr)
+{
+    int k = *keyval == FORT_KEYVAL(MPI_WIN_BASE)            ? MPI_WIN_BASE
+            : *keyval == FORT_KEYVAL(MPI_WIN_CREATE_FLAVOR) ? MPI_WIN_CREATE_FLAVOR
+            : *keyval == FORT_KEYVAL(MPI_WIN_MODEL)         ? MPI_WIN_MODEL
+                                                            : 0;
+    if (!k)
+        return 0;
+    void *v = NULL;
+    int f = 0;
+    int rc = MPI_Win_get_attr(MPI_Win_f2c(*win), k, &v, &f);
+    if (rc == MPI_SUCCESS) {
+        *flag = f != 0; /* LOGICAL: gfortran's .TRUE. is 1 */
+        if (f)
+            *value = k == MPI_WIN_BASE ? (MPI_Aint)(uintptr_t)v : *(const int *)v;
+    }
+    if (ierr) /* optional in mpi_f08 */
+        *ierr = rc;
+    return 1;
+}
+
+typedef void win_get_attr_fn(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Fint *, MPI_Fint *);
+
+/* The MPI's own `entry` (cached in *fn) for the other keyvals. */
+static void win_attr_theirs(win_get_attr_fn **fn, const char *entry, MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *value,
+                            MPI_Fint *flag, MPI_Fint *ierr)
+{
+    if (!*fn)
+        *fn = (win_get_attr_fn *)fort_profiling_entry(entry);
+    (*fn)(win, keyval, value, flag, ierr);
+}
+
+static void fort_win_get_attr(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag, MPI_Fint *ierr)
+{
+    static win_get_attr_fn *fn;
+    if (!win_attr_ours(win, keyval, value, flag, ierr))
+        win_attr_theirs(&fn, "pmpi_win_get_attr_", win, keyval, value, flag, ierr);
+}
+
+#define WIN_GET_ATTR_PARAMS (MPI_Fint * win, MPI_Fint * keyval, MPI_Aint * value, MPI_Fint * flag, MPI_Fint * ierr)
+#if defined(OPEN_MPI)
+FORT_NAMES(win_get_attr, MPI_WIN_GET_ATTR, fort_win_get_attr, WIN_GET_ATTR_PARAMS)
+/* Open MPI's mpi_f08 wrapper calls the profiling name (a LOGICAL argument). */
+FORT_PMPI(win_get_attr, fort_win_get_attr, WIN_GET_ATTR_PARAMS)
+#elif defined(MPICH)
+BOBCAT_EXPORT void mpi_win_get_attr WIN_GET_ATTR_PARAMS __attribute__((alias("fort_win_get_attr")));
+BOBCAT_EXPORT void mpi_win_get_attr_ WIN_GET_ATTR_PARAMS __attribute__((alias("fort_win_get_attr")));
+BOBCAT_EXPORT void mpi_win_get_attr__ WIN_GET_ATTR_PARAMS __attribute__((alias("fort_win_get_attr")));
+BOBCAT_EXPORT void MPI_WIN_GET_ATTR WIN_GET_ATTR_PARAMS __attribute__((alias("fort_win_get_attr")));
+
+/* MPICH's mpi_f08 procedure: the same arguments (TYPE(MPI_Win) holds MPICH's C handle). */
+static void f08_win_get_attr(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag, MPI_Fint *ierr)
+{
+    static win_get_attr_fn *fn;
+    if (!win_attr_ours(win, keyval, value, flag, ierr))
+        win_attr_theirs(&fn, "mpi_win_get_attr_f08_", win, keyval, value, flag, ierr);
+}
+BOBCAT_EXPORT void mpi_win_get_attr_f08_ WIN_GET_ATTR_PARAMS __attribute__((alias("f08_win_get_attr")));
+#endif
+#endif /* OPEN_MPI || MPICH */

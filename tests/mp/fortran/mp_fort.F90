@@ -4,8 +4,12 @@
 ! Covered: blocking ring with wildcards and statuses, MPI_Get_count, nonblocking with Waitall,
 ! Waitany (1-based index), Waitsome, Testall, persistent requests restarted (Startall), a message
 ! past the eager size, Probe/Iprobe, Mprobe/Mrecv, Sendrecv_replace, MPI_STATUS_IGNORE, collectives
-! with MPI_IN_PLACE (Allreduce, Reduce, Allgather, Gather), Bcast, Alltoall(v), Comm_split.
+! with MPI_IN_PLACE (Allreduce, Reduce, Allgather, Gather), Bcast, Alltoall(v), Comm_split, and
+! one-sided communication: MPI_Win_create over a Fortran array and MPI_Win_allocate (its base pointer
+! an address-sized integer), their flavour and base attributes, Put, Get and Accumulate between
+! fences, Fetch_and_op and Compare_and_swap under passive locks.
 program mp_fort
+  use, intrinsic :: iso_c_binding, only: c_f_pointer, c_null_ptr
 #ifdef USE_MPI_MODULE
   use mpi
   implicit none
@@ -20,6 +24,12 @@ program mp_fort
   logical :: flag
   double precision :: sbuf(big), rbuf(big)
   integer, allocatable :: a(:), b(:), cnt(:), dsp(:)
+  ! window memory: volatile, as the MPI changes it behind the compiler's back (MPI 4.0 19.1.17)
+  integer, volatile :: wbuf(4)
+  integer, pointer, volatile :: ap(:)
+  integer :: win, acc, one, fetched, casnew, casold, casres
+  integer(kind=MPI_ADDRESS_KIND) :: wbytes, abase, aval, addr
+  logical :: aflag
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -181,10 +191,63 @@ program mp_fort
   call MPI_Comm_free(sub, ierr)
   call check(sub == MPI_COMM_NULL, 'comm_free')
 
+  ! one-sided: a window over a Fortran array, (-1, 0, 0, -1) on every rank
+  wbuf = (/ -1, 0, 0, -1 /)
+  wbytes = 16
+  call MPI_Win_create(wbuf, wbytes, 4, MPI_INFO_NULL, MPI_COMM_WORLD, win, ierr)
+  call MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, aval, aflag, ierr)
+  call check(aflag .and. aval == MPI_WIN_FLAVOR_CREATE, 'win_create flavor')
+  call MPI_Win_get_attr(win, MPI_WIN_BASE, aval, aflag, ierr)
+  call MPI_Get_address(wbuf, addr, ierr)
+  call check(aflag .and. aval == addr, 'win_create base')
+  call MPI_Win_fence(0, win, ierr)
+  sv = rank + 1000
+  acc = rank + 1
+  call MPI_Put(sv, 1, MPI_INTEGER, right, 0_MPI_ADDRESS_KIND, 1, MPI_INTEGER, win, ierr)
+  call MPI_Accumulate(acc, 1, MPI_INTEGER, 0, 1_MPI_ADDRESS_KIND, 1, MPI_INTEGER, MPI_SUM, win, ierr)
+  call MPI_Win_fence(0, win, ierr)
+  call check(wbuf(1) == left + 1000, 'rma put')
+  if (rank == 0) call check(wbuf(2) == np * (np + 1) / 2, 'rma accumulate')
+  call MPI_Get(rv, 1, MPI_INTEGER, left, 0_MPI_ADDRESS_KIND, 1, MPI_INTEGER, win, ierr)
+  call MPI_Win_fence(0, win, ierr)
+  call check(rv == mod(left - 1 + np, np) + 1000, 'rma get')
+  ! passive target on rank 0: a counter, and a compare-and-swap exactly one rank wins
+  one = 1
+  casnew = rank
+  casold = -1
+  call MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win, ierr)
+  call MPI_Fetch_and_op(one, fetched, MPI_INTEGER, 0, 2_MPI_ADDRESS_KIND, MPI_SUM, win, ierr)
+  call MPI_Compare_and_swap(casnew, casold, casres, MPI_INTEGER, 0, 3_MPI_ADDRESS_KIND, win, ierr)
+  call MPI_Win_unlock(0, win, ierr)
+  call check(fetched >= 0 .and. fetched < np, 'fetch_and_op')
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win, ierr)
+  call MPI_Get(iv, 2, MPI_INTEGER, 0, 2_MPI_ADDRESS_KIND, 2, MPI_INTEGER, win, ierr)
+  call MPI_Win_unlock(0, win, ierr)
+  call check(iv(1) == np, 'fetch_and_op total')
+  call check((casres == -1) .eqv. (iv(2) == rank), 'compare_and_swap winner')
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call MPI_Win_free(win, ierr)
+  call check(win == MPI_WIN_NULL, 'win_free')
+  ! a window the MPI allocates: its base an address-sized integer
+  call MPI_Win_allocate(wbytes, 4, MPI_INFO_NULL, MPI_COMM_WORLD, abase, win, ierr)
+  call c_f_pointer(transfer(abase, c_null_ptr), ap, (/ 4 /))
+  ap = -5
+  call MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, aval, aflag, ierr)
+  call check(aflag .and. aval == MPI_WIN_FLAVOR_ALLOCATE, 'win_allocate flavor')
+  call MPI_Win_get_attr(win, MPI_WIN_BASE, aval, aflag, ierr)
+  call check(aflag .and. aval == abase, 'win_allocate base')
+  call MPI_Win_fence(0, win, ierr)
+  call MPI_Put(sv, 1, MPI_INTEGER, right, 1_MPI_ADDRESS_KIND, 1, MPI_INTEGER, win, ierr)
+  call MPI_Win_fence(0, win, ierr)
+  call check(ap(2) == left + 1000 .and. ap(1) == -5, 'win_allocate put')
+  call MPI_Win_free(win, ierr)
+
   call MPI_Allreduce(MPI_IN_PLACE, fails, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (rank == 0) then
     if (fails == 0) then
       print '(a,i0)', 'mp_fort: allreduce calls=', 3
+      print '(a,i0)', 'mp_fort: rma puts=', 2
       ! routines the layer only passes through, counted in the account (on Open MPI through the
       ! layer's Fortran forwarders)
       print '(a)', 'mp_fort: pass Comm_size calls=2'

@@ -2,6 +2,7 @@
 ! derived-type handles and statuses and the optional ierror left out. Values checked by the program.
 program mp_fort08
   use mpi_f08
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
   implicit none
   integer, parameter :: big = 5000, nper = 3
   character(len=MPI_MAX_LIBRARY_VERSION_STRING) :: lib
@@ -20,7 +21,11 @@ program mp_fort08
   integer, asynchronous :: sec(2 * m), grid(3, m)
   integer, asynchronous :: wbuf(64)
   type(MPI_Win) :: win
-  integer(kind=MPI_ADDRESS_KIND) :: disp
+  integer(kind=MPI_ADDRESS_KIND) :: disp, aval, addr
+  type(c_ptr) :: abase
+  integer, pointer, asynchronous :: ap(:)
+  integer :: acc, one, fetched, casnew, casold, casres
+  logical :: aflag
   integer, allocatable :: a(:), b(:), cnt(:), dsp(:)
 
   call MPI_Init()
@@ -240,6 +245,47 @@ program mp_fort08
   call MPI_Put(rank + 500, 1, MPI_INTEGER, right, disp, 1, MPI_INTEGER, win)
   call MPI_Win_fence(0, win)
   call check(wbuf(left + 1) == left + 500 .and. count(wbuf /= -1) == 1, 'put between fences')
+  call MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, aval, aflag)
+  call check(aflag .and. aval == MPI_WIN_FLAVOR_CREATE, 'win_create flavor')
+  call MPI_Win_get_attr(win, MPI_WIN_BASE, aval, aflag)
+  call MPI_Get_address(wbuf, addr)
+  call check(aflag .and. aval == addr, 'win_create base')
+  call MPI_Win_free(win)
+
+  ! a window the MPI allocates, its base a TYPE(C_PTR): Accumulate and Get between fences, then a
+  ! counter (Fetch_and_op) and a compare-and-swap exactly one rank wins, under passive locks
+  call MPI_Win_allocate(16_MPI_ADDRESS_KIND, 4, MPI_INFO_NULL, MPI_COMM_WORLD, abase, win)
+  call c_f_pointer(abase, ap, [4])
+  ap = [-1, 0, 0, -1]
+  call MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, aval, aflag)
+  call check(aflag .and. aval == MPI_WIN_FLAVOR_ALLOCATE, 'win_allocate flavor')
+  call MPI_Win_fence(0, win)
+  acc = rank + 1
+  sv = rank + 1000
+  call MPI_Put(sv, 1, MPI_INTEGER, right, 0_MPI_ADDRESS_KIND, 1, MPI_INTEGER, win)
+  call MPI_Accumulate(acc, 1, MPI_INTEGER, 0, 1_MPI_ADDRESS_KIND, 1, MPI_INTEGER, MPI_SUM, win)
+  call MPI_Win_fence(0, win)
+  call MPI_F_sync_reg(ap)
+  call check(ap(1) == left + 1000, 'win_allocate put')
+  if (rank == 0) call check(ap(2) == np * (np + 1) / 2, 'win_allocate accumulate')
+  call MPI_Get(rv, 1, MPI_INTEGER, left, 0_MPI_ADDRESS_KIND, 1, MPI_INTEGER, win)
+  call MPI_Win_fence(0, win)
+  call check(rv == mod(left - 1 + np, np) + 1000, 'win_allocate get')
+  one = 1
+  casnew = rank
+  casold = -1
+  call MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win)
+  call MPI_Fetch_and_op(one, fetched, MPI_INTEGER, 0, 2_MPI_ADDRESS_KIND, MPI_SUM, win)
+  call MPI_Compare_and_swap(casnew, casold, casres, MPI_INTEGER, 0, 3_MPI_ADDRESS_KIND, win)
+  call MPI_Win_unlock(0, win)
+  call check(fetched >= 0 .and. fetched < np, 'fetch_and_op')
+  call MPI_Barrier(MPI_COMM_WORLD)
+  call MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win)
+  call MPI_Get(iv, 2, MPI_INTEGER, 0, 2_MPI_ADDRESS_KIND, 2, MPI_INTEGER, win)
+  call MPI_Win_unlock(0, win)
+  call check(iv(1) == np, 'fetch_and_op total')
+  call check((casres == -1) .eqv. (iv(2) == rank), 'compare_and_swap winner')
+  call MPI_Barrier(MPI_COMM_WORLD)
   call MPI_Win_free(win)
 
   ! Comm_split: evens and odds, reversed order
@@ -264,6 +310,7 @@ program mp_fort08
     if (fails == 0) then
       ! for run_fort.sh, which finds them all on bobcat's path in BOBCAT_STATS
       print '(a,i0)', 'mp_fort08: allreduce calls=', merge(3, 4, idx0)
+      print '(a,i0)', 'mp_fort08: rma puts=', 2
       print '(a)', 'mp_fort08: pass Comm_size calls=2'
       print '(a)', 'mp_fort08: pass Comm_rank calls=2'
       print '(a)', 'mp_fort08: ok'

@@ -4,6 +4,7 @@
 #   run_fort.sh bobcat <launcher> [args...] <program>   every check passed, and rank 0's statistics
 #                                                        show point-to-point and Allreduce on bobcat
 #                                                        (every Allreduce the program says it made),
+#                                                        every MPI_Put it says it made in the layer,
 #                                                        and the pass-throughs it names counted
 set -u
 expect=$1
@@ -25,6 +26,18 @@ bobcat)
     n=$(printf '%s\n' "$out" | sed -n 's/^mp_fort[0-9]*: allreduce calls=\([0-9]*\)$/\1/p' | head -n 1)
     [ -n "$n" ] || fail "the program did not say how many Allreduce calls it made"
     r0 "Allreduce calls=$n inplace=$n " >/dev/null || fail "rank 0: not all $n Allreduce calls took bobcat's path"
+    # one-sided: every MPI_Put the program made reached the layer (on Open MPI through its Fortran
+    # entry points, not the MPI's own window); on one node all took its path (a window across
+    # simulated nodes is the real window's for every target: mixed)
+    n=$(printf '%s\n' "$out" | sed -n 's/^mp_fort[0-9]*: rma puts=\([0-9]*\)$/\1/p' | head -n 1)
+    [ -n "$n" ] || fail "the program did not say how many MPI_Put calls it made"
+    r0 "Put calls=$n " >/dev/null || fail "rank 0: not all $n MPI_Put calls reached the layer"
+    case " $* " in
+    *" --simulate-nodes "*) ;;
+    *) # in place (the heap) or staged (a Fortran array outside it): the layer's path either way
+        r0 "Put calls=$n " | sed -n 's/.* inplace=\([0-9]*\) staged=\([0-9]*\) .*/\1 \2/p' |
+            { read -r i s && [ $((i + s)) -eq "$n" ]; } || fail "rank 0: not all $n MPI_Put calls took the layer's path" ;;
+    esac
     # routines the layer passes through: counted in the account as often as the program says
     printf '%s\n' "$out" | sed -n 's/^mp_fort[0-9]*: pass \([A-Za-z_]*\) calls=\([0-9]*\)$/\1 \2/p' |
         while read -r name calls; do
