@@ -15,6 +15,8 @@ size=${2:+$2 $3 $4}
 size=${size:-151 130 97}
 here=$(cd "$(dirname "$0")" && pwd)
 home=${BOBCAT_HOME:-$here/../../build/stage}
+# shellcheck source=../common/rounds.sh
+. "$here/../common/rounds.sh"
 case $rounds in '' | *[!0-9]*) echo "run_fftw3d: ROUNDS must be a positive number, not '$rounds'" >&2; exit 2 ;; esac
 [ -e /usr/include/fftw3-mpi.h ] || { echo "run_fftw3d: FFTW's MPI interface is needed (apt install libfftw3-mpi-dev)" >&2; exit 2; }
 [ -x "$home/bin/yod" ] || { echo "run_fftw3d: no yod in $home (make build, or set BOBCAT_HOME)" >&2; exit 2; }
@@ -23,7 +25,6 @@ trap 'rm -rf "$dir"' EXIT
 mpicc.openmpi -O2 -o "$dir/fftw3d" "$here/fftw3d.c" -lfftw3_mpi -lfftw3 -lm ||
     { echo "run_fftw3d: building fftw3d.c failed" >&2; exit 3; }
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-probe() { "$home/libexec/bobcat/bench/bobcat-probe" --seconds 0.3 | sed -n 's/.*"placement": "\([a-z]*\)".*/\1/p' | head -1; }
 # shellcheck disable=SC2086 # $size is three numbers
 run() { # variant -> the program's two output lines
     case $1 in
@@ -35,25 +36,17 @@ run() { # variant -> the program's two output lines
     echo >>"$dir/plans.txt"
     grep '^fftw3d: ranks' "$dir/out.txt"
 }
-echo "placement before: $(probe)"
-variants="yod ompi-default ompi-nocma"
+echo "placement before: $(bc_probe)"
 : >"$dir/all.txt"
 : >"$dir/plans.txt"
-i=0
-while [ "$i" -lt "$rounds" ]; do
-    for v in $variants; do
-        echo "$v $(run "$v")" >>"$dir/all.txt"
-    done
-    variants="$(echo "$variants" | awk '{print $2, $3, $1}')" # rotate the order every round
-    i=$((i + 1))
-done
-echo "placement after: $(probe)"
+bc_rounds "$rounds" "$dir/all.txt" yod ompi-default ompi-nocma
+echo "placement after: $(bc_probe)"
 [ "$(sort -u "$dir/plans.txt" | wc -l)" -eq 1 ] || { echo "run_fftw3d: FFTW chose different plans:" >&2; sort -u "$dir/plans.txt" >&2; exit 1; }
 echo "transposes: $(grep -o 'mpi-transpose-[a-z]*' "$dir/plans.txt" | head -2 | tr '\n' ' ')"
 [ "$(awk '{print $NF}' "$dir/all.txt" | sort -u | wc -l)" -eq 1 ] ||
     { echo "run_fftw3d: results differ between runs:" >&2; cat "$dir/all.txt" >&2; exit 1; }
 echo "every run: checksum $(awk 'NR==1 {print $NF}' "$dir/all.txt")"
-med() { grep "^$1 " "$dir/all.txt" | awk '{print $8}' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+med() { bc_median "$1" "$dir/all.txt" 8; }
 y=$(med yod); d=$(med ompi-default); c=$(med ompi-nocma)
 echo "median forward+backward s ($size): yod $y | ompi-default $d | ompi-nocma $c"
 awk -v y="$y" -v d="$d" -v c="$c" 'BEGIN {b = d < c ? d : c; printf "yod / best bare: %.3f\n", y / b}'

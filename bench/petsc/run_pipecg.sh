@@ -14,13 +14,14 @@ rounds=${1:-5}
 n=${2:-400}
 here=$(cd "$(dirname "$0")" && pwd)
 home=${BOBCAT_HOME:-$here/../../build/stage}
+# shellcheck source=../common/rounds.sh
+. "$here/../common/rounds.sh"
 pkg-config --exists petsc || { echo "run_pipecg: PETSc is needed (apt install libpetsc-real3.18-dev)" >&2; exit 2; }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/bobcat-petsc.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 mpicc.openmpi -O2 -o "$dir/pipecg" "$here/pipecg.c" $(pkg-config --cflags --libs petsc) ||
     { echo "run_pipecg: building pipecg.c failed" >&2; exit 3; }
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-probe() { "$home/libexec/bobcat/bench/bobcat-probe" --seconds 0.3 | sed -n 's/.*"placement": "\([a-z]*\)".*/\1/p' | head -1; }
 run() { # variant -> the program's result line
     case $1 in
         ompi-default) mpirun.openmpi -np 2 --bind-to core "$dir/pipecg" -n "$n" ;;
@@ -28,23 +29,15 @@ run() { # variant -> the program's result line
         yod) BOBCAT_STATS=rank "$home/bin/yod" -VN2 -np 2 --heap 1G "$dir/pipecg" -n "$n" 2>"$dir/stats.txt" ;;
     esac | grep '^pipecg:' || { echo "run_pipecg: $1 failed" >&2; exit 1; }
 }
-echo "placement before: $(probe)"
-variants="yod ompi-default ompi-nocma"
+echo "placement before: $(bc_probe)"
 : >"$dir/all.txt"
-i=0
-while [ "$i" -lt "$rounds" ]; do
-    for v in $variants; do
-        echo "$v $(run "$v")" >>"$dir/all.txt"
-    done
-    variants="$(echo "$variants" | awk '{print $2, $3, $1}')" # rotate the order every round
-    i=$((i + 1))
-done
-echo "placement after: $(probe)"
+bc_rounds "$rounds" "$dir/all.txt" yod ompi-default ompi-nocma
+echo "placement after: $(bc_probe)"
 # every run: the same iterations and residual
 sols=$(awk '{print $6, $8}' "$dir/all.txt" | sort -u | wc -l)
 [ "$sols" -eq 1 ] || { echo "run_pipecg: results differ between runs:" >&2; cat "$dir/all.txt" >&2; exit 1; }
 echo "every run: $(awk 'NR==1 {print "iterations", $6, "residual", $8}' "$dir/all.txt")"
-med() { grep "^$1 " "$dir/all.txt" | awk '{print $12}' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+med() { bc_median "$1" "$dir/all.txt" 12; }
 y=$(med yod); d=$(med ompi-default); c=$(med ompi-nocma)
 echo "median solve s: yod $y | ompi-default $d | ompi-nocma $c"
 awk -v y="$y" -v d="$d" -v c="$c" 'BEGIN {b = d < c ? d : c; printf "yod / best bare: %.3f\n", y / b}'
