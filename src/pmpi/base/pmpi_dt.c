@@ -50,11 +50,96 @@ static void chain_block(chain_t *c, MPI_Datatype m, MPI_Count len, MPI_Count dis
     c->end = start + len * size;
 }
 
+#if MPI_VERSION >= 4
+/* A large-count type's values, all in MPI_Type_get_contents_c's large counts in the 3.1 order (ints
+ * first, then addresses): how many of them are ints, from the combiner and their number nl
+ * (counts c: INDEXED 2c+1 ints, HINDEXED c+1 ints and c addresses, ...); -1 for the combiners whose
+ * large forms order them otherwise (subarray, darray) or have none. */
+static long long large_ints(int comb, MPI_Count nl)
+{
+    switch (comb) {
+    case MPI_COMBINER_CONTIGUOUS:
+    case MPI_COMBINER_VECTOR:
+    case MPI_COMBINER_INDEXED:
+    case MPI_COMBINER_INDEXED_BLOCK: return nl;
+    case MPI_COMBINER_HVECTOR:
+    case MPI_COMBINER_HINDEXED_BLOCK: return 2;
+    case MPI_COMBINER_HINDEXED:
+    case MPI_COMBINER_STRUCT: return (nl + 1) / 2;
+    case MPI_COMBINER_RESIZED: return 0;
+    default: return -1;
+    }
+}
+#endif
+
+int pmpi_type_envelope(MPI_Datatype t, int *ni, int *na, int *nd, int *comb)
+{
+    *comb = MPI_COMBINER_NAMED;
+#if MPI_VERSION >= 4
+    MPI_Count ci = 0, ca = 0, cl = 0, cd = 0;
+    if (PMPI_Type_get_envelope_c(t, &ci, &ca, &cl, &cd, comb) != MPI_SUCCESS) {
+        *comb = -1;
+        return -1;
+    }
+    if (cl > 0) {
+        long long k = large_ints(*comb, cl);
+        if (k < 0 || ci != 0 || ca != 0 || k > cl)
+            return -1;
+        ci = k;
+        ca = cl - k;
+    }
+    if (ci > INT_MAX || ca > INT_MAX || cd > INT_MAX)
+        return -1;
+    *ni = (int)ci;
+    *na = (int)ca;
+    *nd = (int)cd;
+    return 0;
+#else
+    if (PMPI_Type_get_envelope(t, ni, na, nd, comb) != MPI_SUCCESS) {
+        *comb = -1;
+        return -1;
+    }
+    return 0;
+#endif
+}
+
+int pmpi_type_contents(MPI_Datatype t, int ni, int na, int nd, int *ints, MPI_Aint *addrs, MPI_Datatype *types)
+{
+#if MPI_VERSION >= 4
+    MPI_Count ci = 0, ca = 0, cl = 0, cd = 0;
+    int comb;
+    if (PMPI_Type_get_envelope_c(t, &ci, &ca, &cl, &cd, &comb) != MPI_SUCCESS)
+        return -1;
+    if (cl > 0) {
+        if (cl != (MPI_Count)ni + na || ci != 0 || ca != 0 || cd != nd)
+            return -1;
+        MPI_Count *large = malloc(sizeof *large * (size_t)cl);
+        if (!large || PMPI_Type_get_contents_c(t, 0, 0, cl, cd, ints, addrs, large, types) != MPI_SUCCESS) {
+            free(large);
+            return -1;
+        }
+        int ok = 1;
+        for (int i = 0; i < ni; i++) {
+            ok &= large[i] >= INT_MIN && large[i] <= INT_MAX;
+            ints[i] = (int)large[i];
+        }
+        for (int i = 0; i < na; i++)
+            addrs[i] = (MPI_Aint)large[ni + i];
+        free(large);
+        if (!ok)
+            pmpi_dt_free_contents(types, nd);
+        return ok ? 0 : -1;
+    }
+#endif
+    return PMPI_Type_get_contents(t, ni, na, nd, ints, addrs, types) == MPI_SUCCESS ? 0 : -1;
+}
+
 void pmpi_dt_free_contents(MPI_Datatype *types, int n)
 {
     for (int i = 0; i < n; i++) {
         int ni, na, nd, comb;
-        if (PMPI_Type_get_envelope(types[i], &ni, &na, &nd, &comb) == MPI_SUCCESS && comb != MPI_COMBINER_NAMED)
+        pmpi_type_envelope(types[i], &ni, &na, &nd, &comb);
+        if (comb != MPI_COMBINER_NAMED && comb != -1)
             PMPI_Type_free(&types[i]);
     }
 }
@@ -62,7 +147,7 @@ void pmpi_dt_free_contents(MPI_Datatype *types, int n)
 static int is_run(MPI_Datatype t, int depth)
 {
     int ni, na, nd, comb;
-    if (depth > RUN_DEPTH || PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+    if (depth > RUN_DEPTH || pmpi_type_envelope(t, &ni, &na, &nd, &comb) != 0)
         return 0;
     MPI_Count size = 0, tlb, text;
     if (PMPI_Type_size_x(t, &size) != MPI_SUCCESS || PMPI_Type_get_true_extent_x(t, &tlb, &text) != MPI_SUCCESS)
@@ -96,7 +181,7 @@ static int is_run(MPI_Datatype t, int depth)
     int *ints = malloc(sizeof(int) * (size_t)(ni ? ni : 1));
     MPI_Aint *addrs = malloc(sizeof(MPI_Aint) * (size_t)(na ? na : 1));
     MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)(nd ? nd : 1));
-    if (!ints || !addrs || !types || PMPI_Type_get_contents(t, ni, na, nd, ints, addrs, types) != MPI_SUCCESS) {
+    if (!ints || !addrs || !types || pmpi_type_contents(t, ni, na, nd, ints, addrs, types) != 0) {
         free(ints);
         free(addrs);
         free(types);
@@ -161,7 +246,7 @@ const pmpi_dt_info_t *pmpi_dt_query(MPI_Datatype t)
     PMPI_Type_size_x(t, &size);
     PMPI_Type_get_extent_x(t, &lb, &ext);
     PMPI_Type_get_true_extent_x(t, &tlb, &text);
-    PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
+    pmpi_type_envelope(t, &ni, &na, &nd, &comb);
     pmpi_dt_info_t *o = &pmpi_dt_cache[cache_next % PMPI_DT_CACHE];
     o->t = t;
     o->size = size;

@@ -19,6 +19,17 @@
 #include <mpi.h>
 #include <stddef.h>
 
+/* MPI_Type_get_envelope and MPI_Type_get_contents for the layer's decoders, in the MPI 3.1 layout
+ * (ints, addresses, datatypes) for every type, including one made by MPI 4.0's large-count
+ * constructors (MPI_Type_contiguous_c ...), whose values then come from MPI_Type_get_contents_c
+ * (MPICH raises a fatal error when the plain queries meet such a type: "use
+ * MPI_Type_get_envelope_c"). 0, or -1 for a type they cannot read: the MPI's error, a large-count
+ * subarray or darray (their large forms reorder the values), a value beyond an int. The envelope
+ * always sets *comb (MPI_COMBINER_NAMED only for a predefined type; -1 if the MPI could not say), so
+ * a caller can tell a derived type it must free either way. */
+int pmpi_type_envelope(MPI_Datatype t, int *ni, int *na, int *nd, int *comb);
+int pmpi_type_contents(MPI_Datatype t, int ni, int na, int nd, int *ints, MPI_Aint *addrs, MPI_Datatype *types);
+
 
 typedef struct {
     MPI_Datatype t;

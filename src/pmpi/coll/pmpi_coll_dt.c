@@ -137,7 +137,7 @@ static int dense_of(MPI_Datatype dt, int *predefined_p)
 {
     int ni, na, nd, comb;
     *predefined_p = 0;
-    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+    if (pmpi_type_envelope(dt, &ni, &na, &nd, &comb) != 0)
         return -1;
     if (comb == MPI_COMBINER_NAMED) {
         *predefined_p = 1;
@@ -148,7 +148,7 @@ static int dense_of(MPI_Datatype dt, int *predefined_p)
     int ints[1];
     MPI_Aint addrs[1];
     MPI_Datatype inner;
-    if (PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, &inner) != MPI_SUCCESS)
+    if (pmpi_type_contents(dt, ni, na, nd, ints, addrs, &inner) != 0)
         return -1;
     int pre, d = dense_of(inner, &pre);
     int inner_size;
@@ -200,7 +200,7 @@ static int base_of(MPI_Datatype dt, MPI_Datatype *base_p, size_t *mult_p)
     MPI_Datatype cur = dt;
     for (int depth = 0; depth < 16; depth++) {
         int ni, na, nd, comb;
-        if (PMPI_Type_get_envelope(cur, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        if (pmpi_type_envelope(cur, &ni, &na, &nd, &comb) != 0)
             break;
         if (comb == MPI_COMBINER_NAMED) {
             *base_p = cur;
@@ -212,7 +212,7 @@ static int base_of(MPI_Datatype dt, MPI_Datatype *base_p, size_t *mult_p)
         int ints[1] = {1};
         MPI_Aint addrs[1];
         MPI_Datatype inner;
-        if (PMPI_Type_get_contents(cur, ni, na, nd, ints, addrs, &inner) != MPI_SUCCESS)
+        if (pmpi_type_contents(cur, ni, na, nd, ints, addrs, &inner) != 0)
             break;
         if (comb == MPI_COMBINER_CONTIGUOUS)
             mult *= (size_t)(ints[0] > 0 ? ints[0] : 0);
@@ -222,7 +222,8 @@ static int base_of(MPI_Datatype dt, MPI_Datatype *base_p, size_t *mult_p)
     }
     if (cur != dt) {
         int ni, na, nd, comb;
-        if (PMPI_Type_get_envelope(cur, &ni, &na, &nd, &comb) == MPI_SUCCESS && comb != MPI_COMBINER_NAMED)
+        pmpi_type_envelope(cur, &ni, &na, &nd, &comb);
+        if (comb != MPI_COMBINER_NAMED && comb != -1)
             PMPI_Type_free(&cur);
     }
     return -1;

@@ -90,7 +90,7 @@ static int walk(rma_runs_t *r, MPI_Datatype t, MPI_Aint disp, MPI_Count count, i
     int ni, na, nd, comb;
     if (count <= 0)
         return 0;
-    if (depth > RUNS_DEPTH || PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+    if (depth > RUNS_DEPTH || pmpi_type_envelope(t, &ni, &na, &nd, &comb) != 0)
         return -1;
     if (comb == MPI_COMBINER_NAMED
 #ifdef MPI_COMBINER_F90_INTEGER
@@ -113,7 +113,7 @@ static int walk(rma_runs_t *r, MPI_Datatype t, MPI_Aint disp, MPI_Count count, i
     MPI_Aint *addrs = malloc(sizeof(MPI_Aint) * (size_t)(na ? na : 1));
     MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)(nd ? nd : 1));
     int rc = -1;
-    if (!ints || !addrs || !types || PMPI_Type_get_contents(t, ni, na, nd, ints, addrs, types) != MPI_SUCCESS) {
+    if (!ints || !addrs || !types || pmpi_type_contents(t, ni, na, nd, ints, addrs, types) != 0) {
         free(ints);
         free(addrs);
         free(types);

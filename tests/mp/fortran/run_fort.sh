@@ -1,6 +1,9 @@
 #!/bin/sh
 # run_fort.sh: run a Fortran test program (mp_fort*) under the launcher with BOBCAT_STATS=1 and
 # check both what it says of its values and which path its calls took.
+#   run_fort.sh p2p <launcher> [args...] <program>      every check passed, and rank 0's sends (to its
+#                                                        node mate) and on one node its receives took
+#                                                        the layer's path
 #   run_fort.sh bobcat <launcher> [args...] <program>   every check passed, and rank 0's statistics
 #                                                        show point-to-point and Allreduce on bobcat
 #                                                        (every Allreduce the program says it made),
@@ -15,7 +18,7 @@ printf '%s\n' "$out"
 fail() { echo "run_fort: FAIL: $*"; exit 1; }
 [ "$rc" -eq 0 ] || fail "the job exited $rc"
 printf '%s\n' "$out" | grep -q 'FAILED' && fail "the program's checks failed"
-printf '%s\n' "$out" | grep -Eq '^mp_fort(08)?: ok$' || fail "the program did not report ok"
+printf '%s\n' "$out" | grep -Eq '^mp_fort[a-z0-9_]*: ok$' || fail "the program did not report ok"
 r0() { printf '%s\n' "$out" | grep -E "stats rank 0( |:).*$1"; }
 case "$expect" in
 bobcat)
@@ -43,6 +46,15 @@ bobcat)
         while read -r name calls; do
             r0 "MPI_$name calls=$calls " >/dev/null || { echo "run_fort: FAIL: rank 0: MPI_$name not counted $calls times"; exit 1; }
         done || exit 1
+    ;;
+p2p) # point-to-point alone (mp_fort08_large)
+    r0 'layer=on' >/dev/null || fail "rank 0: the layer was not on"
+    r0 'p2p send calls=[0-9]+ inplace=[0-9]+ staged=[0-9]+ mpi=0 ' >/dev/null || fail "rank 0: a send went to the real MPI"
+    case " $* " in
+    *" --simulate-nodes "*) ;; # rank 0 receives from the last rank, on the other node: the real MPI's
+    *) r0 'p2p recv calls=[0-9]+ inplace=[0-9]+ staged=[0-9]+ mpi=0 ' >/dev/null || fail "rank 0: a receive went to the real MPI" ;;
+    esac
+    r0 'p2p send calls=[1-9]' >/dev/null || fail "rank 0: no send reached the layer"
     ;;
 *) fail "unknown expectation $expect" ;;
 esac
