@@ -1,6 +1,6 @@
 /* bench/imb/imb.c — the IMB-MPI1 set the papers use (PingPong, PingPing, Sendrecv, Exchange,
  * Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall, Alltoallv, Reduce_scatter), IMB-NBC's
- * Iallreduce, Ialltoall and Ibarrier (the call and its wait; --overlap adds IMB-NBC's overlap), plus
+ * Iallreduce, Ialltoall and Ibarrier, and Ialltoallv (the call and its wait; --overlap adds IMB-NBC's overlap), plus
  * a windowed non-blocking message rate and the cost of polling (Testany), selected with --test.
  *
  * Timing follows IMB: every participating rank times the whole loop after a barrier and divides by
@@ -458,6 +458,19 @@ static void ialltoall_iter(ctx_t *x, long i)
     MPI_Wait(&nbc_req, MPI_STATUS_IGNORE);
 }
 
+/* Ialltoallv: Alltoallv's equal blocks through the nonblocking call (its counts from alltoallv_prepare). */
+static void ialltoallv_start(ctx_t *x)
+{
+    MPI_Ialltoallv(x->sbuf, x->counts, x->displs, MPI_BYTE, x->rbuf, x->counts, x->displs, MPI_BYTE, x->comm, &nbc_req);
+}
+
+static void ialltoallv_iter(ctx_t *x, long i)
+{
+    (void)i;
+    ialltoallv_start(x);
+    MPI_Wait(&nbc_req, MPI_STATUS_IGNORE);
+}
+
 static void ibarrier_iter(ctx_t *x, long i)
 {
     (void)i;
@@ -484,6 +497,7 @@ static const test_t tests[] = {
     {"Reduce_scatter", "reduce_scatter", 0, 1, 0, one_block, rs_prepare, rs_iter, rs_check, 1},
     {"Iallreduce", "iallreduce", 0, 1, 0, one_block, red_prepare, iallreduce_iter, allreduce_check, 1},
     {"Ialltoall", "ialltoall", 0, 1, 0, all_blocks, alltoall_prepare, ialltoall_iter, alltoall_check, 1},
+    {"Ialltoallv", "ialltoallv", 0, 1, 0, all_blocks, alltoallv_prepare, ialltoallv_iter, alltoall_check, 1},
     {"Ibarrier", "ibarrier", 0, 0, 0, one_block, no_prepare, ibarrier_iter, no_check, 1},
     {"msgrate", "msgrate", 0, 1, 0, window_blocks, fill_own, msgrate_iter, msgrate_check, 1},
     {"Testany", "testany", 0, 0, 0, one_block, poll_prepare, poll_iter, no_check, 1},
@@ -573,7 +587,9 @@ static void overlap_run(const test_t *t, ctx_t *x, long n)
     MPI_Allreduce(&tpure, &tcpu, 1, MPI_DOUBLE, MPI_MAX, x->comm);
     tcpu *= cpu_factor;
     int computes = overlap_mode == 2 || x->rank == 0;
-    void (*start)(ctx_t *) = t->iter == iallreduce_iter ? iallreduce_start : ialltoall_start;
+    void (*start)(ctx_t *) = t->iter == iallreduce_iter ? iallreduce_start
+                             : t->iter == ialltoallv_iter ? ialltoallv_start
+                                                          : ialltoall_start;
     MPI_Barrier(x->comm);
     double t0 = bc_now();
     for (long i = 0; i < n; i++) {
@@ -626,7 +642,10 @@ static void run_test(const test_t *t, const bc_common_t *c, long window, long sl
                 x.reqs[0] = MPI_REQUEST_NULL;
         }
         size_t rblocks = t->rbuf_blocks(&x);
-        size_t sblocks = t->iter == alltoall_iter || t->iter == alltoallv_iter || t->iter == ialltoall_iter ? (size_t)x.size : 1;
+        size_t sblocks = t->iter == alltoall_iter || t->iter == alltoallv_iter || t->iter == ialltoall_iter ||
+                                 t->iter == ialltoallv_iter
+                             ? (size_t)x.size
+                             : 1;
         size_t rbytes = maxb * rblocks;
         if (t->iter == msgrate_iter) /* windows of large messages are capped, see msgrate_window */
             for (int s = 0; s < c->nsizes; s++)
@@ -668,7 +687,7 @@ static void run_test(const test_t *t, const bc_common_t *c, long window, long sl
                 double after = probing ? bc_pair_probe(x.comm, &pp, PROBE_S) : -1;
                 report(t, &x, per, slices > 1 ? k : -1, before, after);
             }
-            if (overlap_mode && (t->iter == iallreduce_iter || t->iter == ialltoall_iter))
+            if (overlap_mode && (t->iter == iallreduce_iter || t->iter == ialltoall_iter || t->iter == ialltoallv_iter))
                 overlap_run(t, &x, per);
         }
         if (t->iter == poll_iter)
@@ -695,12 +714,12 @@ int main(int argc, char **argv)
     bc_opt_t opts[] = {
         {"test", BC_OPT_STR, &which,
          "comma-separated tests: PingPong PingPing Sendrecv Exchange Barrier Bcast Reduce "
-         "Allreduce Allgather Alltoall Alltoallv Reduce_scatter Iallreduce Ialltoall Ibarrier msgrate, or all"},
+         "Allreduce Allgather Alltoall Alltoallv Reduce_scatter Iallreduce Ialltoall Ialltoallv Ibarrier msgrate, or all"},
         {"window", BC_OPT_LONG, &window, "msgrate: messages in flight per window"},
         {"cpu-factor", BC_OPT_DOUBLE, &cpu_factor,
          "--overlap: compute for this many times t_pure between the start and the wait (IMB-NBC: 1)"},
         {"overlap", BC_OPT_STR, &overlap_s,
-         "Iallreduce, Ialltoall: also IMB-NBC's overlap (t_pure, t_ovrl, overlap %), with `one` rank "
+         "Iallreduce, Ialltoall, Ialltoallv: also IMB-NBC's overlap (t_pure, t_ovrl, overlap %), with `one` rank "
          "(rank 0) or `all` ranks computing between the start and the wait (default: off)"},
         {"touch", BC_OPT_FLAG, &touch,
          "PingPong, PingPing, Sendrecv, Exchange, msgrate: store into every line of the send "

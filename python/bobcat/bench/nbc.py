@@ -7,6 +7,8 @@ and after. Three tables:
   * Iallreduce + Wait at 8 B (and 64 KiB, 1 MiB) against bobcat's blocking Allreduce of the same run
     (aim: within 1.3x) and against the best peer's Iallreduce (aim: 2x faster);
   * Ialltoall + Wait at 8 B, 64 KiB, 1 MiB per block against the best peer;
+  * Ialltoallv + Wait (IMB's equal blocks) at the same sizes against bobcat's blocking Alltoallv of
+    the same run and against the best peer's Ialltoallv;
   * IMB-NBC's overlap at 1 MiB (Ialltoall, Iallreduce): rank 0 computes for t_pure between the
     start and the wait while its node mate waits (`one`: SMARTMAP's helping, no progress thread),
     with both computing (`all`: IMB-NBC's own setting), and rank 0 computing for 2 t_pure (time
@@ -62,7 +64,7 @@ def run_once(flavour: str, cmd: list[str], extra: dict[str, str]) -> dict[str, f
     """One round of one variant: {"<bench>/<bytes>[/<mode>]/<metric>": value}."""
     out: dict[str, float] = {}
     sizes = ",".join(str(s) for s in SIZES)
-    for m in _run(flavour, cmd, extra, ["--test", "Allreduce,Iallreduce,Ialltoall", "--sizes", sizes, "--time", "0.2",
+    for m in _run(flavour, cmd, extra, ["--test", "Allreduce,Iallreduce,Ialltoall,Alltoallv,Ialltoallv", "--sizes", sizes, "--time", "0.2",
                                         "--iters", "2000", "--validate"]):
         if m.name == "t_avg":
             out[f"{m.bench.lower()}/{int(m.params.get('bytes', 0))}/t_avg"] = m.value
@@ -89,13 +91,13 @@ def main(argv: list[str] | None = None) -> int:
         b = med[f"bobcat.{fl}"]
         peers = {n: m for n, m in med.items() if n.startswith(pre + ".")}
         print(f"\n== {fl}")
-        for bench in ("iallreduce", "ialltoall"):
+        for bench in ("iallreduce", "ialltoall", "ialltoallv"):
             for s in SIZES:
                 k = f"{bench}/{s}/t_avg"
                 best = min(peers, key=lambda n: peers[n].get(k, float("inf")))
                 line = f"{bench:10s} {s:8d} B: bobcat {b.get(k, float('nan')):9.3f} us"
-                if bench == "iallreduce":
-                    blk = b.get(f"allreduce/{s}/t_avg", float("nan"))
+                if bench in ("iallreduce", "ialltoallv"):
+                    blk = b.get(f"{bench[1:]}/{s}/t_avg", float("nan"))
                     line += f" | blocking {blk:9.3f} (I/blocking {b.get(k, float('nan')) / blk:5.2f})"
                 line += f" | best peer {best} {peers[best].get(k, float('nan')):9.3f} (peer/bobcat " \
                         f"{peers[best].get(k, float('nan')) / b.get(k, float('nan')):5.2f})"
