@@ -3,6 +3,8 @@ entries are skipped, pass/fail as MPICH's runtests decides, the launch commands 
 No MPI job runs here; `make test-external` runs the suite itself."""
 from __future__ import annotations
 
+import json
+
 from bobcat.external import mpich as xm
 from bobcat.external import mpich_tests as mt
 
@@ -103,6 +105,24 @@ def test_commands(monkeypatch):
         ["/opt/bc/bin/yod", "--simulate-nodes", "-VN2", "-np", "4"]
     # one rank: no nodes to simulate, run as yod
     assert xm.command("mpich", "sim", 1, ["./p"], 60) == xm.command("mpich", "yod", 1, ["./p"], 60)
+    # the layer's state comes from yod's --stats file, right before the program
+    assert xm.command("mpich", "yod", 2, ["./p", "-x"], 60, "1G", "/w/t.stats.json")[-4:] == \
+        ["--stats", "/w/t.stats.json", "./p", "-x"]
+    assert xm.command("mpich", "bare", 2, ["./p"], 60, "1G", "/w/t.stats.json") == ["mpiexec.mpich", "-n", "2", "./p"]
+
+
+def test_layer_states_from_the_account_and_printed_lines(tmp_path):
+    """yod --stats's account gives every rank's layer= state; a cut statistics line in the output
+    (Open MPI's forwarding) adds nothing, a whole printed one does."""
+    acct = tmp_path / "t.stats.json"
+    acct.write_text(json.dumps({"per_rank": [{"layer": "on"}, {"layer": "on"}, {"layer": "off"}]}))
+    assert xm.layer_states(str(acct)) == "off,on"
+    assert xm.layer_states(str(acct), "0 mpi=0 bytes.smartmap=0 bytes.mpi=0\n") == "off,on"
+    assert xm.layer_states(None, "bobcat: stats rank 1 node 0: layer=unused thread=single\n") == "unused"
+    # no account (no rank reached MPI_Finalize through the layer), or a broken one: no state
+    assert xm.layer_states(str(tmp_path / "none.json")) == ""
+    (tmp_path / "bad.json").write_text("{")
+    assert xm.layer_states(str(tmp_path / "bad.json")) == ""
 
 
 def _r(outcome):

@@ -265,18 +265,35 @@ def build(work: str, mpi: str, src: str, dirs: list[str], lists: list[str], lock
 
 # ---- running ------------------------------------------------------------------------------------
 
-def command(mpi: str, cfg: str, np_: int, prog: list[str], tlimit: int, heap: str = "1G"
-            ) -> list[str]:
-    """The launch command of one test in one configuration (bare, yod, sim)."""
+def command(mpi: str, cfg: str, np_: int, prog: list[str], tlimit: int, heap: str = "1G",
+            stats: str | None = None) -> list[str]:
+    """The launch command of one test in one configuration (bare, yod, sim); with `stats`, yod
+    collects the ranks' accounts there (yod --stats)."""
     if cfg == "bare":
         m = MPIS[mpi]
         return [m["launcher"], *m["launcher_args"], m["np_flag"], str(np_), *prog]
     yod = os.path.join(paths.home_dir(), "bin", "yod")
+    extra = ["--stats", stats] if stats else []
     if cfg == "sim" and np_ >= 2:
         return [yod, "--simulate-nodes", "-VN2", "-np", str(np_), "--oversubscribe",
-                "--heap", heap, "-tlimit", str(tlimit), *prog]
+                "--heap", heap, "-tlimit", str(tlimit), *extra, *prog]
     return [yod, f"-VN{np_}", "-np", str(np_), "--oversubscribe", "--heap", heap,
-            "-tlimit", str(tlimit), *prog]
+            "-tlimit", str(tlimit), *extra, *prog]
+
+
+def layer_states(stats_path: str | None, output: str = "") -> str:
+    """The layer= states the ranks reported ("on", "off", ...; comma-joined, sorted): from yod's
+    --stats account, and from printed statistics lines if the caller's BOBCAT_STATS made some.
+    '' when no rank reported one (none reached MPI_Finalize through the layer)."""
+    states = set(LAYER_LINE.findall(output))
+    if stats_path:
+        try:
+            with open(stats_path, encoding="utf-8") as f:
+                acct = json.load(f)
+            states |= {r["layer"] for r in acct.get("per_rank", []) if r.get("layer")}
+        except (OSError, ValueError, TypeError, KeyError):
+            pass
+    return ",".join(sorted(states))
 
 
 def _bytes(size: str) -> int:
@@ -381,10 +398,11 @@ def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], l
     env.pop("BOBCAT_MPI", None)
     if off:
         env["BOBCAT_MPI"] = "off"
-    if cfg != "bare":
-        # Each rank then says at MPI_Finalize whether the MPI layer was on: a test that passes
-        # with it off or unused (a thread level it leaves to the real MPI) did not test it.
-        env["BOBCAT_STATS"] = "1"
+    # Under yod each rank says at MPI_Finalize whether the MPI layer was on (a test that passes with
+    # it off or unused, a thread level it leaves to the real MPI, did not test it), in yod's --stats
+    # file: printed statistics (BOBCAT_STATS) would be part of the test's output, and Open MPI's
+    # forwarding cuts a rank's lines past 4 KiB and interleaves ranks, so a fragment of one failed
+    # a passing test as unexpected output.
     results = {}
     try:
         for e in entries:
@@ -403,7 +421,11 @@ def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], l
             prog = [os.path.join(bdir, e["dir"], e["name"]), *e["args"]]
             heaps = [heap] + ([big_heap] if big_heap and cfg != "bare" else [])
             for h in heaps:
-                cmd = command(mpi, cfg, e["np"], prog, tlimit, h)
+                stats = out_path[:-len(".out")] + ".stats.json" if cfg != "bare" else None
+                with contextlib.suppress(FileNotFoundError):  # not a previous run's account
+                    if stats:
+                        os.unlink(stats)
+                cmd = command(mpi, cfg, e["np"], prog, tlimit, h, stats)
                 rc, timed_out, out, err, secs = _run_one(cmd, os.path.join(bdir, e["dir"]),
                                                          tenv, tlimit + 30, out_path)
                 output = out.rstrip("\n") + "\n" + err if out.strip() else err
@@ -422,7 +444,7 @@ def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], l
                 _say(f"{name}: {e['id']}: {HEAP_EXHAUSTED} at --heap {h}; again at {again}")
             if outcome != PASS and HEAP_EXHAUSTED in output:
                 why = f"{why}; {HEAP_EXHAUSTED} (yod --heap {h})"
-            layer = ",".join(sorted(set(LAYER_LINE.findall(output)))) if cfg != "bare" else ""
+            layer = layer_states(stats, output) if cfg != "bare" else ""
             results[e["id"]] = {"outcome": outcome, "why": why, "rc": rc, "heap": h,
                                 "layer": layer, "stage": stage_stamp() if cfg != "bare" else "",
                                 "seconds": round(secs, 1), "cmd": " ".join(cmd),
@@ -524,7 +546,7 @@ def report_markdown(runs: list[dict], comps: list[dict], heap: str = "1G") -> st
                              if x["outcome"] == PASS and x.get("layer", "on") != "on")
             if nolayer:
                 lines += ["", f"{r['name']}: passed, but libbobcat's MPI layer was not on in every "
-                          "rank (BOBCAT_STATS layer=), so these did not test it: "
+                          "rank (yod --stats: layer=), so these did not test it: "
                           + ", ".join(f"`{t}` ({r['results'][t]['layer'] or 'no stats'})"
                                       for t in nolayer)]
     for c in comps:
