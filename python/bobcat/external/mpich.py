@@ -44,8 +44,8 @@ import time
 
 from .. import paths
 from .harness import use_env
-from .mpich_tests import (BAD, DEFAULT_TIMEOUT, FAIL, HEAP_EXHAUSTED, LAYER_LINE, MPIS, NOT_RUN, PASS,
-                          TIMEOUT, classify, read_entries, skip_reason, tail)
+from .mpich_tests import (BAD, DEFAULT_TIMEOUT, FAIL, HEAP_EXHAUSTED, MPIS, NOT_RUN, PASS, TIMEOUT,
+                          classify, command, layer_states, read_entries, skip_reason, tail)
 
 MPICH_VERSION = "4.0.2"
 # Bump when a change to the harness changes what a bare run records (the cache key).
@@ -264,37 +264,6 @@ def build(work: str, mpi: str, src: str, dirs: list[str], lists: list[str], lock
 
 
 # ---- running ------------------------------------------------------------------------------------
-
-def command(mpi: str, cfg: str, np_: int, prog: list[str], tlimit: int, heap: str = "1G",
-            stats: str | None = None) -> list[str]:
-    """The launch command of one test in one configuration (bare, yod, sim); with `stats`, yod
-    collects the ranks' accounts there (yod --stats)."""
-    if cfg == "bare":
-        m = MPIS[mpi]
-        return [m["launcher"], *m["launcher_args"], m["np_flag"], str(np_), *prog]
-    yod = os.path.join(paths.home_dir(), "bin", "yod")
-    extra = ["--stats", stats] if stats else []
-    if cfg == "sim" and np_ >= 2:
-        return [yod, "--simulate-nodes", "-VN2", "-np", str(np_), "--oversubscribe",
-                "--heap", heap, "-tlimit", str(tlimit), *extra, *prog]
-    return [yod, f"-VN{np_}", "-np", str(np_), "--oversubscribe", "--heap", heap,
-            "-tlimit", str(tlimit), *extra, *prog]
-
-
-def layer_states(stats_path: str | None, output: str = "") -> str:
-    """The layer= states the ranks reported ("on", "off", ...; comma-joined, sorted): from yod's
-    --stats account, and from printed statistics lines if the caller's BOBCAT_STATS made some.
-    '' when no rank reported one (none reached MPI_Finalize through the layer)."""
-    states = set(LAYER_LINE.findall(output))
-    if stats_path:
-        try:
-            with open(stats_path, encoding="utf-8") as f:
-                acct = json.load(f)
-            states |= {r["layer"] for r in acct.get("per_rank", []) if r.get("layer")}
-        except (OSError, ValueError, TypeError, KeyError):
-            pass
-    return ",".join(sorted(states))
-
 
 def _bytes(size: str) -> int:
     m = re.fullmatch(r"(\d+)([kKmMgGtT]?)", size.strip())

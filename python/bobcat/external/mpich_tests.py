@@ -8,9 +8,11 @@ way MPICH's runtests decides: exit 0, a " No Errors" line, and no other output.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 
+from .. import paths
 from .harness import with_peers
 
 MAX_NP = 4
@@ -151,3 +153,36 @@ HEAP_EXHAUSTED = "heap segment exhausted"
 LAYER_LINE = re.compile(r"^bobcat: stats rank \d+ node \d+: layer=(\S+)", re.M)
 _BORING = re.compile(r"^\[[\w.-]+:\d+\] \[ ?\d+\]|unknown setting|heap on 4 KiB pages|^-+$|"
                      r"^\s*$")
+
+
+# ---- launch commands and the layer's state -------------------------------------------------------
+
+def command(mpi: str, cfg: str, np_: int, prog: list[str], tlimit: int, heap: str = "1G",
+            stats: str | None = None) -> list[str]:
+    """The launch command of one test in one configuration (bare, yod, sim); with `stats`, yod
+    collects the ranks' accounts there (yod --stats)."""
+    if cfg == "bare":
+        m = MPIS[mpi]
+        return [m["launcher"], *m["launcher_args"], m["np_flag"], str(np_), *prog]
+    yod = os.path.join(paths.home_dir(), "bin", "yod")
+    extra = ["--stats", stats] if stats else []
+    if cfg == "sim" and np_ >= 2:
+        return [yod, "--simulate-nodes", "-VN2", "-np", str(np_), "--oversubscribe",
+                "--heap", heap, "-tlimit", str(tlimit), *extra, *prog]
+    return [yod, f"-VN{np_}", "-np", str(np_), "--oversubscribe", "--heap", heap,
+            "-tlimit", str(tlimit), *extra, *prog]
+
+
+def layer_states(stats_path: str | None, output: str = "") -> str:
+    """The layer= states the ranks reported ("on", "off", ...; comma-joined, sorted): from yod's
+    --stats account, and from printed statistics lines if the caller's BOBCAT_STATS made some.
+    '' when no rank reported one (none reached MPI_Finalize through the layer)."""
+    states = set(LAYER_LINE.findall(output))
+    if stats_path:
+        try:
+            with open(stats_path, encoding="utf-8") as f:
+                acct = json.load(f)
+            states |= {r["layer"] for r in acct.get("per_rank", []) if r.get("layer")}
+        except (OSError, ValueError, TypeError, KeyError):
+            pass
+    return ",".join(sorted(states))
