@@ -22,7 +22,19 @@ static void check_world(void)
     }
 }
 
-static void layer_start(void)
+/* BOBCAT_PROGRESS=thread (p2p/p2p_agent.c): the real MPI must run at MPI_THREAD_MULTIPLE for the
+ * agent, whatever the program asks. Decided before the real MPI starts, from the knobs alone. */
+static int agent_wanted(void)
+{
+    const util_options_t *o = util_options();
+    return o && o->MPI && o->PROGRESS == UTIL_V_THREAD && smap_world_size() > 0;
+}
+
+/* The level the program asked for (MPI_Init: single), which MPI_Query_thread answers while the agent
+ * makes the real MPI's MULTIPLE; -1: the real MPI's own. */
+static int user_level = -1;
+
+static void layer_start(int wanted)
 {
     check_world();
     int provided = MPI_THREAD_SINGLE;
@@ -38,26 +50,59 @@ static void layer_start(void)
         coll_tune.yield = pmpi_mt_yield;
         pmpi_lock_start();
     }
+    if (!wanted)
+        return;
+    if (!pmpi_layer.on)
+        util_warn("BOBCAT_PROGRESS=thread: the MPI layer is off (%s), so there is no progress thread",
+                  pmpi_layer.off_reason ? pmpi_layer.off_reason : "?");
+    else if (provided != MPI_THREAD_MULTIPLE)
+        util_warn("BOBCAT_PROGRESS=thread needs the real MPI at MPI_THREAD_MULTIPLE, which it does not provide "
+                  "(it gave level %d): running without a progress thread; unset BOBCAT_PROGRESS",
+                  provided);
+    else
+        p2p_agent_start();
 }
+
+/* What the program is told: what it asked for, or less if the real MPI gave less. */
+static int told(int required, int provided) { return provided < required ? provided : required; }
 
 BOBCAT_EXPORT int MPI_Init(int *argc, char ***argv)
 {
-    int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS)
-        layer_start();
+    int wanted = agent_wanted(), provided = MPI_THREAD_SINGLE;
+    int rc = wanted ? PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) : PMPI_Init(argc, argv);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (wanted)
+        user_level = told(MPI_THREAD_SINGLE, provided);
+    layer_start(wanted);
     return rc;
 }
 
 BOBCAT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS)
-        layer_start();
+    int wanted = agent_wanted();
+    int rc = PMPI_Init_thread(argc, argv, wanted ? MPI_THREAD_MULTIPLE : required, provided);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    layer_start(wanted);
+    if (wanted) {
+        user_level = told(required, *provided);
+        *provided = user_level;
+    }
     return rc;
+}
+
+BOBCAT_EXPORT int MPI_Query_thread(int *provided)
+{
+    if (user_level < 0)
+        return PMPI_Query_thread(provided);
+    *provided = user_level;
+    return MPI_SUCCESS;
 }
 
 BOBCAT_EXPORT int MPI_Finalize(void)
 {
+    p2p_agent_stop(); /* first, outside the lock: it may be waiting for it */
     {
         PMPI_GUARD(); /* MULTIPLE: one thread finalizes, but a helper of the program's may still be
                          finishing a call of its own */

@@ -87,7 +87,7 @@ static void nb_activate(nb_comm_t *nc)
         nc->next = active_head;
         active_head = nc;
     }
-    p2p_ext_pending = 1;
+    p2p_ext_work();
 }
 
 static void nb_comm_free(p2p_comm_t *c)
@@ -438,7 +438,7 @@ static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_ki
     while (*pp)
         pp = &(*pp)->hnext;
     *pp = q;
-    p2p_ext_pending = 1;
+    p2p_ext_work();
 }
 
 /* ---- the v/w forms (pmpi_coll_nbv.c): calls on the ring whose staging is theirs ---------------- */

@@ -260,6 +260,22 @@ static inline int p2p_need_progress(void)
 }
 void p2p_progress(void);
 void p2p_poke_mpi(void);
+
+/* ---- p2p_agent.c: the progress thread (BOBCAT_PROGRESS=thread) ---- */
+
+/* 1 while the agent runs (from MPI_Init, when the real MPI gave MPI_THREAD_MULTIPLE, to MPI_Finalize). */
+extern int p2p_agent_on;
+/* Start it (0) or say why not and leave the rank to progress alone (-1); stop and join it. */
+int p2p_agent_start(void);
+void p2p_agent_stop(void);
+/* Work is in flight (p2p_ext_pending was just set): wake the agent if it sleeps. */
+void p2p_agent_kick(void);
+static inline void p2p_ext_work(void)
+{
+    p2p_ext_pending = 1;
+    if (__builtin_expect(p2p_agent_on, 0))
+        p2p_agent_kick();
+}
 /* a wait loop's pause: spins a little, then yields the core */
 void p2p_relax(unsigned *spins);
 /* While a rank waits inside an on-node collective (the engine's idle hook). */

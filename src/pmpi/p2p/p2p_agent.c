@@ -1,0 +1,145 @@
+/* p2p_agent: the progress agent (BOBCAT_PROGRESS=thread; docs/mpi.md, "Progress").
+ *
+ * Without it a rank's outstanding nonblocking collectives move only inside its own MPI calls, or,
+ * on one node, when a node mate that waits does the rank's share through SMARTMAP (coll_nb's
+ * helping). What nobody else can do for the rank is its leaders' phase through the real MPI (a
+ * collective across nodes): that needs this process's MPI to run. The agent is a thread of the rank
+ * that runs bobcat's progress pass (p2p_progress: the engine's arrivals, the nonblocking
+ * collectives' state machines and their leaders' real requests) while the rank has nonblocking
+ * collectives in flight, and sleeps on a futex otherwise.
+ *
+ * The price, chosen once at MPI_Init: the real MPI runs at MPI_THREAD_MULTIPLE and the layer takes
+ * its lock (base/pmpi_lock.h) at every entry, as under a MULTIPLE program, whatever level the
+ * program asked for (MPI_Query_thread still answers the program's). The agent holds the lock only
+ * for one pass at a time, and is not bound: the scheduler places it on a core no rank computes on,
+ * where there is one (yod -SN on a node of two cores leaves one).
+ *
+ * What it does not drive: requests of the real MPI the program holds itself (a call bobcat passed
+ * on), which progress in the program's own calls as without bobcat. */
+#include "p2p.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int p2p_agent_on;
+
+static pmpi_stat_t st_agent = {.name = "Progress_thread", .alg_names = {"pass"}};
+
+static struct {
+    pthread_t tid;
+    int started;
+    _Atomic int stop;
+    _Alignas(64) _Atomic uint32_t kick; /* bumped when a call starts, the futex the agent sleeps on */
+    _Atomic int sleeping;
+} G;
+
+/* Polls between two passes while work is in flight: long enough that a pass does not take the
+ * lock from the rank's own thread at every line it polls, short against a collective's step. */
+#define AGENT_GAP_POLLS 32
+
+static void futex(_Atomic uint32_t *word, int op, uint32_t val)
+{
+    syscall(SYS_futex, (uint32_t *)word, op, val, NULL, NULL, 0);
+}
+
+static int pending(void) { return __atomic_load_n(&p2p_ext_pending, __ATOMIC_SEQ_CST) != 0; }
+
+/* Any CPU this process may use (the kernel keeps the thread inside the job's cpuset): the rank
+ * itself stays bound to its core. */
+static void unbind(void)
+{
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+        CPU_SET((int)c, &all);
+    sched_setaffinity(0, sizeof all, &all); /* best effort: bound, it still progresses */
+}
+
+static void *agent_main(void *arg)
+{
+    (void)arg;
+    unbind();
+    for (;;) {
+        uint32_t seen = atomic_load_explicit(&G.kick, memory_order_acquire);
+        if (atomic_load_explicit(&G.stop, memory_order_acquire))
+            break;
+        if (!pending()) {
+            atomic_store_explicit(&G.sleeping, 1, memory_order_seq_cst);
+            if (!pending() && !atomic_load_explicit(&G.stop, memory_order_seq_cst))
+                futex(&G.kick, FUTEX_WAIT_PRIVATE, seen); /* back at once if a kick came meanwhile */
+            atomic_store_explicit(&G.sleeping, 0, memory_order_relaxed);
+            continue;
+        }
+        pmpi_depth = 1;
+        pmpi_lock_take();
+        if (p2p_ext_pending) {
+            p2p_progress();
+            pmpi_stat_path(&st_agent, PMPI_PATH_INPLACE, 0, 0);
+        }
+        pmpi_depth = 0;
+        pmpi_lock_drop();
+        for (int i = 0; i < AGENT_GAP_POLLS && pending(); i++)
+            util_poll_pause();
+        sched_yield();
+    }
+    return NULL;
+}
+
+void p2p_agent_kick(void)
+{
+    atomic_fetch_add_explicit(&G.kick, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&G.sleeping, memory_order_seq_cst))
+        futex(&G.kick, FUTEX_WAKE_PRIVATE, 1);
+}
+
+static void agent_forget(void) { G.started = 0, p2p_agent_on = 0; } /* a forked child has no agent */
+
+int p2p_agent_start(void)
+{
+    static int once;
+    if (!once) {
+        pmpi_stats_register(&st_agent);
+        pthread_atfork(NULL, NULL, agent_forget);
+        once = 1;
+    }
+    pthread_attr_t at;
+    sigset_t all, old;
+    if (pthread_attr_init(&at) != 0)
+        return -1;
+    pthread_attr_setstacksize(&at, 256 * 1024);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay the program's threads' */
+    atomic_store_explicit(&G.stop, 0, memory_order_relaxed);
+    int rc = pthread_create(&G.tid, &at, agent_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&at);
+    if (rc != 0) {
+        util_warn("BOBCAT_PROGRESS=thread: cannot start the progress thread (%s); nonblocking collectives progress "
+                  "in the rank's own calls",
+                  strerror(rc));
+        return -1;
+    }
+    pthread_setname_np(G.tid, "bobcat-agent");
+    G.started = 1;
+    p2p_agent_on = 1;
+    return 0;
+}
+
+void p2p_agent_stop(void)
+{
+    if (!G.started)
+        return;
+    p2p_agent_on = 0;
+    atomic_store_explicit(&G.stop, 1, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&G.kick, 1, memory_order_seq_cst);
+    futex(&G.kick, FUTEX_WAKE_PRIVATE, 1);
+    pthread_join(G.tid, NULL);
+    G.started = 0;
+}
