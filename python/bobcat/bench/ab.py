@@ -9,6 +9,7 @@ Lower is better for times, so a ratio below 1 means NEW is faster (msgrate: abov
 
     python -m bobcat.bench.ab --old /path/old/stage --new build/stage --rounds 8
     python -m bobcat.bench.ab --old build/stage --new build/stage --new-args '--thread-level multiple'
+    python -m bobcat.bench.ab --old build/stage --new build/stage --new-env BOBCAT_PROGRESS=thread
 """
 from __future__ import annotations
 
@@ -25,10 +26,11 @@ TESTS = "PingPong,msgrate,Barrier,Allreduce,Bcast,Alltoall"
 SIZES = "8,4096,65536,1M"
 
 
-def run_one(home: str, imb: str, tests: str, sizes: str, slices: int, mpi: str, extra=()) -> list[dict]:
+def run_one(home: str, imb: str, tests: str, sizes: str, slices: int, mpi: str, extra=(),
+            env_extra=None) -> list[dict]:
     cmd = [os.path.join(home, "bin", "yod"), "-VN2", "-np", "2", "--heap", "512M", "--mpi", mpi, imb,
            "--test", tests, "--sizes", sizes, "--slices", str(slices), "--time", "0.05", *extra]
-    env = dict(os.environ, BOBCAT_HOME=home)
+    env = dict(os.environ, BOBCAT_HOME=home, **(env_extra or {}))
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     if out.returncode != 0:
         sys.exit(f"bench_ab: {' '.join(cmd)} failed ({out.returncode}): {out.stderr[-2000:]}")
@@ -55,8 +57,21 @@ def main(argv=None) -> int:
                     help="more imb arguments for the old build's jobs only; with --new equal to --old, "
                          "compares two settings of one build (e.g. --new-args '--thread-level multiple')")
     ap.add_argument("--new-args", default="", metavar="ARGS", help="the same for the new build's jobs")
+    ap.add_argument("--old-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="an environment variable for the old build's jobs only, repeatable (e.g. --new-env "
+                         "BOBCAT_PROGRESS=thread with --new equal to --old)")
+    ap.add_argument("--new-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="the same for the new build's jobs")
     a = ap.parse_args(argv)
     extra = {"old": shlex.split(a.old_args), "new": shlex.split(a.new_args)}
+    envs = {}
+    for name, pairs in (("old", a.old_env), ("new", a.new_env)):
+        envs[name] = {}
+        for pair in pairs:
+            key, eq, value = pair.partition("=")
+            if not eq or not key:
+                ap.error(f"--{name}-env takes NAME=VALUE, not {pair!r}")
+            envs[name][key] = value
     imb = os.path.join(a.new, "libexec", "bobcat", "bench", f"imb.{a.mpi}")
     samples: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     states = Counter()
@@ -65,7 +80,7 @@ def main(argv=None) -> int:
         if k % 2:
             order.reverse()
         for name, home in order:
-            for r in run_one(home, imb, a.tests, a.sizes, a.slices, a.mpi, extra[name]):
+            for r in run_one(home, imb, a.tests, a.sizes, a.slices, a.mpi, extra[name], envs[name]):
                 key = (r["bench"], r["params"].get("bytes"))
                 st = r.get("placement", "?")
                 states[st] += 1

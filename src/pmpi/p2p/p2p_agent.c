@@ -11,8 +11,9 @@
  * The price, chosen once at MPI_Init: the real MPI runs at MPI_THREAD_MULTIPLE and the layer takes
  * its lock (base/pmpi_lock.h) at every entry, as under a MULTIPLE program, whatever level the
  * program asked for (MPI_Query_thread still answers the program's). The agent holds the lock only
- * for one pass at a time, and is not bound: the scheduler places it on a core no rank computes on,
- * where there is one (yod -SN on a node of two cores leaves one).
+ * for one pass at a time, and runs off its rank's core (on any other CPU of the job's, where the
+ * scheduler finds it room: yod -SN on a node of two cores leaves one free), so the rank computes on
+ * its own while the agent progresses.
  *
  * What it does not drive: requests of the real MPI the program holds itself (a call bobcat passed
  * on), which progress in the program's own calls as without bobcat. */
@@ -50,22 +51,27 @@ static void futex(_Atomic uint32_t *word, int op, uint32_t val)
 
 static int pending(void) { return __atomic_load_n(&p2p_ext_pending, __ATOMIC_SEQ_CST) != 0; }
 
-/* Any CPU this process may use (the kernel keeps the thread inside the job's cpuset): the rank
- * itself stays bound to its core. */
-static void unbind(void)
+/* Off the rank's own core: any other CPU of the job's cpuset (the kernel intersects the mask with
+ * it), so a rank that computes keeps its core and the agent runs beside it; where the rank has no
+ * other CPU (or is not bound to one), anywhere the rank may run. `own` is the rank's mask. */
+static void place(const cpu_set_t *own)
 {
-    cpu_set_t all;
-    CPU_ZERO(&all);
+    cpu_set_t others;
+    CPU_ZERO(&others);
     long n = sysconf(_SC_NPROCESSORS_CONF);
     for (long c = 0; c < n && c < CPU_SETSIZE; c++)
-        CPU_SET((int)c, &all);
-    sched_setaffinity(0, sizeof all, &all); /* best effort: bound, it still progresses */
+        if (CPU_COUNT(own) != 1 || !CPU_ISSET((int)c, own))
+            CPU_SET((int)c, &others);
+    if (sched_setaffinity(0, sizeof others, &others) != 0) /* EINVAL: no other CPU in the cpuset */
+        sched_setaffinity(0, sizeof *own, own);
 }
+
+static cpu_set_t rank_mask;
 
 static void *agent_main(void *arg)
 {
     (void)arg;
-    unbind();
+    place(&rank_mask);
     for (;;) {
         uint32_t seen = atomic_load_explicit(&G.kick, memory_order_acquire);
         if (atomic_load_explicit(&G.stop, memory_order_acquire))
@@ -114,6 +120,8 @@ int p2p_agent_start(void)
     if (pthread_attr_init(&at) != 0)
         return -1;
     pthread_attr_setstacksize(&at, 256 * 1024);
+    if (sched_getaffinity(0, sizeof rank_mask, &rank_mask) != 0)
+        CPU_ZERO(&rank_mask);
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay the program's threads' */
     atomic_store_explicit(&G.stop, 0, memory_order_relaxed);
