@@ -76,7 +76,7 @@ static void nb_progress_all(void)
             *pp = nc->next;
         }
     }
-    int hier = hier_head ? hier_progress() : 0;
+    int hier = hier_head ? hier_progress() : (p2p_agent_work = 0);
     p2p_ext_pending = active_head != NULL || hier;
 }
 
@@ -87,7 +87,7 @@ static void nb_activate(nb_comm_t *nc)
         nc->next = active_head;
         active_head = nc;
     }
-    p2p_ext_work();
+    p2p_ext_pending = 1;
 }
 
 static void nb_comm_free(p2p_comm_t *c)
@@ -215,12 +215,16 @@ static int hier_advance(nb_req_t *q)
  * 1 if some remain. */
 static int hier_progress(void)
 {
+    int leading = 0;
     for (nb_req_t **pp = &hier_head; *pp;) {
-        if (hier_advance(*pp))
+        if (hier_advance(*pp)) {
             *pp = (*pp)->hnext;
-        else
+        } else {
+            leading |= (*pp)->leader && (*pp)->step <= 1;
             pp = &(*pp)->hnext;
+        }
     }
+    p2p_agent_work = leading; /* (the progress thread's cue) */
     return hier_head != NULL;
 }
 
@@ -236,6 +240,8 @@ static int nb_test(p2p_req_t *r, int *err_p)
                 *pp = q->hnext;
                 break;
             }
+    if (!hier_head)
+        p2p_agent_work = 0;
     if (q->raw_tmp) {
         memcpy(q->raw_user, q->raw_tmp, q->raw_span);
         free(q->raw_tmp);
@@ -438,7 +444,9 @@ static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_ki
     while (*pp)
         pp = &(*pp)->hnext;
     *pp = q;
-    p2p_ext_work();
+    p2p_ext_pending = 1;
+    if (q->leader)
+        p2p_agent_wanted();
 }
 
 /* ---- the v/w forms (pmpi_coll_nbv.c): calls on the ring whose staging is theirs ---------------- */

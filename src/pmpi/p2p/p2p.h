@@ -268,11 +268,16 @@ extern int p2p_agent_on;
 /* Start it (0) or say why not and leave the rank to progress alone (-1); stop and join it. */
 int p2p_agent_start(void);
 void p2p_agent_stop(void);
-/* Work is in flight (p2p_ext_pending was just set): wake the agent if it sleeps. */
+/* Calls in flight that only this rank's own process can move: leaders' phases of nonblocking
+ * collectives across nodes (a request of the real MPI's). What the agent runs for; written under
+ * the layer's lock, read by the agent as a hint. (On one node a node mate's help already does a
+ * computing rank's share: an agent there only took the helper's core, docs/benchmarks.md.) */
+extern int p2p_agent_work;
+/* p2p_agent_work was just set: wake the agent if it sleeps. */
 void p2p_agent_kick(void);
-static inline void p2p_ext_work(void)
+static inline void p2p_agent_wanted(void)
 {
-    p2p_ext_pending = 1;
+    p2p_agent_work = 1;
     if (__builtin_expect(p2p_agent_on, 0))
         p2p_agent_kick();
 }
