@@ -207,6 +207,8 @@ typedef enum {
     PMPI_WHY_SETUP,      /* the node part could not be built */
     PMPI_WHY_VARIANT,    /* v/w variant or argument combination left to the real MPI */
     PMPI_WHY_OFFNODE,    /* point-to-point: the peer is on another node */
+    PMPI_WHY_ROOT,       /* across nodes, a rooted nonblocking call whose root is not its node's
+                            leader (lowest rank there) */
     PMPI_WHY_N
 } pmpi_why_t;
 

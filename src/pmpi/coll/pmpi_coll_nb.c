@@ -150,12 +150,20 @@ typedef struct nb_req {
     int hier, step, leader, has_c, has_c2;
     coll_nb_t c2;
     MPI_Request real;
-    coll_nb_kind_t lkind;    /* the leaders' call: BARRIER, BCAST (bytes) or ALLREDUCE (in place) */
+    coll_nb_kind_t lkind;    /* the leaders' call: BARRIER, BCAST (bytes), ALLREDUCE (in place),
+                                REDUCE (in place at the root), ALLGATHER, GATHER or SCATTER (the
+                                nodes' blocks, in place at the root; lcount: nodes, counts and
+                                displacements in extra) */
     void *lbuf;
-    int lcount, lroot;
+    int lcount, lroot, ldisp; /* ldisp: GATHER/SCATTER, my node's block's bytes */
     MPI_Datatype ldt;
     MPI_Op lop;
     MPI_Comm lcomm;
+    int lself;               /* the leaders' rooted call's root is my node's leader */
+    void *scratch;           /* a leader's block for its node (freed at release) */
+    void *own_dst;           /* Iscatter's leader: its own piece, copied out of its node's block */
+    const void *own_src;     /* once the leaders' phase has brought it */
+    size_t own_bytes;
     struct nb_req *hnext;    /* the list of calls across nodes in flight */
     const pc_nbv_ops_t *vops; /* a v/w form's staging (pmpi_coll_nbv.c), its state vst */
     void *vst;
@@ -169,6 +177,28 @@ static int leaders_start(nb_req_t *q)
     switch (q->lkind) {
     case COLL_NB_BARRIER: return PMPI_Ibarrier(q->lcomm, &q->real);
     case COLL_NB_BCAST: return PMPI_Ibcast(q->lbuf, q->lcount, MPI_BYTE, q->lroot, q->lcomm, &q->real);
+    case COLL_NB_REDUCE:
+        return PMPI_Ireduce(q->lself ? MPI_IN_PLACE : q->lbuf, q->lself ? q->lbuf : NULL, q->lcount, q->ldt, q->lop,
+                            q->lroot, q->lcomm, &q->real);
+    case COLL_NB_ALLGATHER: { /* the nodes' blocks in place: counts, then displacements, in extra */
+        const int *cd = q->extra;
+        return PMPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, q->lbuf, cd, cd + q->lcount, MPI_BYTE, q->lcomm,
+                                &q->real);
+    }
+    case COLL_NB_GATHER: { /* lbuf: my node's block, or at the root the whole result */
+        const int *cd = q->extra;
+        if (q->lself)
+            return PMPI_Igatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, q->lbuf, cd, cd + q->lcount, MPI_BYTE, q->lroot,
+                                 q->lcomm, &q->real);
+        return PMPI_Igatherv(q->lbuf, q->ldisp, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, q->lroot, q->lcomm, &q->real);
+    }
+    case COLL_NB_SCATTER: {
+        const int *cd = q->extra;
+        if (q->lself)
+            return PMPI_Iscatterv(q->lbuf, cd, cd + q->lcount, MPI_BYTE, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, q->lroot,
+                                  q->lcomm, &q->real);
+        return PMPI_Iscatterv(NULL, NULL, NULL, MPI_BYTE, q->lbuf, q->ldisp, MPI_BYTE, q->lroot, q->lcomm, &q->real);
+    }
     default: return PMPI_Iallreduce(MPI_IN_PLACE, q->lbuf, q->lcount, q->ldt, q->lop, q->lcomm, &q->real);
     }
 }
@@ -198,6 +228,8 @@ static int hier_advance(nb_req_t *q)
             PMPI_Test(&q->real, &flag, MPI_STATUS_IGNORE);
             if (!flag)
                 return 0;
+            if (q->own_bytes)
+                memcpy(q->own_dst, q->own_src, q->own_bytes);
             if (q->has_c2)
                 coll_nb_release(&q->c2);
         }
@@ -280,6 +312,7 @@ static void nb_release(p2p_req_t *r)
     if (q->out_held != MPI_DATATYPE_NULL)
         pmpi_dt_release(q->out_held, q->out_user);
     free(q->extra);
+    free(q->scratch);
     free(q->counts);
     if (q->vops)
         q->vops->release(q->vst);
@@ -609,6 +642,68 @@ static void *red_output(nb_req_t *q, void *out, size_t span, int inl, int keep)
     return q->raw_tmp;
 }
 
+/* root is its node's leader (its lowest rank): the rooted calls across nodes run hierarchically
+ * only then, with the root itself the leaders' root (the same answer on every rank). */
+static int root_leads(const pmpi_comm_t *pc, int root)
+{
+    return pc->by_pos[pc->node_first[pc->leader_rank[root]]] == root;
+}
+
+/* The leaders' v calls' counts (nodes' blocks of `b` bytes per rank), then displacements, in bytes. */
+static int *node_blocks(const pmpi_comm_t *pc, size_t b)
+{
+    int nn = pc->nnodes, *cd = xmalloc(2 * (size_t)nn * sizeof(int));
+    for (int k = 0; k < nn; k++) {
+        cd[k] = pc->node_count[k] * (int)b;
+        cd[nn + k] = pc->node_first[k] * (int)b;
+    }
+    return cd;
+}
+
+/* Ireduce across nodes, the root leading its node: each node reduces to its leader (ring), into the
+ * root's result on the root's node and a block of the leader's elsewhere, and the leaders reduce to
+ * the root through the real MPI (MPI_Ireduce, in place at the root). */
+static int ireduce_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void *rbuf, size_t n,
+                        const coll_op_t *cop, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
+{
+    nb_req_t *q = req_new();
+    size_t span = coll_span(cop, n);
+    if (!n) {
+        q->local_done = 1;
+        count_path(&st_ireduce, q, 0);
+        return req_out(q, comm, req);
+    }
+    int me = pc->rank, inl = coll_nb_inlines(node ? &node->g : NULL, COLL_NB_REDUCE, 0, span);
+    void *L = NULL; /* my node's partial result, at its leader */
+    const void *in;
+    if (me == root) {
+        L = red_output(q, rbuf, span, inl, sbuf == MPI_IN_PLACE);
+        in = sbuf == MPI_IN_PLACE ? L : red_input(q, sbuf, span, inl, 0);
+        if (!node && in != L) /* alone on my node: my input is the node's partial result */
+            memcpy(L, in, span);
+    } else {
+        in = red_input(q, sbuf, span, inl, 0);
+        if (pc->leader == me)
+            L = node ? (q->scratch = xmalloc(span)) : (void *)in;
+    }
+    q->c.op = *cop;
+    q->c.count = n;
+    q->c.root = 0;
+    q->c.inl = inl;
+    q->c.sbuf = in;
+    q->c.rbuf = L;
+    q->lkind = COLL_NB_REDUCE;
+    q->lbuf = L;
+    q->lcount = (int)n;
+    q->ldt = pc_op_base(cop);
+    q->lop = op;
+    q->lroot = pc->leader_rank[root];
+    q->lself = pc->node[root] == pc->node[me];
+    hier_start(q, pc, node, COLL_NB_REDUCE, COLL_NB_N);
+    count_path(&st_ireduce, q, span);
+    return req_out(q, comm, req);
+}
+
 /* Iallreduce across nodes: the node reduces to its leader (ring), the leaders allreduce in place
  * through the real MPI, the node gets the result from its leader (ring, held by the leader until
  * then). The result buffer R is the input too where the call is in place. */
@@ -655,12 +750,20 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
     coll_op_t cop;
     size_t n = 0;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
-    if (!nc && kind == COLL_NB_ALLREDUCE && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0) {
-        if (red_args(count, dt, op, &cop, &n, &why) == 0 && (cop.commutative || pc->blocked) &&
-            sbuf != rbuf && rbuf != MPI_IN_PLACE)
+    if (!nc && (kind == COLL_NB_ALLREDUCE || kind == COLL_NB_REDUCE) && why == PMPI_WHY_MULTINODE &&
+        hier_setup(comm, &pc, &node, &why) == 0 && red_args(count, dt, op, &cop, &n, &why) == 0) {
+        int me = pc->rank;
+        if (!cop.commutative && !pc->blocked)
+            why = PMPI_WHY_ORDER;
+        else if (kind == COLL_NB_ALLREDUCE && sbuf != rbuf && rbuf != MPI_IN_PLACE)
             return iallreduce_hier(pc, node, sbuf, rbuf, n, &cop, op, comm, req);
-        if (why == PMPI_WHY_MULTINODE)
-            why = cop.commutative || pc->blocked ? PMPI_WHY_VARIANT : PMPI_WHY_ORDER;
+        else if (kind == COLL_NB_ALLREDUCE || root < 0 || root >= pc->size ||
+                 (me == root ? sbuf == rbuf || rbuf == MPI_IN_PLACE : sbuf == MPI_IN_PLACE))
+            why = PMPI_WHY_VARIANT;
+        else if (!root_leads(pc, root))
+            why = PMPI_WHY_ROOT;
+        else
+            return ireduce_hier(pc, node, sbuf, rbuf, n, &cop, op, root, comm, req);
     }
     if (nc && (red_args(count, dt, op, &cop, &n, &why) != 0 ||
                (kind == COLL_NB_REDUCE && (root < 0 || root >= pc->size))))
@@ -805,35 +908,213 @@ BOBCAT_EXPORT int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rc
 }
 
 /* The moving calls: Iallgather, Ialltoall, Igather, Iscatter. */
+/* The arguments of a moving call are ones bobcat takes (0; the datatypes described into *sd, *rd
+ * where significant), or an error for the real MPI to report, or too big for the staging calls (1). */
+static int move_bad(coll_nb_kind_t kind, const pmpi_comm_t *pc, const void *sbuf, int scount, MPI_Datatype stype,
+                    pc_dt_t *sd, const void *rbuf, int rcount, MPI_Datatype rtype, pc_dt_t *rd, int root)
+{
+    int n = pc->size, me = pc->rank, rooted = kind == COLL_NB_GATHER || kind == COLL_NB_SCATTER;
+    int sends = !(sbuf == MPI_IN_PLACE) && !(kind == COLL_NB_SCATTER && me != root),
+        recvs = !(rbuf == MPI_IN_PLACE) && !(kind == COLL_NB_GATHER && me != root);
+    int bad = rooted && (root < 0 || root >= n);
+    bad |= kind == COLL_NB_SCATTER && me != root && !recvs;
+    bad |= kind == COLL_NB_GATHER && me != root && !sends;
+    bad |= !rooted && !recvs;
+    if (!bad && (sbuf != MPI_IN_PLACE || kind == COLL_NB_SCATTER) && !(kind == COLL_NB_SCATTER && me != root) &&
+        (scount < 0 || pc_dt(stype, sd) != 0))
+        bad = 1;
+    if (!bad && rbuf != MPI_IN_PLACE && !(kind == COLL_NB_GATHER && me != root) &&
+        (rcount < 0 || pc_dt(rtype, rd) != 0))
+        bad = 1;
+    /* The whole buffer (n pieces) must fit an int count for the staging calls. */
+    return bad || (long long)scount * n > INT_MAX || (long long)rcount * n > INT_MAX;
+}
+
+/* The bytes of one piece (a block) of a moving call, from my side of the signature. */
+static size_t move_piece(coll_nb_kind_t kind, int me, int root, const void *sbuf, int scount, const pc_dt_t *sd,
+                         int rcount, const pc_dt_t *rd)
+{
+    int sends = kind == COLL_NB_SCATTER ? me == root : sbuf != MPI_IN_PLACE;
+    return sends ? (size_t)scount * (size_t)sd->size : (size_t)rcount * (size_t)rd->size;
+}
+
+/* Iallgather across nodes, on a communicator whose ranks are grouped by node (blocked): each node
+ * gathers its pieces into its leader's result, where they belong (ring), the leaders exchange their
+ * nodes' blocks in place through the real MPI (MPI_Iallgatherv), and each node copies the whole
+ * from its leader (ring, held by the leader until then). The result is in the segment (staged if
+ * not) on every rank with node mates: they write it at the leader and read it from there. */
+static int iallgather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int scount, MPI_Datatype stype,
+                           const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd,
+                           MPI_Comm comm, MPI_Request *req)
+{
+    int n = pc->size, me = pc->rank, in_place = sbuf == MPI_IN_PLACE;
+    nb_req_t *q = req_new();
+    size_t b = in_place ? (size_t)rcount * (size_t)rd->size : (size_t)scount * (size_t)sd->size;
+    if (!b) {
+        q->local_done = 1;
+        count_path(&st_iallgather, q, 0);
+        return req_out(q, comm, req);
+    }
+    int shared = node != NULL; /* alone on my node, nobody else reaches my buffers */
+    char *R = stage_out(q, rbuf, rcount * n, rtype, rd, shared, in_place);
+    if (pc->leader == me) {
+        if (!in_place) {
+            memcpy(R + (size_t)me * b, stage_in(q, sbuf, scount, stype, sd, 0), b);
+            pc_in_done(&q->in);
+        }
+        q->c.rbuf = R + (size_t)me * b; /* my node's block begins at me, its lowest rank */
+        q->extra = node_blocks(pc, b);
+        q->lcount = pc->nnodes;
+    } else {
+        q->c.sbuf = in_place ? R + (size_t)me * b : stage_in(q, sbuf, scount, stype, sd, shared);
+    }
+    q->c.bytes = b;
+    q->c.root = 0;
+    q->c2.root = 0;
+    q->c2.bytes = b * (size_t)n;
+    q->c2.inl = coll_nb_inlines(node ? &node->g : NULL, COLL_NB_BCAST, q->c2.bytes, 0);
+    q->c2.rbuf = R;
+    q->lkind = COLL_NB_ALLGATHER;
+    q->lbuf = R;
+    hier_start(q, pc, node, COLL_NB_GATHER, COLL_NB_BCAST);
+    count_path(&st_iallgather, q, b);
+    return req_out(q, comm, req);
+}
+
+/* Igather across nodes (ranks grouped by node, the root leading its node): each node gathers its
+ * pieces at its leader (ring), on the root's node straight into the root's result, elsewhere into a
+ * block of the leader's, and the leaders gather the nodes' blocks at the root through the real MPI
+ * (MPI_Igatherv, in place at the root). */
+static int igather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int scount, MPI_Datatype stype,
+                        const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd, int root,
+                        MPI_Comm comm, MPI_Request *req)
+{
+    int n = pc->size, me = pc->rank, in_place = me == root && sbuf == MPI_IN_PLACE, shared = node != NULL;
+    nb_req_t *q = req_new();
+    size_t b = in_place ? (size_t)rcount * (size_t)rd->size : (size_t)scount * (size_t)sd->size;
+    if (!b) {
+        q->local_done = 1;
+        count_path(&st_igather, q, 0);
+        return req_out(q, comm, req);
+    }
+    char *L = NULL; /* my node's block, at its leader */
+    if (me == root) {
+        char *R = stage_out(q, rbuf, rcount * n, rtype, rd, shared, in_place);
+        if (!in_place) {
+            memcpy(R + (size_t)me * b, stage_in(q, sbuf, scount, stype, sd, 0), b);
+            pc_in_done(&q->in);
+        }
+        L = R + (size_t)me * b;
+        q->lbuf = R;
+        q->extra = node_blocks(pc, b);
+        q->lself = 1;
+    } else if (pc->leader == me) {
+        const void *mine = stage_in(q, sbuf, scount, stype, sd, 0);
+        if (node) {
+            L = q->scratch = xmalloc((size_t)pc->node_size * b);
+            memcpy(L, mine, b);
+            pc_in_done(&q->in);
+        } else {
+            L = (char *)mine; /* sent from where it lies */
+        }
+        q->lbuf = L;
+        q->ldisp = pc->node_size * (int)b;
+    } else {
+        q->c.sbuf = stage_in(q, sbuf, scount, stype, sd, 1);
+    }
+    q->c.bytes = b;
+    q->c.root = 0;
+    q->c.rbuf = L;
+    q->lkind = COLL_NB_GATHER;
+    q->lcount = pc->nnodes;
+    q->lroot = pc->leader_rank[root];
+    hier_start(q, pc, node, COLL_NB_GATHER, COLL_NB_N);
+    count_path(&st_igather, q, b);
+    return req_out(q, comm, req);
+}
+
+/* Iscatter across nodes (ranks grouped by node, the root leading its node): the root's node takes its
+ * pieces straight from the root's buffer (ring), the leaders' call through the real MPI
+ * (MPI_Iscatterv) brings every other node's block to its leader, and that node takes its pieces from
+ * the leader's block (ring, held by the leader until then). */
+static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int scount, MPI_Datatype stype,
+                         const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd, int root,
+                         MPI_Comm comm, MPI_Request *req)
+{
+    int n = pc->size, me = pc->rank, shared = node != NULL, root_node = pc->node[root] == pc->node[me];
+    nb_req_t *q = req_new();
+    size_t b = me == root ? (size_t)scount * (size_t)sd->size : (size_t)rcount * (size_t)rd->size;
+    if (!b) {
+        q->local_done = 1;
+        count_path(&st_iscatter, q, 0);
+        return req_out(q, comm, req);
+    }
+    coll_nb_t *nodecall = root_node ? &q->c : &q->c2;
+    if (me == root) {
+        const char *S = stage_in(q, sbuf, scount * n, stype, sd, shared);
+        if (rbuf != MPI_IN_PLACE) {
+            pc_buf_t own;
+            if (pc_out(&own, rbuf, rcount, rtype, rd, 0, 0))
+                util_out_of_memory("a nonblocking collective's result", b);
+            memcpy(own.p, S + (size_t)me * b, b);
+            pc_out_done(&own);
+        }
+        nodecall->sbuf = S + (size_t)me * b; /* my node's block begins at me, its lowest rank */
+        q->lbuf = (void *)S;
+        q->extra = node_blocks(pc, b);
+        q->lself = 1;
+    } else if (pc->leader == me) {
+        char *R = stage_out(q, rbuf, rcount, rtype, rd, 0, 0);
+        if (node) { /* my node's block lands in mine; my own piece is copied out of it */
+            char *L = q->scratch = xmalloc((size_t)pc->node_size * b);
+            q->own_dst = R;
+            q->own_src = L;
+            q->own_bytes = b;
+            nodecall->sbuf = L;
+            q->lbuf = L;
+        } else {
+            q->lbuf = R;
+        }
+        q->ldisp = pc->node_size * (int)b;
+    } else {
+        nodecall->rbuf = stage_out(q, rbuf, rcount, rtype, rd, 1, 0);
+    }
+    nodecall->bytes = b;
+    nodecall->root = 0;
+    q->lkind = COLL_NB_SCATTER;
+    q->lcount = pc->nnodes;
+    q->lroot = pc->leader_rank[root];
+    hier_start(q, pc, node, root_node ? COLL_NB_SCATTER : COLL_NB_N, root_node ? COLL_NB_N : COLL_NB_SCATTER);
+    count_path(&st_iscatter, q, b);
+    return req_out(q, comm, req);
+}
+
 static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatype stype,
                      void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
 {
     pmpi_comm_t *pc;
     pmpi_why_t why;
     pc_dt_t sd = {0}, rd = {0};
-    nb_comm_t *nc = nb_setup(comm, &pc, &why);
-    int rooted = kind == COLL_NB_GATHER || kind == COLL_NB_SCATTER;
-    if (nc) {
-        int n = pc->size, me = pc->rank;
-        int sends = !(sbuf == MPI_IN_PLACE) && !(kind == COLL_NB_SCATTER && me != root),
-            recvs = !(rbuf == MPI_IN_PLACE) && !(kind == COLL_NB_GATHER && me != root);
-        int bad = rooted && (root < 0 || root >= n);
-        bad |= kind == COLL_NB_SCATTER && me != root && !recvs;
-        bad |= kind == COLL_NB_GATHER && me != root && !sends;
-        bad |= !rooted && !recvs;
-        if (!bad && (sbuf != MPI_IN_PLACE || kind == COLL_NB_SCATTER) &&
-            !(kind == COLL_NB_SCATTER && me != root) && (scount < 0 || pc_dt(stype, &sd) != 0))
-            bad = 1;
-        if (!bad && rbuf != MPI_IN_PLACE && !(kind == COLL_NB_GATHER && me != root) &&
-            (rcount < 0 || pc_dt(rtype, &rd) != 0))
-            bad = 1;
-        /* The whole buffer (n pieces) must fit an int count for the staging calls. */
-        if (!bad && ((long long)scount * n > INT_MAX || (long long)rcount * n > INT_MAX))
-            bad = 1;
-        if (bad) {
-            nc = NULL;
+    nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
+    if (!nc && kind != COLL_NB_ALLTOALL && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0) {
+        /* (the same facts on every rank: the communicator's layout, the root, the signature's bytes) */
+        if (!pc->blocked)
+            why = PMPI_WHY_ORDER;
+        else if (move_bad(kind, pc, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root) ||
+                 (long long)move_piece(kind, pc->rank, root, sbuf, scount, &sd, rcount, &rd) * pc->size > INT_MAX)
             why = PMPI_WHY_VARIANT;
-        }
+        else if (kind != COLL_NB_ALLGATHER && !root_leads(pc, root))
+            why = PMPI_WHY_ROOT;
+        else if (kind == COLL_NB_ALLGATHER)
+            return iallgather_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, comm, req);
+        else if (kind == COLL_NB_GATHER)
+            return igather_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root, comm, req);
+        else
+            return iscatter_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root, comm, req);
+    }
+    if (nc && move_bad(kind, pc, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root)) {
+        nc = NULL;
+        why = PMPI_WHY_VARIANT;
     }
     if (!nc) {
         pmpi_stat_mpi(st, why, 0);
