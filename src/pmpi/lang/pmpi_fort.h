@@ -132,6 +132,10 @@ void *fort_profiling_entry(const char *name);
     BOBCAT_EXPORT void mpi_##lower##__ params __attribute__((alias(#fn)));                               \
     BOBCAT_EXPORT void UPPER params __attribute__((alias(#fn)));
 
+/* The `use mpi_f08` name as well, where Open MPI's procedure of that name only hands its arguments
+ * on to ompi_x_f (gen_fort.py, plain_f08): the f08 program then calls the layer's entry directly. */
+#define FORT_F08(lower, fn, params) BOBCAT_EXPORT void mpi_##lower##_f08_ params __attribute__((alias(#fn)));
+
 /* The profiling name as well, for the routines whose mpi_f08 wrapper calls pmpi_x_ (those with
  * LOGICAL arguments: Test*, Iprobe, Cart_create ...). */
 #define FORT_PMPI(lower, fn, params) BOBCAT_EXPORT void pmpi_##lower##_ params __attribute__((alias(#fn)));
