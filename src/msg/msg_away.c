@@ -3,7 +3,6 @@
  * by waiting senders, runs the receiver's passes for it. The top of the msg/ stack. */
 #include <linux/futex.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -49,24 +48,14 @@ static int helper_start(void)
     static int atfork;
     if (!atfork && pthread_atfork(NULL, NULL, helper_forget) == 0)
         atfork = 1;
-    pthread_attr_t at;
-    sigset_t all, old;
-    if (pthread_attr_init(&at) != 0)
-        return -1;
-    pthread_attr_setstacksize(&at, 256 * 1024);
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay the program's thread's */
     atomic_store_explicit(&A.stop, 0, memory_order_relaxed);
-    int rc = pthread_create(&A.thread, &at, helper_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&at);
+    int rc = util_thread_start(&A.thread, helper_main, "bobcat-progress");
     if (rc != 0) {
         util_error("msg: cannot start the progress helper thread (%s): a rank blocked in the real MPI will not "
                    "match its node mates' synchronous sends",
                    strerror(rc));
         return -1;
     }
-    pthread_setname_np(A.thread, "bobcat-progress");
     A.started = 1;
     return 0;
 }

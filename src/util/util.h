@@ -27,6 +27,12 @@ void util_log_set_verbose(int verbose);
 BOBCAT_LAYER_API __attribute__((noreturn)) void util_out_of_memory(const char *what, size_t bytes);
 /* malloc, or util_out_of_memory. */
 BOBCAT_LAYER_API void *util_alloc_or_die(size_t bytes, const char *what);
+
+/* Start a thread of the library's own (util_thread.c): a small stack, every signal blocked in it
+ * (they stay the program's threads'), named `name` (15 characters at most). 0, or pthread_create's
+ * error number. */
+#include <pthread.h>
+BOBCAT_LAYER_API int util_thread_start(pthread_t *t, void *(*fn)(void *), const char *name);
 #define util_warn(...) util_log(UTIL_LOG_WARN, __VA_ARGS__)
 #define util_info(...) util_log(UTIL_LOG_INFO, __VA_ARGS__)
 #define util_debug(...) util_log(UTIL_LOG_DEBUG, __VA_ARGS__)

@@ -153,13 +153,14 @@ typedef struct nb_req {
     coll_nb_kind_t lkind;    /* the leaders' call: BARRIER, BCAST (bytes), ALLREDUCE (in place),
                                 REDUCE (in place at the root), ALLGATHER, GATHER or SCATTER (the
                                 nodes' blocks, in place at the root; lcount: nodes, counts and
-                                displacements in extra) */
+                                displacements in lcd) */
     void *lbuf;
     int lcount, lroot, ldisp; /* ldisp: GATHER/SCATTER, my node's block's bytes */
     MPI_Datatype ldt;
     MPI_Op lop;
     MPI_Comm lcomm;
     int lself;               /* the leaders' rooted call's root is my node's leader */
+    int *lcd;                /* the leaders' v call's counts, then displacements (bytes; lcount each) */
     void *scratch;           /* a leader's block for its node (freed at release) */
     void *own_dst;           /* Iscatter's leader: its own piece, copied out of its node's block */
     const void *own_src;     /* once the leaders' phase has brought it */
@@ -180,20 +181,20 @@ static int leaders_start(nb_req_t *q)
     case COLL_NB_REDUCE:
         return PMPI_Ireduce(q->lself ? MPI_IN_PLACE : q->lbuf, q->lself ? q->lbuf : NULL, q->lcount, q->ldt, q->lop,
                             q->lroot, q->lcomm, &q->real);
-    case COLL_NB_ALLGATHER: { /* the nodes' blocks in place: counts, then displacements, in extra */
-        const int *cd = q->extra;
+    case COLL_NB_ALLGATHER: { /* the nodes' blocks in place */
+        const int *cd = q->lcd;
         return PMPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, q->lbuf, cd, cd + q->lcount, MPI_BYTE, q->lcomm,
                                 &q->real);
     }
     case COLL_NB_GATHER: { /* lbuf: my node's block, or at the root the whole result */
-        const int *cd = q->extra;
+        const int *cd = q->lcd;
         if (q->lself)
             return PMPI_Igatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, q->lbuf, cd, cd + q->lcount, MPI_BYTE, q->lroot,
                                  q->lcomm, &q->real);
         return PMPI_Igatherv(q->lbuf, q->ldisp, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, q->lroot, q->lcomm, &q->real);
     }
     case COLL_NB_SCATTER: {
-        const int *cd = q->extra;
+        const int *cd = q->lcd;
         if (q->lself)
             return PMPI_Iscatterv(q->lbuf, cd, cd + q->lcount, MPI_BYTE, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, q->lroot,
                                   q->lcomm, &q->real);
@@ -313,6 +314,7 @@ static void nb_release(p2p_req_t *r)
         pmpi_dt_release(q->out_held, q->out_user);
     free(q->extra);
     free(q->scratch);
+    free(q->lcd);
     free(q->counts);
     if (q->vops)
         q->vops->release(q->vst);
@@ -507,6 +509,15 @@ static void count_path(pmpi_stat_t *st, const nb_req_t *q, size_t bytes)
                    q->hier ? A_HIER : q->local_done ? A_LOCAL : q->c.inl ? A_INLINE : A_RING);
 }
 
+/* A call with nothing to move (every rank knows: the counts or the signature's bytes are 0): complete
+ * from the start, counted as such. */
+static int nothing_to_move(nb_req_t *q, pmpi_stat_t *st, MPI_Comm comm, MPI_Request *req)
+{
+    q->local_done = 1;
+    count_path(st, q, 0);
+    return req_out(q, comm, req);
+}
+
 /* ---- the entry points ------------------------------------------------------------------------- */
 
 BOBCAT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
@@ -550,11 +561,8 @@ BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MP
     if (hier) {
         nb_req_t *q = req_new();
         size_t bytes = (size_t)count * (size_t)d.size;
-        if (!bytes) {
-            q->local_done = 1;
-            count_path(&st_ibcast, q, 0);
-            return req_out(q, comm, req);
-        }
+        if (!bytes)
+            return nothing_to_move(q, &st_ibcast, comm, req);
         int me = pc->rank, inl = coll_nb_inlines(node ? &node->g : NULL, COLL_NB_BCAST, bytes, 0);
         if (me == root)
             q->c.rbuf = (void *)stage_in(q, buf, count, dt, &d, !inl);
@@ -668,11 +676,8 @@ static int ireduce_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void
 {
     nb_req_t *q = req_new();
     size_t span = coll_span(cop, n);
-    if (!n) {
-        q->local_done = 1;
-        count_path(&st_ireduce, q, 0);
-        return req_out(q, comm, req);
-    }
+    if (!n)
+        return nothing_to_move(q, &st_ireduce, comm, req);
     int me = pc->rank, inl = coll_nb_inlines(node ? &node->g : NULL, COLL_NB_REDUCE, 0, span);
     void *L = NULL; /* my node's partial result, at its leader */
     const void *in;
@@ -712,11 +717,8 @@ static int iallreduce_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, v
 {
     nb_req_t *q = req_new();
     size_t span = coll_span(cop, n);
-    if (!n) {
-        q->local_done = 1;
-        count_path(&st_iallreduce, q, 0);
-        return req_out(q, comm, req);
-    }
+    if (!n)
+        return nothing_to_move(q, &st_iallreduce, comm, req);
     int in_place = sbuf == MPI_IN_PLACE, inl = coll_nb_inlines(node ? &node->g : NULL, COLL_NB_REDUCE, 0, span);
     void *R = red_output(q, rbuf, span, inl, in_place);
     const void *in = in_place ? R : red_input(q, sbuf, span, inl, 0);
@@ -784,11 +786,8 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
     }
     nb_req_t *q = req_new();
     size_t span = coll_span(&cop, n);
-    if (!n) {
-        q->local_done = 1;
-        count_path(st, q, 0);
-        return req_out(q, comm, req);
-    }
+    if (!n)
+        return nothing_to_move(q, st, comm, req);
     q->c.op = cop;
     q->c.count = n;
     q->c.root = root;
@@ -877,11 +876,8 @@ static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rco
     for (int r = 0; r < n; r++)
         q->counts[r] = (size_t)(block ? rcounts[0] : rcounts[r]) * mult;
     size_t span = coll_span(&cop, (size_t)total * mult);
-    if (!total) {
-        q->local_done = 1;
-        count_path(st, q, 0);
-        return req_out(q, comm, req);
-    }
+    if (!total)
+        return nothing_to_move(q, st, comm, req);
     q->c.op = cop;
     q->c.count = (size_t)total * mult;
     q->c.counts = q->counts;
@@ -950,11 +946,8 @@ static int iallgather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, i
     int n = pc->size, me = pc->rank, in_place = sbuf == MPI_IN_PLACE;
     nb_req_t *q = req_new();
     size_t b = in_place ? (size_t)rcount * (size_t)rd->size : (size_t)scount * (size_t)sd->size;
-    if (!b) {
-        q->local_done = 1;
-        count_path(&st_iallgather, q, 0);
-        return req_out(q, comm, req);
-    }
+    if (!b)
+        return nothing_to_move(q, &st_iallgather, comm, req);
     int shared = node != NULL; /* alone on my node, nobody else reaches my buffers */
     char *R = stage_out(q, rbuf, rcount * n, rtype, rd, shared, in_place);
     if (pc->leader == me) {
@@ -963,7 +956,7 @@ static int iallgather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, i
             pc_in_done(&q->in);
         }
         q->c.rbuf = R + (size_t)me * b; /* my node's block begins at me, its lowest rank */
-        q->extra = node_blocks(pc, b);
+        q->lcd = node_blocks(pc, b);
         q->lcount = pc->nnodes;
     } else {
         q->c.sbuf = in_place ? R + (size_t)me * b : stage_in(q, sbuf, scount, stype, sd, shared);
@@ -992,11 +985,8 @@ static int igather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int 
     int n = pc->size, me = pc->rank, in_place = me == root && sbuf == MPI_IN_PLACE, shared = node != NULL;
     nb_req_t *q = req_new();
     size_t b = in_place ? (size_t)rcount * (size_t)rd->size : (size_t)scount * (size_t)sd->size;
-    if (!b) {
-        q->local_done = 1;
-        count_path(&st_igather, q, 0);
-        return req_out(q, comm, req);
-    }
+    if (!b)
+        return nothing_to_move(q, &st_igather, comm, req);
     char *L = NULL; /* my node's block, at its leader */
     if (me == root) {
         char *R = stage_out(q, rbuf, rcount * n, rtype, rd, shared, in_place);
@@ -1006,7 +996,7 @@ static int igather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int 
         }
         L = R + (size_t)me * b;
         q->lbuf = R;
-        q->extra = node_blocks(pc, b);
+        q->lcd = node_blocks(pc, b);
         q->lself = 1;
     } else if (pc->leader == me) {
         const void *mine = stage_in(q, sbuf, scount, stype, sd, 0);
@@ -1044,11 +1034,8 @@ static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int
     int n = pc->size, me = pc->rank, shared = node != NULL, root_node = pc->node[root] == pc->node[me];
     nb_req_t *q = req_new();
     size_t b = me == root ? (size_t)scount * (size_t)sd->size : (size_t)rcount * (size_t)rd->size;
-    if (!b) {
-        q->local_done = 1;
-        count_path(&st_iscatter, q, 0);
-        return req_out(q, comm, req);
-    }
+    if (!b)
+        return nothing_to_move(q, &st_iscatter, comm, req);
     coll_nb_t *nodecall = root_node ? &q->c : &q->c2;
     if (me == root) {
         const char *S = stage_in(q, sbuf, scount * n, stype, sd, shared);
@@ -1061,7 +1048,7 @@ static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int
         }
         nodecall->sbuf = S + (size_t)me * b; /* my node's block begins at me, its lowest rank */
         q->lbuf = (void *)S;
-        q->extra = node_blocks(pc, b);
+        q->lcd = node_blocks(pc, b);
         q->lself = 1;
     } else if (pc->leader == me) {
         char *R = stage_out(q, rbuf, rcount, rtype, rd, 0, 0);
@@ -1136,11 +1123,8 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
         b = (size_t)rcount * (size_t)rd.size;
     else
         b = (size_t)scount * (size_t)sd.size;
-    if (!b) {
-        q->local_done = 1;
-        count_path(st, q, 0);
-        return req_out(q, comm, req);
-    }
+    if (!b)
+        return nothing_to_move(q, st, comm, req);
     q->c.bytes = b;
     q->c.root = root;
     q->c.inl = coll_nb_inlines(&nc->g, kind, b, 0);

@@ -25,7 +25,6 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -121,26 +120,16 @@ int p2p_agent_start(void)
         pthread_atfork(NULL, NULL, agent_forget);
         once = 1;
     }
-    pthread_attr_t at;
-    sigset_t all, old;
-    if (pthread_attr_init(&at) != 0)
-        return -1;
-    pthread_attr_setstacksize(&at, 256 * 1024);
     if (sched_getaffinity(0, sizeof rank_mask, &rank_mask) != 0)
         CPU_ZERO(&rank_mask);
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay the program's threads' */
     atomic_store_explicit(&G.stop, 0, memory_order_relaxed);
-    int rc = pthread_create(&G.tid, &at, agent_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&at);
+    int rc = util_thread_start(&G.tid, agent_main, "bobcat-agent");
     if (rc != 0) {
         util_warn("BOBCAT_PROGRESS=thread: cannot start the progress thread (%s); nonblocking collectives progress "
                   "in the rank's own calls",
                   strerror(rc));
         return -1;
     }
-    pthread_setname_np(G.tid, "bobcat-agent");
     G.started = 1;
     p2p_agent_on = 1;
     return 0;
