@@ -94,6 +94,7 @@ BOBCAT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *pr
 
 BOBCAT_EXPORT int MPI_Query_thread(int *provided)
 {
+    PMPI_GUARD();
     if (user_level < 0)
         return PMPI_Query_thread(provided);
     *provided = user_level;
