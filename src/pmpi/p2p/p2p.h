@@ -273,14 +273,8 @@ void p2p_agent_stop(void);
  * the layer's lock, read by the agent as a hint. (On one node a node mate's help already does a
  * computing rank's share: an agent there only took the helper's core, docs/benchmarks.md.) */
 extern int p2p_agent_work;
-/* p2p_agent_work was just set: wake the agent if it sleeps. */
-void p2p_agent_kick(void);
-static inline void p2p_agent_wanted(void)
-{
-    p2p_agent_work = 1;
-    if (__builtin_expect(p2p_agent_on, 0))
-        p2p_agent_kick();
-}
+/* Such a call has started: set p2p_agent_work, and wake the agent if it sleeps. */
+void p2p_agent_wanted(void);
 /* a wait loop's pause: spins a little, then yields the core */
 void p2p_relax(unsigned *spins);
 /* While a rank waits inside an on-node collective (the engine's idle hook). */

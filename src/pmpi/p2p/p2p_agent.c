@@ -103,8 +103,11 @@ static void *agent_main(void *arg)
     return NULL;
 }
 
-void p2p_agent_kick(void)
+void p2p_agent_wanted(void)
 {
+    p2p_agent_work = 1;
+    if (!p2p_agent_on)
+        return;
     atomic_fetch_add_explicit(&G.kick, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&G.sleeping, memory_order_seq_cst))
         futex(&G.kick, FUTEX_WAKE_PRIVATE, 1);
