@@ -76,7 +76,7 @@ static void nb_progress_all(void)
             *pp = nc->next;
         }
     }
-    int hier = hier_head ? hier_progress() : (p2p_agent_work = 0);
+    int hier = hier_progress(); /* (also clears the progress thread's cue when none is left) */
     p2p_ext_pending = active_head != NULL || hier;
 }
 
@@ -940,12 +940,11 @@ static size_t move_piece(coll_nb_kind_t kind, int me, int root, const void *sbuf
  * from its leader (ring, held by the leader until then). The result is in the segment (staged if
  * not) on every rank with node mates: they write it at the leader and read it from there. */
 static int iallgather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int scount, MPI_Datatype stype,
-                           const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd,
+                           const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd, size_t b,
                            MPI_Comm comm, MPI_Request *req)
 {
     int n = pc->size, me = pc->rank, in_place = sbuf == MPI_IN_PLACE;
     nb_req_t *q = req_new();
-    size_t b = in_place ? (size_t)rcount * (size_t)rd->size : (size_t)scount * (size_t)sd->size;
     if (!b)
         return nothing_to_move(q, &st_iallgather, comm, req);
     int shared = node != NULL; /* alone on my node, nobody else reaches my buffers */
@@ -979,12 +978,11 @@ static int iallgather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, i
  * block of the leader's, and the leaders gather the nodes' blocks at the root through the real MPI
  * (MPI_Igatherv, in place at the root). */
 static int igather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int scount, MPI_Datatype stype,
-                        const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd, int root,
-                        MPI_Comm comm, MPI_Request *req)
+                        const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd, size_t b,
+                        int root, MPI_Comm comm, MPI_Request *req)
 {
     int n = pc->size, me = pc->rank, in_place = me == root && sbuf == MPI_IN_PLACE, shared = node != NULL;
     nb_req_t *q = req_new();
-    size_t b = in_place ? (size_t)rcount * (size_t)rd->size : (size_t)scount * (size_t)sd->size;
     if (!b)
         return nothing_to_move(q, &st_igather, comm, req);
     char *L = NULL; /* my node's block, at its leader */
@@ -1028,12 +1026,11 @@ static int igather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int 
  * (MPI_Iscatterv) brings every other node's block to its leader, and that node takes its pieces from
  * the leader's block (ring, held by the leader until then). */
 static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int scount, MPI_Datatype stype,
-                         const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd, int root,
-                         MPI_Comm comm, MPI_Request *req)
+                         const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd, size_t b,
+                         int root, MPI_Comm comm, MPI_Request *req)
 {
     int n = pc->size, me = pc->rank, shared = node != NULL, root_node = pc->node[root] == pc->node[me];
     nb_req_t *q = req_new();
-    size_t b = me == root ? (size_t)scount * (size_t)sd->size : (size_t)rcount * (size_t)rd->size;
     if (!b)
         return nothing_to_move(q, &st_iscatter, comm, req);
     coll_nb_t *nodecall = root_node ? &q->c : &q->c2;
@@ -1087,17 +1084,21 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
         /* (the same facts on every rank: the communicator's layout, the root, the signature's bytes) */
         if (!pc->blocked)
             why = PMPI_WHY_ORDER;
-        else if (move_bad(kind, pc, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root) ||
-                 (long long)move_piece(kind, pc->rank, root, sbuf, scount, &sd, rcount, &rd) * pc->size > INT_MAX)
+        else if (move_bad(kind, pc, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root))
             why = PMPI_WHY_VARIANT;
-        else if (kind != COLL_NB_ALLGATHER && !root_leads(pc, root))
-            why = PMPI_WHY_ROOT;
-        else if (kind == COLL_NB_ALLGATHER)
-            return iallgather_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, comm, req);
-        else if (kind == COLL_NB_GATHER)
-            return igather_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root, comm, req);
-        else
-            return iscatter_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root, comm, req);
+        else {
+            size_t b = move_piece(kind, pc->rank, root, sbuf, scount, &sd, rcount, &rd);
+            if ((long long)b * pc->size > INT_MAX)
+                why = PMPI_WHY_VARIANT;
+            else if (kind != COLL_NB_ALLGATHER && !root_leads(pc, root))
+                why = PMPI_WHY_ROOT;
+            else if (kind == COLL_NB_ALLGATHER)
+                return iallgather_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, b, comm, req);
+            else if (kind == COLL_NB_GATHER)
+                return igather_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, b, root, comm, req);
+            else
+                return iscatter_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, b, root, comm, req);
+        }
     }
     if (nc && move_bad(kind, pc, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, root)) {
         nc = NULL;
@@ -1115,14 +1116,7 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
     }
     int n = pc->size, me = pc->rank;
     nb_req_t *q = req_new();
-    /* The piece's bytes, from my side of the signature. */
-    size_t b;
-    if (kind == COLL_NB_SCATTER)
-        b = me == root ? (size_t)scount * (size_t)sd.size : (size_t)rcount * (size_t)rd.size;
-    else if (sbuf == MPI_IN_PLACE)
-        b = (size_t)rcount * (size_t)rd.size;
-    else
-        b = (size_t)scount * (size_t)sd.size;
+    size_t b = move_piece(kind, me, root, sbuf, scount, &sd, rcount, &rd);
     if (!b)
         return nothing_to_move(q, st, comm, req);
     q->c.bytes = b;
