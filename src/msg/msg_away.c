@@ -5,8 +5,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "msg_engine.h"
 
@@ -15,12 +13,6 @@ static struct {
     int started;
     _Atomic int stop;
 } A;
-
-static long futex_op(_Atomic uint32_t *word, int op, uint32_t val)
-{
-    /* shared futex: the word is in the segment and senders of other processes wake it */
-    return syscall(SYS_futex, (uint32_t *)word, op, val, NULL, NULL, 0);
-}
 
 static void *helper_main(void *arg)
 {
@@ -36,7 +28,8 @@ static void *helper_main(void *arg)
             msg_progress_helper();
             atomic_store_explicit(&ib->away, MSG_AWAY, memory_order_release);
         }
-        futex_op(&ib->kick, FUTEX_WAIT, seen); /* returns at once if a kick came meanwhile */
+        /* shared (senders of other processes wake it); back at once if a kick came meanwhile */
+        util_futex(&ib->kick, FUTEX_WAIT, seen);
     }
     return NULL;
 }
@@ -93,7 +86,7 @@ BOBCAT_LAYER_API void bobcat_msg_nudge(const msg_req_t *req)
     if (!ib || atomic_load_explicit(&ib->away, memory_order_relaxed) == MSG_HOME)
         return;
     atomic_fetch_add_explicit(&ib->kick, 1, memory_order_release);
-    futex_op(&ib->kick, FUTEX_WAKE, 1);
+    util_futex(&ib->kick, FUTEX_WAKE, 1);
 }
 
 BOBCAT_LAYER_API void bobcat_msg_away_stop(void)
@@ -103,7 +96,7 @@ BOBCAT_LAYER_API void bobcat_msg_away_stop(void)
         return;
     atomic_store_explicit(&A.stop, 1, memory_order_release);
     atomic_fetch_add_explicit(&E.inbox->kick, 1, memory_order_release);
-    futex_op(&E.inbox->kick, FUTEX_WAKE, 1);
+    util_futex(&E.inbox->kick, FUTEX_WAKE, 1);
     pthread_join(A.thread, NULL);
     A.started = 0;
 }

@@ -2,6 +2,7 @@
 #ifndef BOBCAT_UTIL_H
 #define BOBCAT_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -31,8 +32,10 @@ BOBCAT_LAYER_API void *util_alloc_or_die(size_t bytes, const char *what);
 /* Start a thread of the library's own (util_thread.c): a small stack, every signal blocked in it
  * (they stay the program's threads'), named `name` (15 characters at most). 0, or pthread_create's
  * error number. */
-#include <pthread.h>
 BOBCAT_LAYER_API int util_thread_start(pthread_t *t, void *(*fn)(void *), const char *name);
+/* futex(2) on `word` (FUTEX_WAIT returns at once if *word is no longer val): the library's threads
+ * sleep and wake on it (the layer's lock, the engine's helper, the progress agent). */
+BOBCAT_LAYER_API long util_futex(_Atomic uint32_t *word, int op, uint32_t val);
 #define util_warn(...) util_log(UTIL_LOG_WARN, __VA_ARGS__)
 #define util_info(...) util_log(UTIL_LOG_INFO, __VA_ARGS__)
 #define util_debug(...) util_log(UTIL_LOG_DEBUG, __VA_ARGS__)

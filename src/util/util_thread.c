@@ -1,8 +1,16 @@
-/* util_thread: the library's own threads (the engine's helper, the progress agent). */
+/* util_thread: the library's own threads (the engine's helper, the progress agent) and the futex
+ * they and the layer's lock sleep on. */
 #include "util.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+long util_futex(_Atomic uint32_t *word, int op, uint32_t val)
+{
+    return syscall(SYS_futex, (uint32_t *)word, op, val, NULL, NULL, 0);
+}
 
 int util_thread_start(pthread_t *t, void *(*fn)(void *), const char *name)
 {

@@ -5,8 +5,6 @@
 #include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "../../msg/msg.h"
 #include "../../util/util.h"
@@ -27,11 +25,6 @@ static struct {
 /* Polls of `serving` before a waiter sleeps on it. */
 #define LOCK_POLLS 128
 
-static void futex(_Atomic uint32_t *word, int op, uint32_t val)
-{
-    syscall(SYS_futex, (uint32_t *)word, op, val, NULL, NULL, 0);
-}
-
 void pmpi_lock_take(void)
 {
     uint32_t me = atomic_fetch_add_explicit(&L.next, 1, memory_order_relaxed);
@@ -43,7 +36,7 @@ void pmpi_lock_take(void)
         if (++polls < LOCK_POLLS)
             util_poll_pause();
         else
-            futex(&L.serving, FUTEX_WAIT_PRIVATE, s); /* back at once if serving moved meanwhile */
+            util_futex(&L.serving, FUTEX_WAIT_PRIVATE, s); /* back at once if serving moved meanwhile */
     }
     /* Holding the lock means the engine is this process's: take it back from the helper if a
      * thread that let go of the lock handed it over (nothing to do otherwise). */
@@ -59,7 +52,7 @@ void pmpi_lock_drop(void)
      * one that takes it after sees the new `serving` before it sleeps. */
     atomic_store_explicit(&L.serving, s, memory_order_seq_cst);
     if (atomic_load_explicit(&L.next, memory_order_seq_cst) != s)
-        futex(&L.serving, FUTEX_WAKE_PRIVATE, INT_MAX);
+        util_futex(&L.serving, FUTEX_WAKE_PRIVATE, INT_MAX);
 }
 
 void pmpi_mt_yield(void)

@@ -263,9 +263,8 @@ void p2p_poke_mpi(void);
 
 /* ---- p2p_agent.c: the progress thread (BOBCAT_PROGRESS=thread) ---- */
 
-/* 1 while the agent runs (from MPI_Init, when the real MPI gave MPI_THREAD_MULTIPLE, to MPI_Finalize). */
-extern int p2p_agent_on;
-/* Start it (0) or say why not and leave the rank to progress alone (-1); stop and join it. */
+/* Start it at MPI_Init, when the real MPI gave MPI_THREAD_MULTIPLE (0), or say why not and leave the
+ * rank to progress alone (-1); stop and join it at MPI_Finalize. */
 int p2p_agent_start(void);
 void p2p_agent_stop(void);
 /* Calls in flight that only this rank's own process can move: leaders' phases of nonblocking

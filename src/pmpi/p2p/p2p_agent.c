@@ -27,17 +27,15 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-int p2p_agent_on;
 int p2p_agent_work;
 
 static pmpi_stat_t st_agent = {.name = "Progress_thread", .alg_names = {"pass"}};
 
 static struct {
     pthread_t tid;
-    int started;
+    int on;                             /* between a start that made it and its stop */
     _Atomic int stop;
     _Alignas(64) _Atomic uint32_t kick; /* bumped when a call starts, the futex the agent sleeps on */
     _Atomic int sleeping;
@@ -46,11 +44,6 @@ static struct {
 /* Polls between two passes while work is in flight: long enough that a pass does not take the
  * lock from the rank's own thread at every line it polls, short against a collective's step. */
 #define AGENT_GAP_POLLS 32
-
-static void futex(_Atomic uint32_t *word, int op, uint32_t val)
-{
-    syscall(SYS_futex, (uint32_t *)word, op, val, NULL, NULL, 0);
-}
 
 static int pending(void) { return __atomic_load_n(&p2p_agent_work, __ATOMIC_SEQ_CST) != 0; }
 
@@ -62,8 +55,9 @@ static void place(const cpu_set_t *own)
     cpu_set_t others;
     CPU_ZERO(&others);
     long n = sysconf(_SC_NPROCESSORS_CONF);
+    int bound = CPU_COUNT(own) == 1;
     for (long c = 0; c < n && c < CPU_SETSIZE; c++)
-        if (CPU_COUNT(own) != 1 || !CPU_ISSET((int)c, own))
+        if (!bound || !CPU_ISSET((int)c, own))
             CPU_SET((int)c, &others);
     if (sched_setaffinity(0, sizeof others, &others) != 0) /* EINVAL: no other CPU in the cpuset */
         sched_setaffinity(0, sizeof *own, own);
@@ -82,7 +76,7 @@ static void *agent_main(void *arg)
         if (!pending()) {
             atomic_store_explicit(&G.sleeping, 1, memory_order_seq_cst);
             if (!pending() && !atomic_load_explicit(&G.stop, memory_order_seq_cst))
-                futex(&G.kick, FUTEX_WAIT_PRIVATE, seen); /* back at once if a kick came meanwhile */
+                util_futex(&G.kick, FUTEX_WAIT_PRIVATE, seen); /* back at once if a kick came meanwhile */
             atomic_store_explicit(&G.sleeping, 0, memory_order_relaxed);
             continue;
         }
@@ -106,14 +100,14 @@ static void *agent_main(void *arg)
 void p2p_agent_wanted(void)
 {
     p2p_agent_work = 1;
-    if (!p2p_agent_on)
+    if (!G.on)
         return;
     atomic_fetch_add_explicit(&G.kick, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&G.sleeping, memory_order_seq_cst))
-        futex(&G.kick, FUTEX_WAKE_PRIVATE, 1);
+        util_futex(&G.kick, FUTEX_WAKE_PRIVATE, 1);
 }
 
-static void agent_forget(void) { G.started = 0, p2p_agent_on = 0; } /* a forked child has no agent */
+static void agent_forget(void) { G.on = 0; } /* a forked child has no agent */
 
 int p2p_agent_start(void)
 {
@@ -133,19 +127,17 @@ int p2p_agent_start(void)
                   strerror(rc));
         return -1;
     }
-    G.started = 1;
-    p2p_agent_on = 1;
+    G.on = 1;
     return 0;
 }
 
 void p2p_agent_stop(void)
 {
-    if (!G.started)
+    if (!G.on)
         return;
-    p2p_agent_on = 0;
+    G.on = 0;
     atomic_store_explicit(&G.stop, 1, memory_order_seq_cst);
     atomic_fetch_add_explicit(&G.kick, 1, memory_order_seq_cst);
-    futex(&G.kick, FUTEX_WAKE_PRIVATE, 1);
+    util_futex(&G.kick, FUTEX_WAKE_PRIVATE, 1);
     pthread_join(G.tid, NULL);
-    G.started = 0;
 }
