@@ -68,6 +68,14 @@ static int compute_until_all(const char *what)
     }
 }
 
+/* Rank 0: remove the directory of marks (also before an abort: nothing is left behind). */
+static void remove_dir(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "cannot remove %s", dir);
+}
+
 typedef enum { K_IALLREDUCE, K_IBCAST, K_IBARRIER, K_N } kind_t;
 static const char *const names[K_N] = {"Iallreduce", "Ibcast", "Ibarrier"};
 
@@ -129,6 +137,7 @@ int main(int argc, char **argv)
                 CHECK(ok, "%s round %d: the other ranks' waits did not end within %d s while rank 0 computed "
                           "(nobody drove its leaders' phase)", names[k], round, DEADLINE_S);
                 if (!ok) {
+                    remove_dir();
                     fflush(stderr);
                     MPI_Abort(MPI_COMM_WORLD, 1);
                 }
@@ -147,11 +156,8 @@ int main(int argc, char **argv)
     long long passes = mp_stat("Progress_thread", "calls");
     if (rank == 0)
         CHECK(passes > 0, "rank 0's progress thread made no pass (%lld)", passes);
-    if (rank == 0) {
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        CHECK(system(cmd) == 0, "cannot remove %s", dir);
-    }
+    if (rank == 0)
+        remove_dir();
     int fails = mp_failures, all = 0;
     MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
