@@ -12,10 +12,12 @@
  * Which pairs go where is fixed when the window is made, from facts every rank shares:
  *  - `reach` (rank r's window memory is in its segment, or r is on another node: peer[r].base
  *    is NULL then);
- *  - `spans` (ranks on several nodes): accumulates and passive-target epochs go through the real
- *    window for every target, so that their atomicity and exclusion hold between on-node origins
- *    and off-node ones, which only the real MPI serves; puts and gets of fence and PSCW epochs to
- *    reachable node mates stay bobcat's (those epochs end in a synchronisation both paths share);
+ *  - `spans` (ranks on several nodes): accumulates go through the real window, so that their
+ *    atomicity holds between on-node origins and off-node ones, which only the real MPI serves
+ *    (except under an exclusive lock, which no one else may access the target in); passive-target
+ *    epochs take the real window's lock, and once the real MPI has granted it (RMA_L_HELD) puts and
+ *    gets to reachable node mates are bobcat's; those of fence and PSCW epochs are bobcat's too
+ *    (those epochs end in a synchronisation both paths share);
  *  - `cma`: window memory outside a node mate's segment (stack or static arrays, a dynamic window's
  *    attached memory from outside the heap) is reached through the staged path
  *    (pmpi_rma_staged.c: process_vm_readv/writev, accumulates under the target's lock), if the
@@ -65,8 +67,12 @@ typedef struct {
 /* Operation kinds, for the statistics. */
 enum { RMA_PUT, RMA_GET, RMA_ACC, RMA_GACC, RMA_FOP, RMA_CAS, RMA_SYNC, RMA_NKIND };
 
-/* What a passive-target epoch holds on a target. */
-enum { RMA_L_NONE, RMA_L_SHARED, RMA_L_EXCL, RMA_L_NOCHECK, RMA_L_REAL };
+/* What a passive-target epoch holds on a target: bobcat's lock word (shared, exclusive, or nothing
+ * under MPI_MODE_NOCHECK); the real window's lock alone (every operation goes there); or, on a
+ * window that spans nodes, the real window's lock known granted, shared or exclusive (HELD, HELDX:
+ * bobcat's loads and stores reach the target under it). */
+enum { RMA_L_NONE, RMA_L_SHARED, RMA_L_EXCL, RMA_L_NOCHECK, RMA_L_REAL, RMA_L_HELD, RMA_L_HELDX };
+static inline int rma_held(int lk) { return lk == RMA_L_HELD || lk == RMA_L_HELDX; }
 
 typedef struct rma_win {
     MPI_Win win;           /* the real window: the user's handle */
@@ -97,6 +103,8 @@ typedef struct rma_win {
     int nlocked;           /* targets locked one by one */
     int lock_all;          /* 0, or RMA_L_SHARED / RMA_L_NOCHECK (ours) / RMA_L_REAL */
     int lock_all_real;     /* the real window's lock_all taken too */
+    unsigned char *owed;   /* n: an operation went through the real window since its last flush */
+    int nowed;             /* targets owed */
     /* statistics of this window: operations and bytes by kind and path */
     uint64_t ops[RMA_NKIND][PMPI_PATH_N], bytes[RMA_NKIND][PMPI_PATH_N];
     struct rma_win *next;
@@ -123,6 +131,15 @@ static inline void rma_count(rma_win_t *w, int kind, pmpi_path_t path, size_t by
         w->bytes[kind][path] += bytes;
         rma_st[kind].calls[path]++;
         rma_st[kind].bytes[path] += bytes;
+    }
+}
+
+/* An operation to t went through the real window: a flush of a held epoch must call the real one. */
+static inline void rma_owe(rma_win_t *w, int t)
+{
+    if (t >= 0 && t < w->n && !w->owed[t]) {
+        w->owed[t] = 1;
+        w->nowed++;
     }
 }
 

@@ -12,7 +12,7 @@ BOBCAT_EXPORT int SFX(MPI_Put)(const void *obuf, COUNT_T ocount, MPI_Datatype ot
     if (t == MPI_PROC_NULL)
         return MPI_SUCCESS;
     int rc = xfer(w, 0, (void *)obuf, ocount, otype, t, tdisp, tcount, ttype);
-    RMA_RESULT(w, rc, SFX(PMPI_Put)(obuf, ocount, otype, t, tdisp, tcount, ttype, win), RMA_PUT,
+    RMA_RESULT(w, t, rc, SFX(PMPI_Put)(obuf, ocount, otype, t, tdisp, tcount, ttype, win), RMA_PUT,
                type_bytes(ocount, otype));
 }
 
@@ -26,7 +26,7 @@ BOBCAT_EXPORT int SFX(MPI_Get)(void *obuf, COUNT_T ocount, MPI_Datatype otype, i
     if (t == MPI_PROC_NULL)
         return MPI_SUCCESS;
     int rc = xfer(w, 1, obuf, ocount, otype, t, tdisp, tcount, ttype);
-    RMA_RESULT(w, rc, SFX(PMPI_Get)(obuf, ocount, otype, t, tdisp, tcount, ttype, win), RMA_GET,
+    RMA_RESULT(w, t, rc, SFX(PMPI_Get)(obuf, ocount, otype, t, tdisp, tcount, ttype, win), RMA_GET,
                type_bytes(ocount, otype));
 }
 
@@ -40,7 +40,7 @@ BOBCAT_EXPORT int SFX(MPI_Accumulate)(const void *obuf, COUNT_T ocount, MPI_Data
     if (t == MPI_PROC_NULL)
         return MPI_SUCCESS;
     int rc = acc(w, RMA_ACC, obuf, ocount, otype, NULL, 0, MPI_DATATYPE_NULL, t, tdisp, tcount, ttype, op);
-    RMA_RESULT(w, rc, SFX(PMPI_Accumulate)(obuf, ocount, otype, t, tdisp, tcount, ttype, op, win), RMA_ACC,
+    RMA_RESULT(w, t, rc, SFX(PMPI_Accumulate)(obuf, ocount, otype, t, tdisp, tcount, ttype, op, win), RMA_ACC,
                type_bytes(ocount, otype));
 }
 
@@ -55,7 +55,7 @@ BOBCAT_EXPORT int SFX(MPI_Get_accumulate)(const void *obuf, COUNT_T ocount, MPI_
     if (t == MPI_PROC_NULL)
         return MPI_SUCCESS;
     int rc = acc(w, RMA_GACC, obuf, ocount, otype, rbuf, rcount, rtype, t, tdisp, tcount, ttype, op);
-    RMA_RESULT(w, rc,
+    RMA_RESULT(w, t, rc,
                SFX(PMPI_Get_accumulate)(obuf, ocount, otype, rbuf, rcount, rtype, t, tdisp, tcount, ttype, op, win),
                RMA_GACC, type_bytes(rcount, rtype));
 }
@@ -72,7 +72,7 @@ BOBCAT_EXPORT int SFX(MPI_Rput)(const void *obuf, COUNT_T ocount, MPI_Datatype o
     int rc = req_epoch(w, t);
     if (rc == MPI_SUCCESS)
         rc = xfer(w, 0, (void *)obuf, ocount, otype, t, tdisp, tcount, ttype);
-    RMA_REQ_RESULT(w, rc, SFX(PMPI_Rput)(obuf, ocount, otype, t, tdisp, tcount, ttype, win, req), RMA_PUT,
+    RMA_REQ_RESULT(w, t, rc, SFX(PMPI_Rput)(obuf, ocount, otype, t, tdisp, tcount, ttype, win, req), RMA_PUT,
                    type_bytes(ocount, otype), req);
 }
 
@@ -88,7 +88,7 @@ BOBCAT_EXPORT int SFX(MPI_Rget)(void *obuf, COUNT_T ocount, MPI_Datatype otype, 
     int rc = req_epoch(w, t);
     if (rc == MPI_SUCCESS)
         rc = xfer(w, 1, obuf, ocount, otype, t, tdisp, tcount, ttype);
-    RMA_REQ_RESULT(w, rc, SFX(PMPI_Rget)(obuf, ocount, otype, t, tdisp, tcount, ttype, win, req), RMA_GET,
+    RMA_REQ_RESULT(w, t, rc, SFX(PMPI_Rget)(obuf, ocount, otype, t, tdisp, tcount, ttype, win, req), RMA_GET,
                    type_bytes(ocount, otype), req);
 }
 
@@ -104,7 +104,7 @@ BOBCAT_EXPORT int SFX(MPI_Raccumulate)(const void *obuf, COUNT_T ocount, MPI_Dat
     int rc = req_epoch(w, t);
     if (rc == MPI_SUCCESS)
         rc = acc(w, RMA_ACC, obuf, ocount, otype, NULL, 0, MPI_DATATYPE_NULL, t, tdisp, tcount, ttype, op);
-    RMA_REQ_RESULT(w, rc, SFX(PMPI_Raccumulate)(obuf, ocount, otype, t, tdisp, tcount, ttype, op, win, req),
+    RMA_REQ_RESULT(w, t, rc, SFX(PMPI_Raccumulate)(obuf, ocount, otype, t, tdisp, tcount, ttype, op, win, req),
                    RMA_ACC, type_bytes(ocount, otype), req);
 }
 
@@ -122,7 +122,7 @@ BOBCAT_EXPORT int SFX(MPI_Rget_accumulate)(const void *obuf, COUNT_T ocount, MPI
     int rc = req_epoch(w, t);
     if (rc == MPI_SUCCESS)
         rc = acc(w, RMA_GACC, obuf, ocount, otype, rbuf, rcount, rtype, t, tdisp, tcount, ttype, op);
-    RMA_REQ_RESULT(w, rc,
+    RMA_REQ_RESULT(w, t, rc,
                    SFX(PMPI_Rget_accumulate)(obuf, ocount, otype, rbuf, rcount, rtype, t, tdisp, tcount, ttype, op,
                                              win, req),
                    RMA_GACC, type_bytes(rcount, rtype), req);

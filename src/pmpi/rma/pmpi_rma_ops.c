@@ -409,10 +409,11 @@ out:
 
 /* An operation's end: MPI_SUCCESS, the real window's call (way -1), or an error through the
  * window's handler. */
-#define RMA_RESULT(w, rc, real_call, kind, bytes)                                                        \
+#define RMA_RESULT(w, t, rc, real_call, kind, bytes)                                                      \
     do {                                                                                                 \
         if ((rc) == -1) {                                                                                \
             rma_count((w), (kind), PMPI_PATH_MPI, (size_t)(bytes));                                     \
+            rma_owe((w), (t));                                                                           \
             return real_call;                                                                            \
         }                                                                                                \
         return (rc) == MPI_SUCCESS ? MPI_SUCCESS : rma_error((w), (rc));                                 \
@@ -451,7 +452,7 @@ BOBCAT_EXPORT int MPI_Fetch_and_op(const void *obuf, void *rbuf, MPI_Datatype dt
     } else if (rc == MPI_SUCCESS) {
         rc = acc(w, RMA_FOP, obuf, 1, dt, rbuf, 1, dt, t, tdisp, 1, dt, op);
     }
-    RMA_RESULT(w, rc, PMPI_Fetch_and_op(obuf, rbuf, dt, t, tdisp, op, win), RMA_FOP, type_bytes(1, dt));
+    RMA_RESULT(w, t, rc, PMPI_Fetch_and_op(obuf, rbuf, dt, t, tdisp, op, win), RMA_FOP, type_bytes(1, dt));
 }
 
 BOBCAT_EXPORT int MPI_Compare_and_swap(const void *obuf, const void *cbuf, void *rbuf, MPI_Datatype dt, int t,
@@ -495,7 +496,7 @@ BOBCAT_EXPORT int MPI_Compare_and_swap(const void *obuf, const void *cbuf, void 
     } else if (rc == MPI_SUCCESS) {
         rc = -1;
     }
-    RMA_RESULT(w, rc, PMPI_Compare_and_swap(obuf, cbuf, rbuf, dt, t, tdisp, win), RMA_CAS, type_bytes(1, dt));
+    RMA_RESULT(w, t, rc, PMPI_Compare_and_swap(obuf, cbuf, rbuf, dt, t, tdisp, win), RMA_CAS, type_bytes(1, dt));
 }
 
 /* ---- request forms: allowed in passive-target epochs only (MPI 4.0 section 12.3.5) ---- */
@@ -530,10 +531,11 @@ static int req_epoch(rma_win_t *w, int t)
     return MPI_SUCCESS;
 }
 
-#define RMA_REQ_RESULT(w, rc, real_call, kind, bytes, req)                                               \
+#define RMA_REQ_RESULT(w, t, rc, real_call, kind, bytes, req)                                             \
     do {                                                                                                 \
         if ((rc) == -1) {                                                                                \
             rma_count((w), (kind), PMPI_PATH_MPI, (size_t)(bytes));                                     \
+            rma_owe((w), (t));                                                                           \
             pmpi_real_requests = 1;                                                                      \
             return real_call;                                                                            \
         }                                                                                                \

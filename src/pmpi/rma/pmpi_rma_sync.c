@@ -8,12 +8,15 @@
  *    consumed; MPI_Win_complete adds 1 to each target's `done`; MPI_Win_wait waits until `done`
  *    reaches the origins its posts named. Counters only grow, so nothing is reset between epochs;
  *  - passive target: a lock word in each target's control block (exclusive: RMA_LOCK_EXCL; shared:
- *    a count); flushes are memory fences.
+ *    a count); flushes are memory fences. On a window that spans nodes the lock is the real
+ *    window's, the one lock off-node origins take too (`hold`); flushes call the real one only
+ *    when an operation went there since.
  * For the pairs that go through the real window (pmpi_rma.h: `spans`, unreachable ranks, dynamic
  * windows), the real window's own calls are made beside these, on the subgroups they concern. */
 #include "pmpi_rma.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static void sync_count(rma_win_t *w) { rma_count(w, RMA_SYNC, PMPI_PATH_INPLACE, 0); }
 
@@ -270,6 +273,45 @@ static void unlock_ours(rma_ctl_t *c, int how)
 
 static int bad_rank(const rma_win_t *w, int t) { return t < 0 || t >= w->n; }
 
+/* A window that spans nodes: a passive epoch on a node mate takes the real window's lock, which
+ * excludes the off-node origins that only the real MPI serves. An MPI may grant it lazily (at the
+ * first operation or at the unlock: MPICH's ch3 does), but bobcat's loads and stores need it held
+ * before they start, so a one-byte real get, flushed, proves it granted: an operation completed at
+ * the target was done inside the epoch. Not under MPI_MODE_NOCHECK (no one may hold a conflicting
+ * lock then) nor for an empty window part (nothing to reach). t < 0: every node mate (lock_all). */
+static int hold(rma_win_t *w, int t, int assert)
+{
+    if (assert & MPI_MODE_NOCHECK)
+        return MPI_SUCCESS;
+    char b[1];
+    int issued = 0;
+    for (int r = t < 0 ? 0 : t; r < (t < 0 ? w->n : t + 1); r++)
+        if (fast_to(w, r) && w->peer[r].size > 0) {
+            int rc = PMPI_Get(b, 1, MPI_BYTE, r, 0, 1, MPI_BYTE, w->win);
+            if (rc != MPI_SUCCESS)
+                return rc;
+            issued = 1;
+        }
+    if (!issued)
+        return MPI_SUCCESS;
+    return t < 0 ? PMPI_Win_flush_all(w->win) : PMPI_Win_flush(t, w->win);
+}
+/* Which passive epochs hold the real lock that way: a spanning window's, not a dynamic one's (its
+ * addresses outside the segment go through the real window, per address). */
+static int holds(const rma_win_t *w) { return w->spans && !w->dynamic; }
+
+static void owed_clear(rma_win_t *w, int t)
+{
+    if (t < 0) {
+        if (w->nowed)
+            memset(w->owed, 0, (size_t)w->n);
+        w->nowed = 0;
+    } else if (w->owed[t]) {
+        w->owed[t] = 0;
+        w->nowed--;
+    }
+}
+
 BOBCAT_EXPORT int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
 {
     PMPI_GUARD();
@@ -289,6 +331,8 @@ BOBCAT_EXPORT int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
         if (rc != MPI_SUCCESS)
             return rc;
         w->locked[rank] = RMA_L_REAL;
+        if (holds(w) && fast_to(w, rank) && (rc = PMPI_AWAY(hold(w, rank, assert))) == MPI_SUCCESS)
+            w->locked[rank] = lock_type == MPI_LOCK_EXCLUSIVE ? RMA_L_HELDX : RMA_L_HELD;
     } else {
         if (assert & MPI_MODE_NOCHECK) {
             w->locked[rank] = RMA_L_NOCHECK;
@@ -321,7 +365,7 @@ BOBCAT_EXPORT int MPI_Win_unlock(int rank, MPI_Win win)
         return rma_error(w, MPI_ERR_RMA_SYNC);
     int rc = MPI_SUCCESS;
     atomic_thread_fence(memory_order_seq_cst);
-    if (w->locked[rank] == RMA_L_REAL)
+    if (w->locked[rank] == RMA_L_REAL || rma_held(w->locked[rank]))
         rc = PMPI_AWAY(PMPI_Win_unlock(rank, win));
     else
         unlock_ours(w->peer[rank].ctl, w->locked[rank]);
@@ -332,6 +376,7 @@ BOBCAT_EXPORT int MPI_Win_unlock(int rank, MPI_Win win)
         w->locked_real[rank] = 0;
     }
     w->locked[rank] = RMA_L_NONE;
+    owed_clear(w, rank);
     w->nlocked--;
     sync_count(w);
     return rc;
@@ -350,7 +395,7 @@ BOBCAT_EXPORT int MPI_Win_lock_all(int assert, MPI_Win win)
     if (w->spans) {
         rc = PMPI_AWAY(PMPI_Win_lock_all(assert, win));
         if (rc == MPI_SUCCESS)
-            w->lock_all = RMA_L_REAL;
+            w->lock_all = holds(w) && PMPI_AWAY(hold(w, -1, assert)) == MPI_SUCCESS ? RMA_L_HELD : RMA_L_REAL;
         sync_count(w);
         return rc;
     }
@@ -380,7 +425,7 @@ BOBCAT_EXPORT int MPI_Win_unlock_all(MPI_Win win)
         return rma_error(w, MPI_ERR_RMA_SYNC);
     int rc = MPI_SUCCESS;
     atomic_thread_fence(memory_order_seq_cst);
-    if (w->lock_all == RMA_L_REAL) {
+    if (w->lock_all == RMA_L_REAL || rma_held(w->lock_all)) {
         rc = PMPI_AWAY(PMPI_Win_unlock_all(win));
     } else {
         if (w->lock_all == RMA_L_SHARED)
@@ -392,23 +437,30 @@ BOBCAT_EXPORT int MPI_Win_unlock_all(MPI_Win win)
     }
     w->lock_all = 0;
     w->lock_all_real = 0;
+    owed_clear(w, -1);
     sync_count(w);
     return rc;
 }
 
-/* The real window holds a passive epoch on t (or on everyone): its flushes must be called too. */
+/* The real window holds a passive epoch on t (or on everyone) that may have operations of this
+ * origin to complete: its flush must be called too. A held epoch's only real operations are those
+ * counted as owed (accumulates, or anything to an off-node target under lock_all). */
 static int real_locked(const rma_win_t *w, int t)
 {
+    if (rma_held(w->locked[t] ? w->locked[t] : w->lock_all))
+        return w->owed[t];
     return w->lock_all == RMA_L_REAL || w->lock_all_real || w->locked[t] == RMA_L_REAL || w->locked_real[t];
 }
 static int any_real_locked(const rma_win_t *w)
 {
     if (w->lock_all == RMA_L_REAL || w->lock_all_real)
         return 1;
+    if (rma_held(w->lock_all))
+        return w->nowed > 0;
     if (!w->mixed)
         return 0;
     for (int t = 0; t < w->n; t++)
-        if (w->locked[t] == RMA_L_REAL || w->locked_real[t])
+        if (w->locked[t] && real_locked(w, t))
             return 1;
     return 0;
 }
@@ -419,19 +471,22 @@ static int flush_one(MPI_Win win, int rank, int local, int (*real)(int, MPI_Win)
     rma_win_t *w = rma_get(win);
     if ((!w && RMA_ALONE(RMA_SYNC, 0)) || rank == MPI_PROC_NULL)
         return PMPI_AWAY(real(rank, win));
-    (void)local;
     if (bad_rank(w, rank))
         return rma_error(w, MPI_ERR_RANK);
     if (!passive(w, rank))
         return rma_error(w, MPI_ERR_RMA_SYNC);
     atomic_thread_fence(memory_order_seq_cst); /* bobcat's operations completed when they returned */
     sync_count(w);
-    if (real_locked(w, rank))
+    if (real_locked(w, rank)) {
+        if (!local)
+            owed_clear(w, rank);
         return PMPI_AWAY(real(rank, win));
+    }
+    rma_progress(); /* what the real MPI owes others (a target's side of their operations) */
     return MPI_SUCCESS;
 }
 
-static int flush_all(MPI_Win win, int (*real)(MPI_Win))
+static int flush_all(MPI_Win win, int local, int (*real)(MPI_Win))
 {
     rma_win_t *w = rma_get(win);
     if (!w && RMA_ALONE(RMA_SYNC, 0))
@@ -440,8 +495,12 @@ static int flush_all(MPI_Win win, int (*real)(MPI_Win))
         return rma_error(w, MPI_ERR_RMA_SYNC);
     atomic_thread_fence(memory_order_seq_cst);
     sync_count(w);
-    if (any_real_locked(w))
+    if (any_real_locked(w)) {
+        if (!local)
+            owed_clear(w, -1);
         return PMPI_AWAY(real(win));
+    }
+    rma_progress();
     return MPI_SUCCESS;
 }
 
@@ -460,13 +519,13 @@ BOBCAT_EXPORT int MPI_Win_flush_local(int rank, MPI_Win win)
 BOBCAT_EXPORT int MPI_Win_flush_all(MPI_Win win)
 {
     PMPI_GUARD();
-    return flush_all(win, PMPI_Win_flush_all);
+    return flush_all(win, 0, PMPI_Win_flush_all);
 }
 
 BOBCAT_EXPORT int MPI_Win_flush_local_all(MPI_Win win)
 {
     PMPI_GUARD();
-    return flush_all(win, PMPI_Win_flush_local_all);
+    return flush_all(win, 1, PMPI_Win_flush_local_all);
 }
 
 /* The unified model: the public and private copies are one; a fence orders this rank's loads and
@@ -485,12 +544,13 @@ BOBCAT_EXPORT int MPI_Win_sync(MPI_Win win)
 }
 
 /* The operations' way (pmpi_rma_ops.c): -1 no epoch reaches t, 0 bobcat's, 1 the real window's.
- * acc: an accumulate (the real window's on a window that spans nodes). */
+ * acc: an accumulate (the real window's on a window that spans nodes, unless this origin holds the
+ * target exclusively). */
 int rma_route(const rma_win_t *w, int t, int acc)
 {
     int lk = w->locked[t] ? w->locked[t] : w->lock_all;
     if (lk)
-        return lk == RMA_L_REAL || !fast_to(w, t) || (acc && w->spans);
+        return lk == RMA_L_REAL || !fast_to(w, t) || (acc && w->spans && lk != RMA_L_HELDX);
     if ((w->start_n >= 0 && w->in_start[t]) || w->fence_open)
         return !fast_to(w, t) || (acc && w->spans);
     return -1;

@@ -107,7 +107,7 @@ static int rma_enabled(void)
 /* The window's own tables (what win_make allocates before the real window; not the memory). */
 static void win_tables_free(rma_win_t *w)
 {
-    free(w->peer), free(w->post_seen), free(w->locked), free(w->locked_real), free(w->in_start);
+    free(w->peer), free(w->post_seen), free(w->locked), free(w->locked_real), free(w->owed), free(w->in_start);
     free(w->start_to), free(w->ctl), free(w);
 }
 
@@ -124,6 +124,22 @@ static int64_t rma_token(const void *salt)
         t = (int64_t)ts.tv_nsec ^ ((int64_t)ts.tv_sec << 30) ^ (int64_t)(uintptr_t)salt ^ ((int64_t)getpid() << 40);
     }
     return t | 1;
+}
+
+/* A window that spans nodes sends its accumulates (but under exclusive locks) to the real window.
+ * On Open MPI that is then the real MPI's own allocated window, as without bobcat: Open MPI 4.1.4's
+ * one-sided components get pair-type and fetching accumulates wrong on windows made by
+ * MPI_Win_create (MPICH suite's atomic_rmw_gacc, atomic_get_*_int), so bobcat's memory under a
+ * real created window would be worse than the MPI it replaces. MPICH's created windows have no
+ * such fault: there the memory is bobcat's heap on every node, and node mates reach it. */
+static int real_allocates(const pmpi_comm_t *upc)
+{
+#ifdef OPEN_MPI
+    return !upc->single_node;
+#else
+    (void)upc;
+    return 0;
+#endif
 }
 
 /* Steps 2-4 for a window whose own memory is `base` (size bytes) on this rank. `shared_region`:
@@ -148,10 +164,11 @@ static rma_win_t *win_make(int fl, void *base, int have_mem, MPI_Aint size, int 
     w->post_seen = calloc((size_t)n, sizeof *w->post_seen);
     w->locked = calloc((size_t)n, 1);
     w->locked_real = calloc((size_t)n, 1);
+    w->owed = calloc((size_t)n, 1);
     w->in_start = calloc((size_t)n, 1);
     w->start_to = calloc((size_t)n, sizeof(int));
     w->ctl = aligned_alloc(64, (ctl_bytes + 63) & ~(size_t)63);
-    if (!w->peer || !w->post_seen || !w->locked || !w->locked_real || !w->in_start || !w->start_to || !w->ctl) {
+    if (!w->peer || !w->post_seen || !w->locked || !w->locked_real || !w->owed || !w->in_start || !w->start_to || !w->ctl) {
         util_error("out of memory for a window's tables");
         PMPI_Abort(comm, 3);
     }
@@ -159,13 +176,10 @@ static rma_win_t *win_make(int fl, void *base, int have_mem, MPI_Aint size, int 
     w->start_n = -1;
     PMPI_AWAY(PMPI_Comm_dup(comm, &w->comm));
     PMPI_Comm_set_errhandler(w->comm, MPI_ERRORS_RETURN);
-    /* A window that spans nodes sends its accumulates and passive epochs to the real window: that
-     * is then the real MPI's own allocated window, as without bobcat (Open MPI 4.1.4's one-sided
-     * components get pair-type and fetching accumulates wrong on windows made by MPI_Win_create:
-     * MPICH suite's atomic_rmw_gacc, atomic_get_*_int). Its memory is bobcat's to reach if the MPI
-     * took it from the heap (the segment). */
+    /* real_allocates: the real MPI's own allocated window (its memory is bobcat's to reach if the
+     * MPI took it from the heap, the segment: neither does). */
     int real_made = 0;
-    if (fl == F_ALLOCATE && !upc->single_node) {
+    if (fl == F_ALLOCATE && real_allocates(upc)) {
         if (PMPI_AWAY(PMPI_Win_allocate(size, disp_unit, info, w->comm, &base, &w->win)) != MPI_SUCCESS) {
             PMPI_Comm_free(&w->comm);
             win_tables_free(w);
@@ -342,9 +356,8 @@ BOBCAT_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
     PMPI_GUARD();
     int why;
     pmpi_comm_t *pc = win_comm(comm, size, disp_unit, info, &why);
-    /* On one node the memory is bobcat's (the heap); across nodes the real MPI allocates it
-     * (win_make). */
-    int own = pc && pc->single_node;
+    /* The memory is bobcat's (the heap), unless the real MPI must allocate it (real_allocates). */
+    int own = pc && !real_allocates(pc);
     void *mem = own ? aligned_alloc(64, ((size_t)size + 64) & ~(size_t)63) : NULL;
     /* Every rank takes the same way: win_make gathers whether each found its memory. */
     rma_win_t *w = pc ? win_make(F_ALLOCATE, mem, !own || mem != NULL, size, disp_unit, info, comm, pc, NULL, NULL) : NULL;
