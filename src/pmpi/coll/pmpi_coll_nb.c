@@ -165,6 +165,7 @@ typedef struct nb_req {
     void *own_dst;           /* Iscatter's leader: its own piece, copied out of its node's block */
     const void *own_src;     /* once the leaders' phase has brought it */
     size_t own_bytes;
+    struct a2a *a2a;         /* Ialltoall across nodes: the leader's staging (below) */
     struct nb_req *hnext;    /* the list of calls across nodes in flight */
     const pc_nbv_ops_t *vops; /* a v/w form's staging (pmpi_coll_nbv.c), its state vst */
     void *vst;
@@ -172,10 +173,72 @@ typedef struct nb_req {
 
 /* ---- across nodes: node phase, leaders' phase, node phase --------------------------------------- */
 
+/* Ialltoall across nodes (ialltoall_hier), a leader's staging: its node's send buffers gathered
+ * (G: node rank i's whole buffer at i * n * b), the off-node blocks packed per node pair for the
+ * leaders' MPI_Ialltoallv and received from it (far_s, far_r: [destination][source] per node,
+ * counts and displacements in cnt: 4 x nnodes bytes), and the node's results assembled (A: node
+ * rank i's at i * n * b) for the node to take. The layout of the nodes is copied from the
+ * communicator (which the program may free while the call is in flight). */
+typedef struct a2a {
+    char *G, *A, *far_s, *far_r;
+    int own_g, own_a;        /* G, A are ours to free (not the send buffer, the result) */
+    int *cnt;                /* scnt, sdsp, rcnt, rdsp */
+    int *first, *count;      /* per node: its first comm rank, its ranks (the comm is blocked) */
+    int n, nnodes, myk, ns;
+    size_t b;
+} a2a_t;
+
+static void a2a_free(a2a_t *a)
+{
+    if (!a)
+        return;
+    if (a->own_g)
+        free(a->G);
+    if (a->own_a)
+        free(a->A);
+    free(a->far_s), free(a->far_r), free(a->cnt), free(a->first), free(a);
+}
+
+/* The off-node blocks of the node's ranks, per destination node k: [destination j of k][source i]. */
+static void a2a_pack(a2a_t *a)
+{
+    size_t b = a->b, nb = (size_t)a->n * b, off = 0;
+    for (int k = 0; k < a->nnodes; k++) {
+        if (k != a->myk)
+            for (int j = a->first[k]; j < a->first[k] + a->count[k]; j++)
+                for (int i = 0; i < a->ns; i++, off += b)
+                    memcpy(a->far_s + off, a->G + (size_t)i * nb + (size_t)j * b, b);
+    }
+}
+
+/* Each node rank i's result: from node mate p, p's block for i out of G; from a rank of node m, its
+ * block out of what node m's leader sent ([i][source]). */
+static void a2a_assemble(a2a_t *a)
+{
+    size_t b = a->b, nb = (size_t)a->n * b;
+    int f = a->first[a->myk], *rdsp = a->cnt + 3 * a->nnodes;
+    for (int i = 0; i < a->ns; i++) {
+        char *out = a->A + (size_t)i * nb;
+        for (int m = 0; m < a->nnodes; m++)
+            for (int r = a->first[m], p = 0; p < a->count[m]; r++, p++)
+                memcpy(out + (size_t)r * b,
+                       m == a->myk ? a->G + (size_t)p * nb + (size_t)(f + i) * b
+                                   : a->far_r + rdsp[m] + ((size_t)i * (size_t)a->count[m] + (size_t)p) * b,
+                       b);
+    }
+}
+
 static int leaders_start(nb_req_t *q)
 {
     pmpi_real_requests = 1;
     switch (q->lkind) {
+    case COLL_NB_ALLTOALL: {
+        a2a_t *a = q->a2a;
+        int N = a->nnodes, *c = a->cnt;
+        a2a_pack(a);
+        return PMPI_Ialltoallv(a->far_s, c, c + N, MPI_BYTE, a->far_r, c + 2 * N, c + 3 * N, MPI_BYTE, q->lcomm,
+                               &q->real);
+    }
     case COLL_NB_BARRIER: return PMPI_Ibarrier(q->lcomm, &q->real);
     case COLL_NB_BCAST: return PMPI_Ibcast(q->lbuf, q->lcount, MPI_BYTE, q->lroot, q->lcomm, &q->real);
     case COLL_NB_REDUCE:
@@ -229,6 +292,8 @@ static int hier_advance(nb_req_t *q)
             PMPI_Test(&q->real, &flag, MPI_STATUS_IGNORE);
             if (!flag)
                 return 0;
+            if (q->a2a)
+                a2a_assemble(q->a2a);
             if (q->own_bytes)
                 memcpy(q->own_dst, q->own_src, q->own_bytes);
             if (q->has_c2)
@@ -314,6 +379,8 @@ static void nb_release(p2p_req_t *r)
         pmpi_dt_release(q->out_held, q->out_user);
     free(q->extra);
     free(q->scratch);
+    a2a_free(q->a2a);
+    q->a2a = NULL;
     free(q->lcd);
     free(q->counts);
     if (q->vops)
@@ -655,6 +722,15 @@ static void *red_output(nb_req_t *q, void *out, size_t span, int inl, int keep)
 static int root_leads(const pmpi_comm_t *pc, int root)
 {
     return pc->by_pos[pc->node_first[pc->leader_rank[root]]] == root;
+}
+
+/* The most ranks of the communicator on one node (every rank computes the same). */
+static long long most_on_a_node(const pmpi_comm_t *pc)
+{
+    int most = 1;
+    for (int k = 0; k < pc->nnodes; k++)
+        most = pc->node_count[k] > most ? pc->node_count[k] : most;
+    return most;
 }
 
 /* The leaders' v calls' counts (nodes' blocks of `b` bytes per rank), then displacements, in bytes. */
@@ -1073,6 +1149,77 @@ static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int
     return req_out(q, comm, req);
 }
 
+/* Ialltoall across nodes (ranks grouped by node): each node gathers its ranks' whole send buffers
+ * at its leader (ring), the leaders exchange the off-node blocks per node pair through the real MPI
+ * (MPI_Ialltoallv), each leader assembles its node's results from the gathered buffers and what it
+ * received (a2a_t), and each rank takes its own from the leader (ring, held by the leader until
+ * then). The blocking form (hier_alltoall) packs straight from the node mates' buffers, which needs
+ * them all there at once; a nonblocking call's ranks come when they come, so here every block is
+ * copied to the leader and back. In place, the result's present contents are the send buffer: the
+ * gather has read them before the second node call writes the result. */
+static int ialltoall_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int scount, MPI_Datatype stype,
+                          const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd, size_t b,
+                          MPI_Comm comm, MPI_Request *req)
+{
+    int n = pc->size, me = pc->rank, in_place = sbuf == MPI_IN_PLACE, shared = node != NULL, ns = pc->node_size;
+    int leader = pc->leader == me, N = pc->nnodes;
+    size_t nb = (size_t)n * b;
+    nb_req_t *q = req_new();
+    if (!b)
+        return nothing_to_move(q, &st_ialltoall, comm, req);
+    char *R = stage_out(q, rbuf, rcount * n, rtype, rd, shared, in_place);
+    const char *S = in_place ? R : stage_in(q, sbuf, scount * n, stype, sd, shared && !leader);
+    if (leader) {
+        a2a_t *a = xmalloc(sizeof *a);
+        memset(a, 0, sizeof *a);
+        a->n = n, a->nnodes = N, a->myk = pc->leader_rank[me], a->ns = ns, a->b = b;
+        a->first = xmalloc(2 * (size_t)N * sizeof(int));
+        a->count = a->first + N;
+        for (int k = 0; k < N; k++)
+            a->first[k] = pc->node_first[k], a->count[k] = pc->node_count[k];
+        if (node || in_place) { /* node rank 0's piece of the gather is mine, copied by me */
+            a->G = xmalloc((size_t)ns * nb);
+            a->own_g = 1;
+            memcpy(a->G, S, nb);
+            if (!in_place)
+                pc_in_done(&q->in);
+        } else {
+            a->G = (char *)S;
+        }
+        if (node) { /* node rank 0's result is mine, copied out once the leaders' phase is over */
+            a->A = xmalloc((size_t)ns * nb);
+            a->own_a = 1;
+            q->own_dst = R;
+            q->own_src = a->A;
+            q->own_bytes = nb;
+        } else {
+            a->A = R;
+        }
+        a->cnt = xmalloc(4 * (size_t)N * sizeof(int));
+        size_t off = 0;
+        for (int k = 0; k < N; k++) {
+            size_t blk = k == a->myk ? 0 : (size_t)ns * (size_t)a->count[k] * b;
+            a->cnt[k] = a->cnt[2 * N + k] = (int)blk;     /* to node k and from it: [dest][source] */
+            a->cnt[N + k] = a->cnt[3 * N + k] = (int)off;
+            off += blk;
+        }
+        a->far_s = xmalloc(off);
+        a->far_r = xmalloc(off);
+        q->a2a = a;
+        q->c.rbuf = a->G;
+        q->c2.sbuf = a->A;
+    } else {
+        q->c.sbuf = S;
+        q->c2.rbuf = R;
+    }
+    q->c.bytes = q->c2.bytes = nb;
+    q->c.root = q->c2.root = 0;
+    q->lkind = COLL_NB_ALLTOALL;
+    hier_start(q, pc, node, COLL_NB_GATHER, COLL_NB_SCATTER);
+    count_path(&st_ialltoall, q, b);
+    return req_out(q, comm, req);
+}
+
 static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatype stype,
                      void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
 {
@@ -1080,7 +1227,7 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
     pmpi_why_t why;
     pc_dt_t sd = {0}, rd = {0};
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
-    if (!nc && kind != COLL_NB_ALLTOALL && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0) {
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0) {
         /* (the same facts on every rank: the communicator's layout, the root, the signature's bytes) */
         if (!pc->blocked)
             why = PMPI_WHY_ORDER;
@@ -1088,8 +1235,10 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
             why = PMPI_WHY_VARIANT;
         else {
             size_t b = move_piece(kind, pc->rank, root, sbuf, scount, &sd, rcount, &rd);
-            if ((long long)b * pc->size > INT_MAX)
-                why = PMPI_WHY_VARIANT;
+            if ((long long)b * pc->size * (kind == COLL_NB_ALLTOALL ? most_on_a_node(pc) : 1) > INT_MAX)
+                why = PMPI_WHY_VARIANT; /* (Ialltoall: a leader's bytes per node pair, an int count) */
+            else if (kind == COLL_NB_ALLTOALL)
+                return ialltoall_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, b, comm, req);
             else if (kind != COLL_NB_ALLGATHER && !root_leads(pc, root))
                 why = PMPI_WHY_ROOT;
             else if (kind == COLL_NB_ALLGATHER)
