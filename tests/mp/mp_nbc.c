@@ -709,8 +709,8 @@ int main(int argc, char **argv)
     long long m1 = mp_stat("Iallreduce", "mpi");
     if (stats && single && !forced)
         CHECK(m1 == m0, "one node: Iallreduce went to the real MPI (%lld calls)", m1 - m0);
-    /* Across nodes: Ibarrier, Ibcast, Iallreduce, Iallgather, Ialltoall, and Ireduce, Igather, Iscatter
-     * whose root leads its node, hierarchical (node rings, leaders through the real MPI's nonblocking
+    /* Across nodes: Ibarrier, Ibcast, Iallreduce, Iallgather, Ialltoall, Ireduce_scatter_block, and
+     * Ireduce, Igather, Iscatter whose root leads its node, hierarchical (node rings, leaders through the real MPI's nonblocking
      * calls); rooted calls at other roots, and the others, the real MPI's. */
     int crowded = smap_local_size(), led = 1; /* some node holds ranks that do not lead it */
     MPI_Allreduce(MPI_IN_PLACE, &crowded, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -720,13 +720,15 @@ int main(int argc, char **argv)
         CHECK(mp_stat("Iallreduce", "alg.hier") > 0 && mp_stat("Ibcast", "alg.hier") > 0 &&
                   mp_stat("Ibarrier", "alg.hier") > 0 && mp_stat("Iallgather", "alg.hier") > 0 &&
                   mp_stat("Ireduce", "alg.hier") > 0 && mp_stat("Igather", "alg.hier") > 0 &&
-                  mp_stat("Iscatter", "alg.hier") > 0 && led && mp_stat("Ialltoall", "alg.hier") > 0,
+                  mp_stat("Iscatter", "alg.hier") > 0 && led && mp_stat("Ialltoall", "alg.hier") > 0 &&
+                  mp_stat("Ireduce_scatter_block", "alg.hier") > 0,
               "across nodes: hier Iallreduce %lld, Ibcast %lld, Ibarrier %lld, Iallgather %lld, Ireduce %lld, Igather "
-              "%lld, Iscatter %lld; Igather why.root-not-leader %lld, Ialltoall hier %lld",
+              "%lld, Iscatter %lld; Igather why.root-not-leader %lld, Ialltoall hier %lld, Ireduce_scatter_block "
+              "hier %lld",
               mp_stat("Iallreduce", "alg.hier"), mp_stat("Ibcast", "alg.hier"), mp_stat("Ibarrier", "alg.hier"),
               mp_stat("Iallgather", "alg.hier"), mp_stat("Ireduce", "alg.hier"), mp_stat("Igather", "alg.hier"),
               mp_stat("Iscatter", "alg.hier"), mp_stat("Igather", "why.root-not-leader"),
-              mp_stat("Ialltoall", "alg.hier"));
+              mp_stat("Ialltoall", "alg.hier"), mp_stat("Ireduce_scatter_block", "alg.hier"));
 
     /* The plan node's ranks: bobcat's path always. */
     MPI_Comm node;

@@ -153,7 +153,8 @@ typedef struct nb_req {
     coll_nb_kind_t lkind;    /* the leaders' call: BARRIER, BCAST (bytes), ALLREDUCE (in place),
                                 REDUCE (in place at the root), ALLGATHER, GATHER or SCATTER (the
                                 nodes' blocks, in place at the root; lcount: nodes, counts and
-                                displacements in lcd) */
+                                displacements in lcd), REDUCE_SCATTER (in place, the nodes' counts
+                                in lcd), ALLTOALL (a2a) */
     void *lbuf;
     int lcount, lroot, ldisp; /* ldisp: GATHER/SCATTER, my node's block's bytes */
     MPI_Datatype ldt;
@@ -244,6 +245,8 @@ static int leaders_start(nb_req_t *q)
     case COLL_NB_REDUCE:
         return PMPI_Ireduce(q->lself ? MPI_IN_PLACE : q->lbuf, q->lself ? q->lbuf : NULL, q->lcount, q->ldt, q->lop,
                             q->lroot, q->lcomm, &q->real);
+    case COLL_NB_REDUCE_SCATTER: /* the nodes' blocks, in place: mine lands at the start */
+        return PMPI_Ireduce_scatter(MPI_IN_PLACE, q->lbuf, q->lcd, q->ldt, q->lop, q->lcomm, &q->real);
     case COLL_NB_ALLGATHER: { /* the nodes' blocks in place */
         const int *cd = q->lcd;
         return PMPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, q->lbuf, cd, cd + q->lcount, MPI_BYTE, q->lcomm,
@@ -914,6 +917,53 @@ BOBCAT_EXPORT int MPI_Iexscan(const void *sbuf, void *rbuf, int count, MPI_Datat
 }
 
 /* Ireduce_scatter(_block): counts[r] elements of the result to rank r. */
+/* Ireduce_scatter_block across nodes (ranks grouped by node, elements without a gap after the
+ * last: a piece is k elements' extent): the node reduces the whole vector to its leader (ring), the
+ * leaders reduce-scatter the nodes' blocks through the real MPI (MPI_Ireduce_scatter, in place:
+ * the leader's node block lands at the start of its partial result), and the node takes its pieces
+ * from the leader (ring, held by the leader until then). k: elements of the op's base type per rank. */
+static int irsb_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void *rbuf, size_t k, const coll_op_t *cop,
+                     MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    int n = pc->size, N = pc->nnodes, in_place = sbuf == MPI_IN_PLACE, leader = pc->leader == pc->rank;
+    nb_req_t *q = req_new();
+    if (!k)
+        return nothing_to_move(q, &st_irsb, comm, req);
+    size_t span = coll_span(cop, k * (size_t)n), piece = coll_span(cop, k);
+    /* In place the whole input is in rbuf and my piece of the result overwrites its start. */
+    const void *in = red_input(q, in_place ? rbuf : sbuf, span, 0, in_place);
+    void *R = red_output(q, rbuf, piece, 0, 0);
+    if (leader) {
+        char *L = q->scratch = xmalloc(span); /* the node's partial result, then its block */
+        if (!node) /* alone on my node: my input is the node's partial result */
+            memcpy(L, in, span);
+        q->lcd = xmalloc((size_t)N * sizeof(int));
+        for (int j = 0; j < N; j++)
+            q->lcd[j] = pc->node_count[j] * (int)k;
+        q->c.rbuf = L;
+        q->c2.sbuf = L;
+        q->own_dst = R; /* node rank 0's piece, once the leaders' phase has brought it */
+        q->own_src = L;
+        q->own_bytes = piece;
+        q->lbuf = L;
+    } else {
+        q->c2.rbuf = R;
+    }
+    q->c.op = *cop;
+    q->c.count = k * (size_t)n;
+    q->c.root = 0;
+    q->c.sbuf = in;
+    q->c2.bytes = piece;
+    q->c2.root = 0;
+    q->lkind = COLL_NB_REDUCE_SCATTER;
+    q->lcount = N;
+    q->ldt = pc_op_base(cop);
+    q->lop = op;
+    hier_start(q, pc, node, COLL_NB_REDUCE, COLL_NB_SCATTER);
+    count_path(&st_irsb, q, span);
+    return req_out(q, comm, req);
+}
+
 static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rcounts, int block, MPI_Datatype dt,
                    MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
@@ -921,8 +971,19 @@ static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rco
     pmpi_why_t why;
     coll_op_t cop;
     size_t mult = 1;
-    nb_comm_t *nc = nb_setup(comm, &pc, &why);
+    nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
     long long total = 0;
+    if (!nc && block && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 &&
+        pc_op(op, dt, &cop, &mult, &why) == 0) {
+        /* (the same facts on every rank: the layout, the count, the datatype) */
+        if (!pc->blocked)
+            why = PMPI_WHY_ORDER;
+        else if (rcounts[0] < 0 || (long long)rcounts[0] * (long long)mult * pc->size > INT_MAX ||
+                 cop.tail != cop.extent)
+            why = PMPI_WHY_VARIANT;
+        else
+            return irsb_hier(pc, node, sbuf, rbuf, (size_t)rcounts[0] * mult, &cop, op, comm, req);
+    }
     if (nc) {
         if (pc_op(op, dt, &cop, &mult, &why) != 0) {
             nc = NULL;
