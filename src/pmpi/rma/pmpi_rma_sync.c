@@ -331,7 +331,8 @@ BOBCAT_EXPORT int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
         if (rc != MPI_SUCCESS)
             return rc;
         w->locked[rank] = RMA_L_REAL;
-        if (holds(w) && fast_to(w, rank) && (rc = PMPI_AWAY(hold(w, rank, assert))) == MPI_SUCCESS)
+        /* (if the proof fails the epoch stays the real window's alone: still right) */
+        if (holds(w) && fast_to(w, rank) && PMPI_AWAY(hold(w, rank, assert)) == MPI_SUCCESS)
             w->locked[rank] = lock_type == MPI_LOCK_EXCLUSIVE ? RMA_L_HELDX : RMA_L_HELD;
     } else {
         if (assert & MPI_MODE_NOCHECK) {
