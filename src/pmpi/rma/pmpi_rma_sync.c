@@ -285,7 +285,8 @@ static int hold(rma_win_t *w, int t, int assert)
         return MPI_SUCCESS;
     char b[1];
     int issued = 0;
-    for (int r = t < 0 ? 0 : t; r < (t < 0 ? w->n : t + 1); r++)
+    int lo = t < 0 ? 0 : t, hi = t < 0 ? w->n : t + 1;
+    for (int r = lo; r < hi; r++)
         if (fast_to(w, r) && w->peer[r].size > 0) {
             int rc = PMPI_Get(b, 1, MPI_BYTE, r, 0, 1, MPI_BYTE, w->win);
             if (rc != MPI_SUCCESS)
@@ -483,7 +484,8 @@ static int flush_one(MPI_Win win, int rank, int local, int (*real)(int, MPI_Win)
             owed_clear(w, rank);
         return PMPI_AWAY(real(rank, win));
     }
-    rma_progress(); /* what the real MPI owes others (a target's side of their operations) */
+    if (w->mixed) /* a real flush skipped: what the real MPI owes others (their operations' target side) */
+        rma_progress();
     return MPI_SUCCESS;
 }
 
@@ -501,7 +503,8 @@ static int flush_all(MPI_Win win, int local, int (*real)(MPI_Win))
             owed_clear(w, -1);
         return PMPI_AWAY(real(win));
     }
-    rma_progress();
+    if (w->mixed)
+        rma_progress();
     return MPI_SUCCESS;
 }
 
