@@ -376,6 +376,7 @@ static void t_proc_null(void)
     int cnt = -1;
     MPI_Get_count(&st, MPI_INT, &cnt);
     CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && cnt == 0 && x == 7, "Recv(PROC_NULL) status");
+    int flag = 0;
     MPI_Request rq[2];
     MPI_Isend(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &rq[0]);
     MPI_Irecv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &rq[1]);
@@ -383,9 +384,47 @@ static void t_proc_null(void)
     CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL, "PROC_NULL requests not freed");
     MPI_Sendrecv(&x, 1, MPI_INT, MPI_PROC_NULL, 1, &x, 1, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD, &st);
     CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "Sendrecv(PROC_NULL)");
+    /* Requests to and from MPI_PROC_NULL (bobcat hands out one shared completed request of each
+     * kind): several live at once, each completed on its own, by each completion call. */
+    MPI_Request nr[6];
+    MPI_Irecv(&x, 1, MPI_INT, MPI_PROC_NULL, 2, MPI_COMM_WORLD, &nr[0]);
+    MPI_Irecv(&x, 1, MPI_INT, MPI_PROC_NULL, 3, MPI_COMM_WORLD, &nr[1]);
+    MPI_Issend(&x, 1, MPI_INT, MPI_PROC_NULL, 2, MPI_COMM_WORLD, &nr[2]);
+    MPI_Irsend(&x, 1, MPI_INT, MPI_PROC_NULL, 2, MPI_COMM_WORLD, &nr[3]);
+    MPI_Isend(&x, 1, MPI_INT, MPI_PROC_NULL, 2, MPI_COMM_WORLD, &nr[4]);
+    MPI_Isend(&x, 1, MPI_INT, MPI_PROC_NULL, 2, MPI_COMM_WORLD, &nr[5]);
+    flag = 0;
+    st.MPI_SOURCE = st.MPI_TAG = 12345;
+    MPI_Request_get_status(nr[1], &flag, &st);
+    CHECK(flag && st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && nr[1] != MPI_REQUEST_NULL,
+          "Request_get_status(Irecv PROC_NULL): flag %d source %d tag %d", flag, st.MPI_SOURCE, st.MPI_TAG);
+    MPI_Cancel(&nr[0]);
+    st.MPI_SOURCE = 12345;
+    MPI_Wait(&nr[0], &st);
+    int cancelled = 1;
+    MPI_Test_cancelled(&st, &cancelled);
+    MPI_Get_count(&st, MPI_INT, &cnt);
+    CHECK(nr[0] == MPI_REQUEST_NULL && st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && cnt == 0 &&
+              !cancelled,
+          "Wait(Irecv PROC_NULL): source %d tag %d count %d cancelled %d", st.MPI_SOURCE, st.MPI_TAG, cnt, cancelled);
+    flag = 0;
+    MPI_Test(&nr[2], &flag, MPI_STATUS_IGNORE);
+    CHECK(flag && nr[2] == MPI_REQUEST_NULL, "Test(Issend PROC_NULL)");
+    MPI_Request_free(&nr[5]);
+    CHECK(nr[5] == MPI_REQUEST_NULL, "Request_free(Isend PROC_NULL)");
+    MPI_Status sts[5];
+    int idx[5], n = 0;
+    MPI_Testsome(5, nr, &n, idx, sts);
+    CHECK(n == 3, "Testsome over PROC_NULL requests: %d done, want 3", n);
+    for (int i = 0; i < n; i++)
+        CHECK(idx[i] != 1 || sts[i].MPI_SOURCE == MPI_PROC_NULL, "Testsome: Irecv PROC_NULL source %d",
+              sts[i].MPI_SOURCE);
+    CHECK(nr[1] == MPI_REQUEST_NULL && nr[3] == MPI_REQUEST_NULL && nr[4] == MPI_REQUEST_NULL,
+          "Testsome left PROC_NULL requests");
+    CHECK(x == 7, "PROC_NULL receives wrote the buffer");
     /* MPI_Request_get_status of MPI_REQUEST_NULL: flag true, an empty status, MPI_ERROR included
      * (MPICH's test suite, rqstatus, caught garbage left there) */
-    int flag = 0;
+    flag = 0;
     st.MPI_SOURCE = st.MPI_TAG = st.MPI_ERROR = 12345;
     MPI_Request_get_status(MPI_REQUEST_NULL, &flag, &st);
     CHECK(flag && st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG && st.MPI_ERROR == MPI_SUCCESS,

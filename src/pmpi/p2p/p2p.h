@@ -119,7 +119,7 @@ struct p2p_req {
     p2p_req_t *fnext;         /* free list / orphans */
     const p2p_ext_ops_t *ext_ops; /* P2P_K_EXT: its room's calls */
     void *ext;                /* P2P_K_EXT: its room's state */
-    int permanent;            /* the shared completed send (p2p_req_done): never released */
+    int permanent;            /* the shared completed send or receive (p2p_req_done): never released */
 };
 
 
@@ -156,6 +156,7 @@ typedef struct {
                             on their context in two steps (p2p_comm.c) */
     size_t eager_limit;  /* the engine's */
     MPI_Request done;    /* the shared completed send's handle (p2p_req_done) */
+    MPI_Request done_recv; /* the shared completed receive's (from MPI_PROC_NULL) */
 } p2p_settings_t;
 extern p2p_settings_t p2p_set;
 
@@ -173,7 +174,7 @@ int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt);
  * references c holds. */
 int p2p_req_pin_comm(p2p_comm_t *c);
 /* The one completed send request every small nonblocking send shares (kind P2P_K_NULL). */
-p2p_req_t *p2p_req_done(void);
+p2p_req_t *p2p_req_done(int mode);
 p2p_req_t *p2p_req_of(MPI_Request h); /* NULL for real requests and MPI_REQUEST_NULL */
 MPI_Request p2p_handle_of(p2p_req_t *r);
 /* Matched-probe messages of bobcat's (a p2p_req_t whose buf is the msg_unexp_t) */

@@ -74,7 +74,8 @@ int p2p_init(void)
     p2p_set.engine = ok;
     if (ok) {
         bobcat_msg_idle_hook = p2p_idle_hook;
-        p2p_set.done = p2p_handle_of(p2p_req_done());
+        p2p_set.done = p2p_handle_of(p2p_req_done(MODE_STD));
+        p2p_set.done_recv = p2p_handle_of(p2p_req_done(MODE_RECV));
         p2p_set.eager_limit = bobcat_msg_eager_limit();
     }
     pmpi_node_part_built = node_part_built;

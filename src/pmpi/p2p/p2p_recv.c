@@ -86,8 +86,10 @@ static int p2p_irecv(void *buf, MPI_Count count, MPI_Datatype dt, int src, int t
 {
     p2p_comm_t *c = p2p_comm_lookup(comm);
     p2p_to_t to = p2p_route(c, src, tag, count, 1);
-    if (to == P2P_TO_NULL)
-        return p2p_new_null(MODE_RECV, comm, req);
+    if (to == P2P_TO_NULL) {
+        *req = p2p_set.done_recv;
+        return MPI_SUCCESS;
+    }
     if (to == P2P_TO_MPI) {
         if (pmpi_stats_on)
             pmpi_stat_mpi(&p2p_st_recv, p2p_why_not(comm), P2P_MPI_BYTES(count, dt));
@@ -166,6 +168,10 @@ static __attribute__((noinline)) int p2p_recv(void *buf, MPI_Count count, MPI_Da
      * communicator's handler as the MPI itself raises them (MPICH raises those of an MPI_Wait on
      * MPI_COMM_WORLD's). */
     p2p_to_t to = p2p_route(c, src, tag, count, 1);
+    if (to == P2P_TO_NULL) {
+        p2p_status_set(st, MPI_PROC_NULL, MPI_ANY_TAG, 0, 0);
+        return MPI_SUCCESS;
+    }
     if ((to == P2P_TO_MPI || to == P2P_TO_OFFNODE) && !p2p_need_progress()) {
         pmpi_stat_mpi(&p2p_st_recv, to == P2P_TO_OFFNODE ? PMPI_WHY_OFFNODE : p2p_why_not(comm),
                       P2P_MPI_BYTES(count, dt));

@@ -81,20 +81,23 @@ p2p_req_t *p2p_req_new(void)
     return r;
 }
 
-p2p_req_t *p2p_req_done(void)
+p2p_req_t *p2p_req_done(int mode)
 {
-    static p2p_req_t *done;
-    if (!done) {
-        done = p2p_req_new();
-        if (!done) {
+    static p2p_req_t *done[2];
+    p2p_req_t **d = &done[mode == MODE_RECV];
+    if (!*d) {
+        *d = p2p_req_new();
+        if (!*d) {
             util_out_of_memory("the first point-to-point request", sizeof(p2p_req_t) * CHUNK);
         }
-        done->kind = P2P_K_NULL;
-        done->mode = 0; /* a send: the status says MPI_ANY_SOURCE / MPI_ANY_TAG, 0 bytes */
-        done->comm = MPI_COMM_NULL;
-        done->permanent = 1;
+        (*d)->kind = P2P_K_NULL;
+        /* A send's status says MPI_ANY_SOURCE / MPI_ANY_TAG, a receive's MPI_PROC_NULL /
+         * MPI_ANY_TAG; 0 bytes (p2p_req_test). */
+        (*d)->mode = mode == MODE_RECV ? MODE_RECV : MODE_STD;
+        (*d)->comm = MPI_COMM_NULL;
+        (*d)->permanent = 1;
     }
-    return done;
+    return *d;
 }
 
 int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt)
