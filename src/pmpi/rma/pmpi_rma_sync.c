@@ -449,9 +449,10 @@ BOBCAT_EXPORT int MPI_Win_unlock_all(MPI_Win win)
  * counted as owed (accumulates, or anything to an off-node target under lock_all). */
 static int real_locked(const rma_win_t *w, int t)
 {
-    if (rma_held(w->locked[t] ? w->locked[t] : w->lock_all))
-        return w->owed[t];
-    return w->lock_all == RMA_L_REAL || w->lock_all_real || w->locked[t] == RMA_L_REAL || w->locked_real[t];
+    /* (the one-node window's answer, 0, first: a held epoch is none of these) */
+    if (w->lock_all == RMA_L_REAL || w->lock_all_real || w->locked[t] == RMA_L_REAL || w->locked_real[t])
+        return 1;
+    return w->spans && rma_held(w->locked[t] ? w->locked[t] : w->lock_all) && w->owed[t];
 }
 static int any_real_locked(const rma_win_t *w)
 {
