@@ -70,21 +70,5 @@ contains
     end do
   end subroutine allreduce
 
-  double precision function median(x)
-    double precision, intent(in) :: x(:)
-    double precision :: y(size(x)), s
-    integer :: i, j
-    y = x
-    do i = 2, size(y)
-      s = y(i)
-      j = i - 1
-      do while (j >= 1)
-        if (y(j) <= s) exit
-        y(j + 1) = y(j)
-        j = j - 1
-      end do
-      y(j + 1) = s
-    end do
-    median = y((size(y) + 1) / 2)
-  end function median
+#include "median.inc"
 end program lang_pp
