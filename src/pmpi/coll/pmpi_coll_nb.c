@@ -167,6 +167,10 @@ typedef struct nb_req {
     const void *own_src;     /* once the leaders' phase has brought it */
     size_t own_bytes;
     struct a2a *a2a;         /* Ialltoall across nodes: the leader's staging (below) */
+    void *sx, *se;           /* Iscan/Iexscan across nodes, a leader: its node phase's input (its
+                                own, then with the earlier nodes' prefix folded in on the left)
+                                and that prefix (the leaders' MPI_Iexscan's result) */
+    int sfold;               /* ... the prefix exists (not the first node): fold it in */
     struct nb_req *hnext;    /* the list of calls across nodes in flight */
     const pc_nbv_ops_t *vops; /* a v/w form's staging (pmpi_coll_nbv.c), its state vst */
     void *vst;
@@ -245,6 +249,8 @@ static int leaders_start(nb_req_t *q)
     case COLL_NB_REDUCE:
         return PMPI_Ireduce(q->lself ? MPI_IN_PLACE : q->lbuf, q->lself ? q->lbuf : NULL, q->lcount, q->ldt, q->lop,
                             q->lroot, q->lcomm, &q->real);
+    case COLL_NB_EXSCAN: /* the node totals: the earlier nodes' prefix into se */
+        return PMPI_Iexscan(q->lbuf, q->se, q->lcount, q->ldt, q->lop, q->lcomm, &q->real);
     case COLL_NB_REDUCE_SCATTER: /* the nodes' blocks, in place: mine lands at the start */
         return PMPI_Ireduce_scatter(MPI_IN_PLACE, q->lbuf, q->lcd, q->ldt, q->lop, q->lcomm, &q->real);
     case COLL_NB_ALLGATHER: { /* the nodes' blocks in place */
@@ -297,6 +303,8 @@ static int hier_advance(nb_req_t *q)
                 return 0;
             if (q->a2a)
                 a2a_assemble(q->a2a);
+            if (q->sfold) /* earlier ranks first: any op */
+                q->c.op.fn(q->se, q->sx, q->c.count, &q->c.op);
             if (q->own_bytes)
                 memcpy(q->own_dst, q->own_src, q->own_bytes);
             if (q->has_c2)
@@ -823,6 +831,58 @@ static int iallreduce_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, v
     return req_out(q, comm, req);
 }
 
+/* Iscan / Iexscan across nodes (ranks grouped by node, so a rank's prefix is the earlier nodes'
+ * totals, then its own node's part): the node reduces its total to the leader (ring), the leaders
+ * MPI_Iexscan the totals (the earlier nodes' prefix E; none at the first node), the leader folds E
+ * in on the left of its own input (x0 -> E op x0), and the node scans (exscans) with that as node
+ * rank 0's input, held by the leader until then. The leader's own Iexscan result is E, copied. */
+static int iscan_hier(coll_nb_kind_t kind, pmpi_stat_t *st, pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf,
+                      void *rbuf, size_t n, const coll_op_t *cop, MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    nb_req_t *q = req_new();
+    size_t span = coll_span(cop, n);
+    if (!n)
+        return nothing_to_move(q, st, comm, req);
+    int me = pc->rank, in_place = sbuf == MPI_IN_PLACE, leader = pc->leader == me, exscan = kind == COLL_NB_EXSCAN;
+    /* Exscan leaves rank 0's result alone: a staged one starts as the user's. In place my result
+     * overwrites my input, which node mates' units read: copy it. */
+    void *R = red_output(q, rbuf, span, 0, in_place || (exscan && me == 0));
+    const void *in = in_place ? red_input(q, R, span, 0, 1) : red_input(q, sbuf, span, 0, 0);
+    q->c.op = *cop;
+    q->c.count = n;
+    q->c.root = 0;
+    q->c.sbuf = in;
+    q->c2.op = *cop;
+    q->c2.count = n;
+    q->c2.rbuf = R;
+    q->c2.sbuf = in;
+    if (leader) {
+        size_t sr = (span + 63) & ~(size_t)63;
+        char *T = q->scratch = xmalloc(3 * sr), *E = T + sr, *X = E + sr; /* node total, prefix, input */
+        memcpy(X, in, span);
+        if (!node) /* alone on my node: my input is the node's total */
+            memcpy(T, in, span);
+        q->sx = X;
+        q->se = E;
+        q->sfold = pc->leader_rank[me] > 0;
+        q->c.rbuf = T;
+        q->c2.sbuf = X;
+        q->lbuf = T;
+        if (exscan ? q->sfold : !node) { /* what no node unit writes: Exscan's E, Scan's alone E op x0 */
+            q->own_dst = R;
+            q->own_src = exscan ? E : X;
+            q->own_bytes = span;
+        }
+    }
+    q->lkind = COLL_NB_EXSCAN;
+    q->lcount = (int)n;
+    q->ldt = pc_op_base(cop);
+    q->lop = op;
+    hier_start(q, pc, node, COLL_NB_REDUCE, kind);
+    count_path(st, q, span);
+    return req_out(q, comm, req);
+}
+
 static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, void *rbuf, int count,
                        MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
 {
@@ -831,11 +891,15 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
     coll_op_t cop;
     size_t n = 0;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
-    if (!nc && (kind == COLL_NB_ALLREDUCE || kind == COLL_NB_REDUCE) && why == PMPI_WHY_MULTINODE &&
-        hier_setup(comm, &pc, &node, &why) == 0 && red_args(count, dt, op, &cop, &n, &why) == 0) {
-        int me = pc->rank;
-        if (!cop.commutative && !pc->blocked)
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 &&
+        red_args(count, dt, op, &cop, &n, &why) == 0) {
+        int me = pc->rank, scanlike = kind == COLL_NB_SCAN || kind == COLL_NB_EXSCAN;
+        if ((!cop.commutative || scanlike) && !pc->blocked)
             why = PMPI_WHY_ORDER;
+        else if (scanlike && sbuf != rbuf && rbuf != MPI_IN_PLACE)
+            return iscan_hier(kind, st, pc, node, sbuf, rbuf, n, &cop, op, comm, req);
+        else if (scanlike)
+            why = PMPI_WHY_VARIANT;
         else if (kind == COLL_NB_ALLREDUCE && sbuf != rbuf && rbuf != MPI_IN_PLACE)
             return iallreduce_hier(pc, node, sbuf, rbuf, n, &cop, op, comm, req);
         else if (kind == COLL_NB_ALLREDUCE || root < 0 || root >= pc->size ||
@@ -917,29 +981,54 @@ BOBCAT_EXPORT int MPI_Iexscan(const void *sbuf, void *rbuf, int count, MPI_Datat
 }
 
 /* Ireduce_scatter(_block): counts[r] elements of the result to rank r. */
-/* Ireduce_scatter_block across nodes (ranks grouped by node, elements without a gap after the
- * last: a piece is k elements' extent): the node reduces the whole vector to its leader (ring), the
- * leaders reduce-scatter the nodes' blocks through the real MPI (MPI_Ireduce_scatter, in place:
- * the leader's node block lands at the start of its partial result), and the node takes its pieces
- * from the leader (ring, held by the leader until then). k: elements of the op's base type per rank. */
-static int irsb_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void *rbuf, size_t k, const coll_op_t *cop,
-                     MPI_Op op, MPI_Comm comm, MPI_Request *req)
+/* Ireduce_scatter(_block) across nodes (ranks grouped by node, elements without a gap after the
+ * last: a piece of k elements is k elements' extent): the node reduces the whole vector to its
+ * leader (ring), the leaders reduce-scatter the nodes' blocks through the real MPI
+ * (MPI_Ireduce_scatter, in place: the leader's node block lands at the start of its partial
+ * result), and the node takes its pieces from the leader (ring: Scatter, or Scatterv from the
+ * leader's table where the counts differ; held by the leader until then). K(r): elements of the
+ * op's base type rank r gets (rcounts[0] for every rank when block). */
+#define K(r) ((size_t)rcounts[block ? 0 : (r)] * mult)
+static int irs_hier(pmpi_stat_t *st, pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void *rbuf,
+                    const int *rcounts, int block, size_t mult, const coll_op_t *cop, MPI_Op op, MPI_Comm comm,
+                    MPI_Request *req)
 {
-    int n = pc->size, N = pc->nnodes, in_place = sbuf == MPI_IN_PLACE, leader = pc->leader == pc->rank;
+    int n = pc->size, N = pc->nnodes, me = pc->rank, in_place = sbuf == MPI_IN_PLACE, leader = pc->leader == me;
     nb_req_t *q = req_new();
-    if (!k)
-        return nothing_to_move(q, &st_irsb, comm, req);
-    size_t span = coll_span(cop, k * (size_t)n), piece = coll_span(cop, k);
+    size_t total = 0;
+    for (int r = 0; r < n; r++)
+        total += K(r);
+    if (!total)
+        return nothing_to_move(q, st, comm, req);
+    size_t span = coll_span(cop, total), piece = coll_span(cop, K(me));
     /* In place the whole input is in rbuf and my piece of the result overwrites its start. */
     const void *in = red_input(q, in_place ? rbuf : sbuf, span, 0, in_place);
     void *R = red_output(q, rbuf, piece, 0, 0);
     if (leader) {
-        char *L = q->scratch = xmalloc(span); /* the node's partial result, then its block */
+        int myk = pc->leader_rank[me], f = pc->node_first[myk], ns = pc->node_count[myk];
+        /* The Scatterv's table (node rank i's piece's bytes, then where it lies), then the node's
+         * partial result, which becomes its block: one block of the segment, freed at release. */
+        size_t tab = block ? 0 : (2 * (size_t)ns * sizeof(uint64_t) + 63) & ~(size_t)63;
+        char *base = q->scratch = xmalloc(tab + span), *L = base + tab;
         if (!node) /* alone on my node: my input is the node's partial result */
             memcpy(L, in, span);
         q->lcd = xmalloc((size_t)N * sizeof(int));
-        for (int j = 0; j < N; j++)
-            q->lcd[j] = pc->node_count[j] * (int)k;
+        for (int j = 0; j < N; j++) {
+            size_t kj = 0;
+            for (int r = pc->node_first[j]; r < pc->node_first[j] + pc->node_count[j]; r++)
+                kj += K(r);
+            q->lcd[j] = (int)kj;
+        }
+        if (!block) {
+            uint64_t *t = (uint64_t *)base;
+            size_t off = 0;
+            for (int i = 0; i < ns; i++) {
+                t[i] = coll_span(cop, K(f + i));
+                t[ns + i] = (uint64_t)(uintptr_t)(L + off);
+                off += t[i];
+            }
+            q->c2.tab = t;
+        }
         q->c.rbuf = L;
         q->c2.sbuf = L;
         q->own_dst = R; /* node rank 0's piece, once the leaders' phase has brought it */
@@ -950,7 +1039,7 @@ static int irsb_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void *r
         q->c2.rbuf = R;
     }
     q->c.op = *cop;
-    q->c.count = k * (size_t)n;
+    q->c.count = total;
     q->c.root = 0;
     q->c.sbuf = in;
     q->c2.bytes = piece;
@@ -959,10 +1048,11 @@ static int irsb_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void *r
     q->lcount = N;
     q->ldt = pc_op_base(cop);
     q->lop = op;
-    hier_start(q, pc, node, COLL_NB_REDUCE, COLL_NB_SCATTER);
-    count_path(&st_irsb, q, span);
+    hier_start(q, pc, node, COLL_NB_REDUCE, block ? COLL_NB_SCATTER : COLL_NB_SCATTERV);
+    count_path(st, q, span);
     return req_out(q, comm, req);
 }
+#undef K
 
 static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rcounts, int block, MPI_Datatype dt,
                    MPI_Op op, MPI_Comm comm, MPI_Request *req)
@@ -973,16 +1063,20 @@ static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rco
     size_t mult = 1;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
     long long total = 0;
-    if (!nc && block && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 &&
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 &&
         pc_op(op, dt, &cop, &mult, &why) == 0) {
-        /* (the same facts on every rank: the layout, the count, the datatype) */
+        /* (the same facts on every rank: the layout, the counts, the datatype) */
+        for (int r = 0; r < pc->size; r++) {
+            int k = block ? rcounts[0] : rcounts[r];
+            total = k < 0 || total < 0 ? -1 : total + k;
+        }
         if (!pc->blocked)
             why = PMPI_WHY_ORDER;
-        else if (rcounts[0] < 0 || (long long)rcounts[0] * (long long)mult * pc->size > INT_MAX ||
-                 cop.tail != cop.extent)
+        else if (total < 0 || total * (long long)mult > INT_MAX || cop.tail != cop.extent)
             why = PMPI_WHY_VARIANT;
         else
-            return irsb_hier(pc, node, sbuf, rbuf, (size_t)rcounts[0] * mult, &cop, op, comm, req);
+            return irs_hier(st, pc, node, sbuf, rbuf, rcounts, block, mult, &cop, op, comm, req);
+        total = 0;
     }
     if (nc) {
         if (pc_op(op, dt, &cop, &mult, &why) != 0) {
