@@ -287,6 +287,8 @@ typedef struct coll_nb {
     int hold;                  /* started but not to be published yet (its data is not ready: the
                                   node phase after a leaders' phase); coll_nb_release publishes it */
     int published, mine_done, complete;
+    int vinl;                  /* ALLTOALLV: my blocks travel in my slot (coll_nb.c, "small
+                                  all-to-all-v"): set when published */
     struct coll_nb *next;
 } coll_nb_t;
 

@@ -14,7 +14,7 @@
  *   GATHERV          w0 = its piece, w2 = the piece's bytes; the root: w3 = its table
  *   SCATTERV         w1 = where its piece lands, w2 = the piece's bytes; the root: w3 = its table
  *   ALLGATHERV       w0 = its piece, w2 = the piece's bytes, w3 = its table
- *   ALLTOALLV        w3 = its table
+ *   ALLTOALLV        w3 = its table; small (below): its blocks in w0-w2, w4-w5, w6 = their stride
  *
  * Tables (the v forms; uint64 words in the owner's segment, written before it publishes, pointers
  * in the owner's view, 0 = none): per-rank counts differ, and MPI makes each rank's arrays
@@ -24,6 +24,16 @@
  *   ALLTOALLV            t[r] = where my block for r lies, t[n + r] its bytes; t[2n + r] = where
  *                        r's block for me lands, t[3n + r] the bytes I expect
  * A unit copies the fewer of the two sides' bytes (MPI makes them equal; no truncation error).
+ *
+ * Small all-to-all-v: a rank whose every send block has at most VINL_BYTES / n bytes publishes the
+ * blocks themselves, block r at r * stride of the 40 bytes of w0-w2 and w4-w5 (stride = VINL_BYTES
+ * / n, in w6; w6 = 0: not inline). Only the rank itself knows its blocks are small (its counts are
+ * its own), so the choice is per rank and said in its slot; a unit reads each sender's block from
+ * its slot or its table accordingly, taking the receiver's expected bytes (up to the stride). No
+ * unit reads such a rank's send side, so it completes once its own unit is done (NEED_OWN) instead
+ * of every unit (NEED_ALL): one synchronisation fewer, as the inline Ialltoall. Its unit is its own
+ * (no claim, nobody helps with it): for a few bytes a claim's atomic and the race to help cost more
+ * than the copy; a rank of the call that is not small then waits for the small one's own progress.
  *
  * Rank p's unit (done by whoever claims it, from the publications and the arguments every rank
  * passes alike): BCAST copies the root's buffer into p's; REDUCE and ALLREDUCE reduce slice p of
@@ -88,6 +98,10 @@ static inline const char *pwords(const coll_nb_group_t *g, uint64_t s, int r)
 }
 
 static inline uint64_t W(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+/* Small all-to-all-v (above): the published words that hold the blocks, in order. */
+#define VINL_BYTES 40
+static const int vinl_word[VINL_BYTES / 8] = {0, 1, 2, 4, 5};
 
 /* The v forms: rank r's own piece's bytes (w2). */
 static inline size_t pbytes(const coll_nb_group_t *g, uint64_t s, int r) { return (size_t)slot_of(g, s, r)->pub.word[2]; }
@@ -173,6 +187,8 @@ static int need_of(const coll_nb_t *c)
     case COLL_NB_ALLGATHER:
     case COLL_NB_ALLTOALL:
         return c->inl ? NEED_OWN : NEED_ALL;
+    case COLL_NB_ALLTOALLV:
+        return c->vinl ? NEED_OWN : NEED_ALL;
     case COLL_NB_GATHER:
     case COLL_NB_SCATTER:
     case COLL_NB_GATHERV:
@@ -363,6 +379,17 @@ static void unit(coll_nb_t *c, int p)
         const uint64_t *pt = (const uint64_t *)pptr(g, s, p, 3);
         for (int k = 0; k < n; k++) {
             int r = (p + k) % n;
+            const uint64_t *rw = slot_of(g, s, r)->pub.word;
+            size_t stride = (size_t)rw[6];
+            if (stride) { /* r's blocks are in its slot (its table may be gone already) */
+                uint64_t blk[VINL_BYTES / 8];
+                for (int i = 0; i < VINL_BYTES / 8; i++)
+                    blk[i] = rw[vinl_word[i]];
+                size_t b = pt[3 * n + r] < stride ? pt[3 * n + r] : stride;
+                if (b)
+                    memcpy(tptr(g, p, pt[2 * n + r]), (const char *)blk + (size_t)p * stride, b);
+                continue;
+            }
             const uint64_t *rt = (const uint64_t *)pptr(g, s, r, 3);
             size_t b = rt[n + p] < pt[3 * n + r] ? rt[n + p] : pt[3 * n + r];
             if (!b)
@@ -420,10 +447,31 @@ static void publish(coll_nb_t *c)
             w[1] = W(c->rbuf);
         }
         break;
+    case COLL_NB_ALLTOALLV: {
+        int n = g->size;
+        size_t stride = VINL_BYTES / (size_t)n, most = 0;
+        for (int r = 0; r < n; r++)
+            most = c->tab[n + r] > most ? c->tab[n + r] : most;
+        w[3] = W(c->tab);
+        c->vinl = most <= stride && stride > 0;
+        if (!c->vinl) {
+            w[0] = W(c->sbuf);
+            w[1] = W(c->rbuf);
+            w[2] = c->bytes;
+            break;
+        }
+        uint64_t blk[VINL_BYTES / 8] = {0};
+        for (int r = 0; r < n; r++)
+            if (c->tab[n + r])
+                memcpy((char *)blk + (size_t)r * stride, tptr(g, me, c->tab[r]), c->tab[n + r]);
+        for (int i = 0; i < VINL_BYTES / 8; i++)
+            w[vinl_word[i]] = blk[i];
+        w[6] = stride;
+        break;
+    }
     case COLL_NB_GATHERV:
     case COLL_NB_SCATTERV:
     case COLL_NB_ALLGATHERV:
-    case COLL_NB_ALLTOALLV:
         w[0] = W(c->sbuf);
         w[1] = W(c->rbuf);
         w[2] = c->bytes;
@@ -540,7 +588,7 @@ static int advance(coll_nb_t *c)
         if (c->inl) {
             unit(c, me);
             c->mine_done = 1;
-        } else if (claim(g, c->seq, me)) {
+        } else if (c->vinl || claim(g, c->seq, me)) { /* (a small all-to-all-v's unit is its own) */
             do_claimed(c, me);
             c->mine_done = 1;
         }
@@ -548,7 +596,8 @@ static int advance(coll_nb_t *c)
     if (!c->inl && g->help)
         for (int k = 1; k < n; k++) {
             int p = (me + k) % n;
-            if (has_unit(c, p) && atomic_load_explicit(&slot_of(g, c->seq, p)->claim, memory_order_relaxed) < c->seq &&
+            if (has_unit(c, p) && !(c->kind == COLL_NB_ALLTOALLV && slot_of(g, c->seq, p)->pub.word[6]) &&
+                atomic_load_explicit(&slot_of(g, c->seq, p)->claim, memory_order_relaxed) < c->seq &&
                 claim(g, c->seq, p))
                 do_claimed(c, p);
         }
@@ -592,7 +641,7 @@ void coll_nb_start(coll_nb_t *c)
 {
     coll_nb_group_t *g = c->g;
     c->seq = ++g->started;
-    c->published = c->mine_done = c->complete = 0; /* hold: as the caller set it */
+    c->published = c->mine_done = c->complete = c->vinl = 0; /* hold: as the caller set it */
     c->next = NULL;
     if (g->tail)
         g->tail->next = c;

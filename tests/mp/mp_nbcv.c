@@ -9,8 +9,10 @@
  * derived types (vector, contiguous, resized) that differ between sender and receiver but whose
  * signatures match, a type per peer (Ialltoallw; MPI_DATATYPE_NULL for its empty blocks on MPICH,
  * which accepts it where Open MPI 4.1 does not), data buffers and count/displacement/type arrays on
- * the heap (the segment), the stack and static data, large blocks. Calls are started in batches of
- * up to 12 (more than the ring's 8 in flight) together with point-to-point requests, and completed
+ * the heap (the segment), the stack and static data, large blocks, small blocks (a few ints: the
+ * all-to-alls' senders whose blocks fit the ring's slot send them there, others not, in one call).
+ * Calls are started in batches of up to 12 (more than the ring's 8 in flight) together with
+ * point-to-point requests, and completed
  * with MPI_Waitall, MPI_Waitany, an MPI_Testsome loop or MPI_Wait in reverse order; two
  * communicators whose calls even and odd ranks start in opposite orders. A datatype is freed right
  * after the call that uses it starts.
@@ -114,9 +116,18 @@ typedef struct {
     char label[96];
 } call_t;
 
-/* Counts: uneven, with zeros; symmetric where in place needs it (Ialltoallv/w). */
+/* Counts: uneven, with zeros; symmetric where in place needs it (Ialltoallv/w). big 2 (small, plain
+ * ints): at most 40 / n bytes a block, so that a rank's blocks travel in the ring's slots
+ * (coll_nb.c, "small all-to-all-v"), but out of place rank 1's block for rank 0 one int more: a
+ * call where some senders are small and some not. */
 static size_t cnt(const call_t *c, int s, int d)
 {
+    if (c->big == 2) {
+        size_t fit = 40 / (size_t)c->n / sizeof(int);
+        if (!c->inplace && s == 1 && d == 0)
+            return fit + 1;
+        return (size_t)((c->inplace ? s + d : s * 5 + d * 3) + c->salt) % (fit + 1);
+    }
     static const int t[] = {0, 1, 4, 7, 2, 0, 5};
     int i = c->inplace && c->f >= F_ALLTOALLV ? (s + d + c->salt) % 7 : (s * 5 + d * 3 + c->salt) % 7;
     return (size_t)t[i] * 6 * (size_t)(c->big ? 683 : 1); /* a multiple of 6: every kind divides it */
@@ -217,7 +228,7 @@ static call_t *call_new(form_t f, MPI_Comm comm, int root, int inplace, bkind_t 
     c->sat = malloc(2 * sizeof(MPI_Aint) * (size_t)n), c->rat = c->sat + n;
     shape(c);
     snprintf(c->label, sizeof c->label, "%s root %d%s %s%s salt %d%s", fname[f], root, inplace ? " in place" : "",
-             bname[bk], derived ? " derived" : "", salt, big ? " big" : "");
+             bname[bk], derived ? " derived" : "", salt, big == 2 ? " small" : big ? " big" : "");
     return c;
 }
 
@@ -485,6 +496,15 @@ static void run_comm(MPI_Comm comm, const char *cn)
             cs[nc++] = call_new(F_SCATTERV, comm, root, ip, B_HEAP, (root + 1) % 2, root, 0);
         }
         batch(comm, cs, nc, (root + 1) % 4, cn);
+    }
+    /* small blocks (a few ints, plain), some ranks' in the slots and some not */
+    for (int ip = 0; ip < 2; ip++) {
+        int nc = 0;
+        for (int salt = 0; salt < 3; salt++) {
+            cs[nc++] = call_new(F_ALLTOALLV, comm, 0, ip, (bkind_t)(salt % B_N), 0, salt, 2);
+            cs[nc++] = call_new(F_ALLTOALLW, comm, 0, ip, B_HEAP, 0, salt, 2);
+        }
+        batch(comm, cs, nc, ip + 1, cn);
     }
     /* large blocks (64 KiB per block): heap, static, derived */
     for (int f = 0; f < F_N; f++) {
