@@ -70,6 +70,16 @@ static void mat_op(void *in, void *inout, int *len, MPI_Datatype *dt)
         mat_mul(&x[i], &y[i], &y[i]); /* inout = in * inout: in is the earlier rank */
 }
 static mat_t mat_of(int r, size_t i) { return (mat_t){(uint32_t)(r + 2), (uint32_t)(i + 1), (uint32_t)(r * 3 + 1), (uint32_t)(i % 5 + 1)}; }
+/* Element i's product over ranks 0..hi, earlier ranks on the left (hi >= 0). */
+static mat_t mat_upto(int hi, size_t i)
+{
+    mat_t acc = mat_of(hi, i);
+    for (int q = hi - 1; q >= 0; q--) {
+        mat_t x = mat_of(q, i);
+        mat_mul(&x, &acc, &acc);
+    }
+    return acc;
+}
 static MPI_Datatype mat_type;
 static MPI_Op mat_mpi_op;
 
@@ -210,11 +220,7 @@ static void case_minloc_and_matrix(MPI_Comm comm, const char *cn, size_t cnt)
             }
         }
         bad += d[i].v != best || d[i].i != who;
-        mat_t acc = mat_of(n - 1, i);
-        for (int q = n - 2; q >= 0; q--) {
-            mat_t x = mat_of(q, i);
-            mat_mul(&x, &acc, &acc);
-        }
+        mat_t acc = mat_upto(n - 1, i);
         badm += memcmp(&acc, &md[i], sizeof acc) != 0;
     }
     CHECK(!bad, "%s: Iallreduce MINLOC %zu: %d wrong", cn, cnt, bad);
@@ -228,18 +234,10 @@ static void case_minloc_and_matrix(MPI_Comm comm, const char *cn, size_t cnt)
     MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
     int bads = 0, badx = 0;
     for (size_t i = 0; i < cnt; i++) {
-        mat_t acc = mat_of(me, i);
-        for (int q = me - 1; q >= 0; q--) {
-            mat_t x = mat_of(q, i);
-            mat_mul(&x, &acc, &acc);
-        }
+        mat_t acc = mat_upto(me, i);
         bads += memcmp(&acc, &mi[i], sizeof acc) != 0;
         if (me > 0) {
-            acc = mat_of(me - 1, i);
-            for (int q = me - 2; q >= 0; q--) {
-                mat_t x = mat_of(q, i);
-                mat_mul(&x, &acc, &acc);
-            }
+            acc = mat_upto(me - 1, i);
             badx += memcmp(&acc, &mx[i], sizeof acc) != 0;
         }
     }
