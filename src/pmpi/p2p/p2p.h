@@ -155,7 +155,8 @@ typedef struct {
     int threads;         /* some rank of the job runs at MPI_THREAD_MULTIPLE: communicators agree
                             on their context in two steps (p2p_comm.c) */
     size_t eager_limit;  /* the engine's */
-    MPI_Request done;    /* the shared completed send's handle (p2p_req_done) */
+    MPI_Request done;    /* the shared completed send's handle (p2p_req_done): small sends, sends
+                            to MPI_PROC_NULL, a buffered send's stand-in */
     MPI_Request done_recv; /* the shared completed receive's (from MPI_PROC_NULL) */
 } p2p_settings_t;
 extern p2p_settings_t p2p_set;
@@ -173,7 +174,8 @@ int p2p_req_hold_type(p2p_req_t *r, MPI_Datatype dt);
  * starts). Taken here rather than per request: the small-message paths pay nothing. Returns the
  * references c holds. */
 int p2p_req_pin_comm(p2p_comm_t *c);
-/* The one completed send request every small nonblocking send shares (kind P2P_K_NULL). */
+/* The one completed send (mode MODE_STD) or receive from MPI_PROC_NULL (MODE_RECV) request that
+ * such calls share (kind P2P_K_NULL). */
 p2p_req_t *p2p_req_done(int mode);
 p2p_req_t *p2p_req_of(MPI_Request h); /* NULL for real requests and MPI_REQUEST_NULL */
 MPI_Request p2p_handle_of(p2p_req_t *r);
@@ -227,8 +229,6 @@ int p2p_real(int how, int mode, const void *buf, MPI_Count count, MPI_Datatype d
                         MPI_Comm comm, MPI_Request *req, MPI_Status *st);
 /* Why a call on this communicator went to the real MPI (for BOBCAT_STATS). */
 pmpi_why_t p2p_why_not(MPI_Comm comm);
-/* A request complete from the start (MPI_PROC_NULL; a buffered send's stand-in). */
-int p2p_new_null(int mode, MPI_Comm comm, MPI_Request *req);
 /* BOBCAT_STATS rows: sends by path (eager / single-copy through bobcat, or the real MPI and why),
  * receives by where they were posted, and the engine's own counters. */
 extern pmpi_stat_t p2p_st_send, p2p_st_recv, p2p_st_engine;

@@ -39,18 +39,6 @@ pmpi_why_t p2p_why_not(MPI_Comm comm)
     return inter ? PMPI_WHY_INTER : PMPI_WHY_SETUP; /* else: made by a constructor we do not see */
 }
 
-int p2p_new_null(int mode, MPI_Comm comm, MPI_Request *req)
-{
-    p2p_req_t *r = p2p_req_new();
-    if (!r)
-        return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
-    r->kind = P2P_K_NULL;
-    r->mode = mode;
-    r->comm = comm;
-    *req = p2p_handle_of(r);
-    return MPI_SUCCESS;
-}
-
 /* MPI 4's large-count forms where the count does not fit an int. */
 #if MPI_VERSION >= 4
 #define REAL(name, ...) (big ? PMPI_##name##_c(__VA_ARGS__) : PMPI_##name(__VA_ARGS__))
