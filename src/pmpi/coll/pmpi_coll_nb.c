@@ -980,24 +980,34 @@ BOBCAT_EXPORT int MPI_Iexscan(const void *sbuf, void *rbuf, int count, MPI_Datat
     return ireduce_any(COLL_NB_EXSCAN, &st_iexscan, sbuf, rbuf, count, dt, op, 0, comm, req);
 }
 
-/* Ireduce_scatter(_block): counts[r] elements of the result to rank r. */
+/* Ireduce_scatter(_block): counts[r] elements of the result to rank r (rcounts[0] for every rank
+ * when block); their sum over n ranks, or -1 if one is negative. */
+static long long rs_total(const int *rcounts, int block, int n)
+{
+    long long total = 0;
+    for (int r = 0; r < n; r++) {
+        int k = block ? rcounts[0] : rcounts[r];
+        if (k < 0)
+            return -1;
+        total += k;
+    }
+    return total;
+}
+
 /* Ireduce_scatter(_block) across nodes (ranks grouped by node, elements without a gap after the
  * last: a piece of k elements is k elements' extent): the node reduces the whole vector to its
  * leader (ring), the leaders reduce-scatter the nodes' blocks through the real MPI
  * (MPI_Ireduce_scatter, in place: the leader's node block lands at the start of its partial
  * result), and the node takes its pieces from the leader (ring: Scatter, or Scatterv from the
  * leader's table where the counts differ; held by the leader until then). K(r): elements of the
- * op's base type rank r gets (rcounts[0] for every rank when block). */
+ * op's base type rank r gets (rcounts[0] for every rank when block); total: their sum. */
 #define K(r) ((size_t)rcounts[block ? 0 : (r)] * mult)
 static int irs_hier(pmpi_stat_t *st, pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void *rbuf,
-                    const int *rcounts, int block, size_t mult, const coll_op_t *cop, MPI_Op op, MPI_Comm comm,
-                    MPI_Request *req)
+                    const int *rcounts, int block, size_t mult, size_t total, const coll_op_t *cop, MPI_Op op,
+                    MPI_Comm comm, MPI_Request *req)
 {
-    int n = pc->size, N = pc->nnodes, me = pc->rank, in_place = sbuf == MPI_IN_PLACE, leader = pc->leader == me;
+    int N = pc->nnodes, me = pc->rank, in_place = sbuf == MPI_IN_PLACE, leader = pc->leader == me;
     nb_req_t *q = req_new();
-    size_t total = 0;
-    for (int r = 0; r < n; r++)
-        total += K(r);
     if (!total)
         return nothing_to_move(q, st, comm, req);
     size_t span = coll_span(cop, total), piece = coll_span(cop, K(me));
@@ -1066,32 +1076,24 @@ static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rco
     if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 &&
         pc_op(op, dt, &cop, &mult, &why) == 0) {
         /* (the same facts on every rank: the layout, the counts, the datatype) */
-        for (int r = 0; r < pc->size; r++) {
-            int k = block ? rcounts[0] : rcounts[r];
-            total = k < 0 || total < 0 ? -1 : total + k;
-        }
+        total = rs_total(rcounts, block, pc->size);
         if (!pc->blocked)
             why = PMPI_WHY_ORDER;
-        else if (total < 0 || total * (long long)mult > INT_MAX || cop.tail != cop.extent)
+        else if (total < 0 || (unsigned long long)total * mult > INT_MAX || cop.tail != cop.extent)
             why = PMPI_WHY_VARIANT;
         else
-            return irs_hier(st, pc, node, sbuf, rbuf, rcounts, block, mult, &cop, op, comm, req);
-        total = 0;
+            return irs_hier(st, pc, node, sbuf, rbuf, rcounts, block, mult, (size_t)total * mult, &cop, op, comm,
+                            req);
     }
     if (nc) {
         if (pc_op(op, dt, &cop, &mult, &why) != 0) {
             nc = NULL;
         } else {
-            for (int r = 0; r < pc->size && nc; r++) {
-                int k = block ? rcounts[0] : rcounts[r];
-                if (k < 0)
-                    nc = NULL;
-                total += k;
-            }
-            if (nc && (unsigned long long)total * mult > INT_MAX)
+            total = rs_total(rcounts, block, pc->size);
+            if (total < 0 || (unsigned long long)total * mult > INT_MAX) {
                 nc = NULL;
-            if (!nc)
                 why = PMPI_WHY_VARIANT;
+            }
         }
     }
     if (!nc) {
