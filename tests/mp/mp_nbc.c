@@ -733,6 +733,20 @@ int main(int argc, char **argv)
     int forced = mp_env_is("BOBCAT_COLL_NBC", "mpi", NULL);
     int help = !mp_env_is("BOBCAT_COLL_NBC_HELP", "0", "off");
 
+    /* The world's first collective is a nonblocking one: across nodes it is hierarchical all the
+     * same (the world's node part is built at MPI_Init, not by a first blocking collective). */
+    {
+        long long h0 = mp_stat("Iallreduce", "alg.hier");
+        int v = wrank + 1, sum = 0;
+        MPI_Request r;
+        MPI_Iallreduce(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        CHECK(sum == wsize * (wsize + 1) / 2, "first Iallreduce: %d, want %d", sum, wsize * (wsize + 1) / 2);
+        if (stats && !single && !forced)
+            CHECK(mp_stat("Iallreduce", "alg.hier") == h0 + 1, "the world's first collective (Iallreduce) was not "
+                  "hierarchical: alg.hier grew by %lld", mp_stat("Iallreduce", "alg.hier") - h0);
+    }
+
     long long m0 = mp_stat("Iallreduce", "mpi");
     run_comm(MPI_COMM_WORLD, "world");
     MPI_Comm rev;

@@ -20,6 +20,7 @@ typedef struct {
 } pc_knobs_t;
 extern pc_knobs_t pc_knobs;
 void pc_knobs_init(void);
+void pc_nb_world_early(void); /* MPI_Init, collective over the world (pmpi_coll_nb.c) */
 
 /* The node communicator rank of comm rank r (r on my node; -1 otherwise). */
 static inline int pc_node_rank(const pmpi_comm_t *pc, int r)

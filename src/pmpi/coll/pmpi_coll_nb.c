@@ -527,6 +527,19 @@ static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmp
     return 0;
 }
 
+/* MPI_COMM_WORLD's node part, built at MPI_Init when the world spans nodes, so that a program whose
+ * first collectives on it are nonblocking runs them hierarchically too. Other communicators get
+ * theirs at their first blocking collective: building it is a communicator split, which a
+ * nonblocking call may not do, and building it at every constructor would cost a program that
+ * makes many communicators two more of the MPI's contexts each. Collective over the world; every
+ * rank decides alike (the knobs and the plan are the job's, registration was agreed). */
+void pc_nb_world_early(void)
+{
+    pmpi_comm_t *pc = pmpi_comm_get(MPI_COMM_WORLD);
+    if (pc && !pc->single_node && pc_knobs.hier && pc_knobs.nbc != PC_MPI && p2p_comm_lookup(MPI_COMM_WORLD))
+        (void)pmpi_comm_get_coll(MPI_COMM_WORLD); /* on failure every rank warns and keeps the real MPI's */
+}
+
 /* Start the node calls (c now; c2 held on the leader until its leaders' call completes) and put
  * the call on the list that progress advances. */
 static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_kind_t k1, coll_nb_kind_t k2)
