@@ -741,8 +741,8 @@ static void *red_output(nb_req_t *q, void *out, size_t span, int inl, int keep)
     return q->raw_tmp;
 }
 
-/* root is its node's leader (its lowest rank): the rooted calls across nodes run hierarchically
- * only then, with the root itself the leaders' root (the same answer on every rank). */
+/* root is its node's leader (its lowest rank): the rooted calls across nodes then make the root
+ * itself the leaders' root; else its leader stands in for it (the same answer on every rank). */
 static int root_leads(const pmpi_comm_t *pc, int root)
 {
     return pc->by_pos[pc->node_first[pc->leader_rank[root]]] == root;
@@ -768,9 +768,28 @@ static int *node_blocks(const pmpi_comm_t *pc, size_t b)
     return cd;
 }
 
-/* Ireduce across nodes, the root leading its node: each node reduces to its leader (ring), into the
- * root's result on the root's node and a block of the leader's elsewhere, and the leaders reduce to
- * the root through the real MPI (MPI_Ireduce, in place at the root). */
+/* A rooted call whose root does not lead its node: on the root's node the leader stands in for it in
+ * the leaders' phase, and the node's v call (Gatherv to the leader, Scatterv from it) moves one
+ * block of `bytes` between the leader and the root (node rank `to`) alone. The leader's block of
+ * the segment, freed at release: the v call's table (to's bytes and where they lie or land; the
+ * others nothing), then the block, which is returned. */
+static char *root_block(nb_req_t *q, int ns, int to, size_t bytes, const uint64_t **tab_p)
+{
+    size_t tab = (2 * (size_t)ns * sizeof(uint64_t) + 63) & ~(size_t)63;
+    char *base = q->scratch = xmalloc(tab + bytes), *blk = base + tab;
+    uint64_t *t = (uint64_t *)base;
+    memset(t, 0, 2 * (size_t)ns * sizeof(uint64_t));
+    t[to] = bytes;
+    t[ns + to] = (uint64_t)(uintptr_t)blk;
+    *tab_p = t;
+    return blk;
+}
+
+/* Ireduce across nodes: each node reduces to its leader (ring), into the root's result on the root's
+ * node when the root leads it and a block of the leader's otherwise, and the leaders reduce to the
+ * root's node's leader through the real MPI (MPI_Ireduce, in place there). A root that does not lead
+ * its node then takes the result from its leader (the node's Scatterv, held by the leader until
+ * then). */
 static int ireduce_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void *rbuf, size_t n,
                         const coll_op_t *cop, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
 {
@@ -779,16 +798,24 @@ static int ireduce_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void
     if (!n)
         return nothing_to_move(q, &st_ireduce, comm, req);
     int me = pc->rank, inl = coll_nb_inlines(node ? &node->g : NULL, COLL_NB_REDUCE, 0, span);
+    int lead = root_leads(pc, root), to_root = !lead && pc->node[root] == pc->node[me];
     void *L = NULL; /* my node's partial result, at its leader */
     const void *in;
-    if (me == root) {
+    if (me == root && lead) {
         L = red_output(q, rbuf, span, inl, sbuf == MPI_IN_PLACE);
         in = sbuf == MPI_IN_PLACE ? L : red_input(q, sbuf, span, inl, 0);
         if (!node && in != L) /* alone on my node: my input is the node's partial result */
             memcpy(L, in, span);
+    } else if (me == root) { /* the result comes from my leader: a unit writes it (in the segment) */
+        void *R = red_output(q, rbuf, span, 0, sbuf == MPI_IN_PLACE);
+        in = sbuf == MPI_IN_PLACE ? R : red_input(q, sbuf, span, inl, 0);
+        q->c2.rbuf = R;
+        q->c2.bytes = span;
     } else {
         in = red_input(q, sbuf, span, inl, 0);
-        if (pc->leader == me)
+        if (pc->leader == me && to_root)
+            L = root_block(q, pc->node_size, pc_node_rank(pc, root), span, &q->c2.tab);
+        else if (pc->leader == me)
             L = node ? (q->scratch = xmalloc(span)) : (void *)in;
     }
     q->c.op = *cop;
@@ -804,7 +831,8 @@ static int ireduce_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void
     q->lop = op;
     q->lroot = pc->leader_rank[root];
     q->lself = pc->node[root] == pc->node[me];
-    hier_start(q, pc, node, COLL_NB_REDUCE, COLL_NB_N);
+    q->c2.root = 0;
+    hier_start(q, pc, node, COLL_NB_REDUCE, to_root ? COLL_NB_SCATTERV : COLL_NB_N);
     count_path(&st_ireduce, q, span);
     return req_out(q, comm, req);
 }
@@ -918,8 +946,6 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
         else if (kind == COLL_NB_ALLREDUCE || root < 0 || root >= pc->size ||
                  (me == root ? sbuf == rbuf || rbuf == MPI_IN_PLACE : sbuf == MPI_IN_PLACE))
             why = PMPI_WHY_VARIANT;
-        else if (!root_leads(pc, root))
-            why = PMPI_WHY_ROOT;
         else
             return ireduce_hier(pc, node, sbuf, rbuf, n, &cop, op, root, comm, req);
     }
@@ -1219,10 +1245,11 @@ static int iallgather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, i
     return req_out(q, comm, req);
 }
 
-/* Igather across nodes (ranks grouped by node, the root leading its node): each node gathers its
- * pieces at its leader (ring), on the root's node straight into the root's result, elsewhere into a
- * block of the leader's, and the leaders gather the nodes' blocks at the root through the real MPI
- * (MPI_Igatherv, in place at the root). */
+/* Igather across nodes (ranks grouped by node): each node gathers its pieces at its leader (ring),
+ * on the root's node straight into the root's result when the root leads it, elsewhere into a block
+ * of the leader's, and the leaders gather the nodes' blocks at the root's node's leader through the
+ * real MPI (MPI_Igatherv, in place there). A root that does not lead its node then takes the whole
+ * result from its leader (the node's Scatterv, held by the leader until then). */
 static int igather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int scount, MPI_Datatype stype,
                         const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd, size_t b,
                         int root, MPI_Comm comm, MPI_Request *req)
@@ -1232,7 +1259,22 @@ static int igather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int 
     if (!b)
         return nothing_to_move(q, &st_igather, comm, req);
     char *L = NULL; /* my node's block, at its leader */
-    if (me == root) {
+    int lead = root_leads(pc, root), to_root = !lead && pc->node[root] == pc->node[me];
+    if (me == root && !lead) { /* my piece to my leader; the result from it, written by a unit */
+        char *R = stage_out(q, rbuf, rcount * n, rtype, rd, 1, in_place);
+        q->c.sbuf = in_place ? R + (size_t)me * b : stage_in(q, sbuf, scount, stype, sd, 1);
+        q->c2.rbuf = R;
+        q->c2.bytes = (size_t)n * b;
+    } else if (to_root && pc->leader == me) { /* the leaders' root for mine: the whole result here */
+        char *W = root_block(q, pc->node_size, pc_node_rank(pc, root), (size_t)n * b, &q->c2.tab);
+        L = W + (size_t)me * b; /* my node's block begins at me, its lowest rank */
+        memcpy(L, stage_in(q, sbuf, scount, stype, sd, 0), b);
+        pc_in_done(&q->in);
+        q->c2.sbuf = W;
+        q->lbuf = W;
+        q->lcd = node_blocks(pc, b);
+        q->lself = 1;
+    } else if (me == root) {
         char *R = stage_out(q, rbuf, rcount * n, rtype, rd, shared, in_place);
         if (!in_place) {
             memcpy(R + (size_t)me * b, stage_in(q, sbuf, scount, stype, sd, 0), b);
@@ -1259,18 +1301,21 @@ static int igather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int 
     q->c.bytes = b;
     q->c.root = 0;
     q->c.rbuf = L;
+    q->c2.root = 0;
     q->lkind = COLL_NB_GATHER;
     q->lcount = pc->nnodes;
     q->lroot = pc->leader_rank[root];
-    hier_start(q, pc, node, COLL_NB_GATHER, COLL_NB_N);
+    hier_start(q, pc, node, COLL_NB_GATHER, to_root ? COLL_NB_SCATTERV : COLL_NB_N);
     count_path(&st_igather, q, b);
     return req_out(q, comm, req);
 }
 
-/* Iscatter across nodes (ranks grouped by node, the root leading its node): the root's node takes its
- * pieces straight from the root's buffer (ring), the leaders' call through the real MPI
- * (MPI_Iscatterv) brings every other node's block to its leader, and that node takes its pieces from
- * the leader's block (ring, held by the leader until then). */
+/* Iscatter across nodes (ranks grouped by node): the root's node takes its pieces straight from the
+ * root's buffer (ring), the leaders' call through the real MPI (MPI_Iscatterv from the root's node's
+ * leader) brings every other node's block to its leader, and that node takes its pieces from the
+ * leader's block (ring, held by the leader until then). A root that does not lead its node first
+ * gives its leader its whole buffer (the node's Gatherv) for the leaders' call; its node's pieces
+ * still come from the root's buffer, after that. */
 static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int scount, MPI_Datatype stype,
                          const pc_dt_t *sd, void *rbuf, int rcount, MPI_Datatype rtype, const pc_dt_t *rd, size_t b,
                          int root, MPI_Comm comm, MPI_Request *req)
@@ -1279,8 +1324,32 @@ static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int
     nb_req_t *q = req_new();
     if (!b)
         return nothing_to_move(q, &st_iscatter, comm, req);
-    coll_nb_t *nodecall = root_node ? &q->c : &q->c2;
-    if (me == root) {
+    int lead = root_leads(pc, root), to_leader = !lead && root_node;
+    coll_nb_t *nodecall = root_node && lead ? &q->c : &q->c2;
+    if (to_leader) { /* c: the root's whole buffer to the leader; c2: the node's pieces from the root */
+        q->c2.root = pc_node_rank(pc, root);
+        if (me == root) {
+            const char *S = stage_in(q, sbuf, scount * n, stype, sd, 1);
+            if (rbuf != MPI_IN_PLACE) {
+                pc_buf_t own;
+                if (pc_out(&own, rbuf, rcount, rtype, rd, 0, 0))
+                    util_out_of_memory("a nonblocking collective's result", b);
+                memcpy(own.p, S + (size_t)me * b, b);
+                pc_out_done(&own);
+            }
+            q->c.sbuf = S;
+            q->c.bytes = (size_t)n * b;
+            q->c2.sbuf = S + (size_t)pc->leader * b; /* my node's block begins at its leader */
+        } else {
+            q->c2.rbuf = stage_out(q, rbuf, rcount, rtype, rd, 1, 0);
+            if (pc->leader == me) {
+                q->lbuf = root_block(q, pc->node_size, pc_node_rank(pc, root), (size_t)n * b, &q->c.tab);
+                q->lcd = node_blocks(pc, b);
+                q->lself = 1;
+            }
+        }
+        q->c2.bytes = b;
+    } else if (me == root) {
         const char *S = stage_in(q, sbuf, scount * n, stype, sd, shared);
         if (rbuf != MPI_IN_PLACE) {
             pc_buf_t own;
@@ -1309,12 +1378,15 @@ static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int
     } else {
         nodecall->rbuf = stage_out(q, rbuf, rcount, rtype, rd, 1, 0);
     }
-    nodecall->bytes = b;
-    nodecall->root = 0;
+    if (!to_leader) {
+        nodecall->bytes = b;
+        nodecall->root = 0;
+    }
     q->lkind = COLL_NB_SCATTER;
     q->lcount = pc->nnodes;
     q->lroot = pc->leader_rank[root];
-    hier_start(q, pc, node, root_node ? COLL_NB_SCATTER : COLL_NB_N, root_node ? COLL_NB_N : COLL_NB_SCATTER);
+    hier_start(q, pc, node, to_leader ? COLL_NB_GATHERV : root_node ? COLL_NB_SCATTER : COLL_NB_N,
+               root_node && lead ? COLL_NB_N : COLL_NB_SCATTER);
     count_path(&st_iscatter, q, b);
     return req_out(q, comm, req);
 }
@@ -1409,8 +1481,6 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
                 why = PMPI_WHY_VARIANT; /* (Ialltoall: a leader's bytes per node pair, an int count) */
             else if (kind == COLL_NB_ALLTOALL)
                 return ialltoall_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, b, comm, req);
-            else if (kind != COLL_NB_ALLGATHER && !root_leads(pc, root))
-                why = PMPI_WHY_ROOT;
             else if (kind == COLL_NB_ALLGATHER)
                 return iallgather_hier(pc, node, sbuf, scount, stype, &sd, rbuf, rcount, rtype, &rd, b, comm, req);
             else if (kind == COLL_NB_GATHER)
