@@ -666,6 +666,94 @@ static void case_persistent(MPI_Comm comm, const char *cn)
 #endif
 }
 
+/* A user op on a pair of ints, which also checks that it is handed the program's own datatype. */
+static MPI_Datatype pair_type;
+static int pair_wrong_type;
+static void pair_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    if (*dt != pair_type)
+        pair_wrong_type++;
+    const int *x = in;
+    int *y = inout;
+    for (int i = 0; i < 2 * *len; i++)
+        y[i] += x[i];
+}
+
+/* MPI lets a program free the op and the datatype of a pending reduction (MPICH's nonblocking3
+ * frees its op before the wait): started, both freed, then waited for; then the same for a
+ * persistent reduction, started after the frees. At every root, sizes inline and not. */
+static void case_freed_op(MPI_Comm comm, const char *cn)
+{
+    int n, me;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    enum { PAIRS = 3000 };
+    int *s = malloc(sizeof(int) * 2 * PAIRS), *d = malloc(sizeof(int) * 2 * PAIRS);
+    size_t cnts[] = {1, PAIRS};
+    for (int ci = 0; ci < 2; ci++)
+        for (int root = -1; root < n; root++) { /* -1: Iallreduce */
+            int cnt = (int)cnts[ci];
+            MPI_Datatype t;
+            MPI_Op op;
+            MPI_Type_contiguous(2, MPI_INT, &t);
+            MPI_Type_commit(&t);
+            MPI_Op_create(pair_sum, 1, &op);
+            pair_type = t;
+            for (int i = 0; i < 2 * cnt; i++)
+                s[i] = iv(me, (size_t)i, 7), d[i] = -1;
+            MPI_Request r;
+            if (root < 0)
+                MPI_Iallreduce(s, d, cnt, t, op, comm, &r);
+            else
+                MPI_Ireduce(s, d, cnt, t, op, root, comm, &r);
+            MPI_Op_free(&op);
+            MPI_Type_free(&t);
+            CHECK(op == MPI_OP_NULL && t == MPI_DATATYPE_NULL, "%s: freed op/type handles not nulled", cn);
+            wait_one(&r);
+            int bad = 0;
+            if (root < 0 || me == root)
+                for (int i = 0; i < 2 * cnt; i++) {
+                    long long want = 0;
+                    for (int q = 0; q < n; q++)
+                        want += iv(q, (size_t)i, 7);
+                    bad += d[i] != (int)want;
+                }
+            CHECK(!bad, "%s: %s of %d pairs, op and type freed before the wait, root %d: %d wrong", cn,
+                  root < 0 ? "Iallreduce" : "Ireduce", cnt, root, bad);
+        }
+#if MPI_VERSION >= 4
+    /* persistent: freed after the init, started twice */
+    MPI_Datatype t;
+    MPI_Op op;
+    MPI_Type_contiguous(2, MPI_INT, &t);
+    MPI_Type_commit(&t);
+    MPI_Op_create(pair_sum, 1, &op);
+    pair_type = t;
+    MPI_Request p;
+    MPI_Allreduce_init(s, d, PAIRS, t, op, comm, MPI_INFO_NULL, &p);
+    MPI_Op_free(&op);
+    MPI_Type_free(&t);
+    for (int it = 0; it < 2; it++) {
+        for (int i = 0; i < 2 * PAIRS; i++)
+            s[i] = iv(me, (size_t)i, it), d[i] = -1;
+        MPI_Start(&p);
+        MPI_Wait(&p, MPI_STATUS_IGNORE); /* (a persistent request stays) */
+        int bad = 0;
+        for (int i = 0; i < 2 * PAIRS; i++) {
+            long long want = 0;
+            for (int q = 0; q < n; q++)
+                want += iv(q, (size_t)i, it);
+            bad += d[i] != (int)want;
+        }
+        CHECK(!bad, "%s: persistent Allreduce, op and type freed after the init, start %d: %d wrong", cn, it, bad);
+    }
+    MPI_Request_free(&p);
+#endif
+    CHECK(pair_wrong_type == 0, "%s: the user op was handed another datatype than the program's %d times", cn,
+          pair_wrong_type);
+    free(s), free(d);
+}
+
 static void run_comm(MPI_Comm comm, const char *cn)
 {
     int n, me;
@@ -700,6 +788,7 @@ static void run_comm(MPI_Comm comm, const char *cn)
     case_move(comm, cn, 1, 3000, 0, 0, B_HEAP, 1);
     case_minloc_and_matrix(comm, cn, 1);
     case_minloc_and_matrix(comm, cn, 3000);
+    case_freed_op(comm, cn);
     for (int ip = 0; ip < 2; ip++) {
         case_rs(comm, cn, 1, 1, ip);
         case_rs(comm, cn, 1, 5000, ip);
@@ -733,19 +822,25 @@ int main(int argc, char **argv)
     int forced = mp_env_is("BOBCAT_COLL_NBC", "mpi", NULL);
     int help = !mp_env_is("BOBCAT_COLL_NBC_HELP", "0", "off");
 
-    /* The world's first collective is a nonblocking one: across nodes it is hierarchical all the
-     * same (the world's node part is built at MPI_Init, not by a first blocking collective). */
-    {
+    /* The world's first collective is a nonblocking one, and so is that of a dup of it: across
+     * nodes both are hierarchical all the same (the world's node part is built at MPI_Init, a
+     * communicator's below a parent with one when it is made, not by a first blocking collective). */
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm first[2] = {MPI_COMM_WORLD, dup};
+    for (int i = 0; i < 2; i++) {
         long long h0 = mp_stat("Iallreduce", "alg.hier");
         int v = wrank + 1, sum = 0;
         MPI_Request r;
-        MPI_Iallreduce(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+        MPI_Iallreduce(&v, &sum, 1, MPI_INT, MPI_SUM, first[i], &r);
         MPI_Wait(&r, MPI_STATUS_IGNORE);
         CHECK(sum == wsize * (wsize + 1) / 2, "first Iallreduce: %d, want %d", sum, wsize * (wsize + 1) / 2);
         if (stats && !single && !forced)
-            CHECK(mp_stat("Iallreduce", "alg.hier") == h0 + 1, "the world's first collective (Iallreduce) was not "
-                  "hierarchical: alg.hier grew by %lld", mp_stat("Iallreduce", "alg.hier") - h0);
+            CHECK(mp_stat("Iallreduce", "alg.hier") == h0 + 1, "the first collective on %s (Iallreduce) was not "
+                  "hierarchical: alg.hier grew by %lld", i ? "a dup of the world" : "the world",
+                  mp_stat("Iallreduce", "alg.hier") - h0);
     }
+    MPI_Comm_free(&dup);
 
     long long m0 = mp_stat("Iallreduce", "mpi");
     run_comm(MPI_COMM_WORLD, "world");

@@ -398,6 +398,30 @@ pmpi_comm_t *pmpi_comm_get_coll(MPI_Comm comm)
     return pc;
 }
 
+/* Why early: a nonblocking call may not build the node part (a communicator split, which would
+ * deadlock a legal program whose ranks enter other collectives between starting it and waiting),
+ * so without it a communicator's nonblocking collectives across nodes go to the real MPI until its
+ * first blocking one. Why only below a parent that has one: a communicator made from one that never
+ * ran bobcat's collectives is likely not to either, and each node part costs two of the MPI's
+ * contexts and a control area (a program may hold hundreds of communicators). Every rank decides
+ * alike: the knobs are the job's, the parent's node part was built collectively, the layout is
+ * the communicator's. */
+int pmpi_node_part_early;
+
+void pmpi_comm_node_part_early(MPI_Comm comm, MPI_Comm parent)
+{
+    if (!pmpi_node_part_early || comm == MPI_COMM_NULL)
+        return;
+    if (parent != MPI_COMM_NULL) {
+        const pmpi_comm_t *pp = pmpi_comm_peek(parent);
+        if (!pp || !pp->coll_ready)
+            return;
+    }
+    pmpi_comm_t *pc = pmpi_comm_get(comm);
+    if (pc && !pc->single_node)
+        (void)pmpi_comm_get_coll(comm); /* on failure every rank warns and keeps the real MPI's */
+}
+
 void pmpi_comm_layer_init(void)
 {
     pmpi_layer_t *L = &pmpi_layer;

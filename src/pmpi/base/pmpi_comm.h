@@ -141,6 +141,12 @@ pmpi_comm_t *pmpi_comm_peek(MPI_Comm comm);
 /* Same plus the node part (COLLECTIVE over comm the first time). NULL as pmpi_comm_get, or if
  * building the node part failed (then logged, and the comm stays with the real MPI). */
 pmpi_comm_t *pmpi_comm_get_coll(MPI_Comm comm);
+/* A communicator just made (COLLECTIVE over it): its node part now, when it spans nodes and its
+ * parent already has one (parent MPI_COMM_NULL: none needed, for MPI_COMM_WORLD at MPI_Init), so
+ * that its first collectives may be nonblocking ones and still run hierarchically. Only while
+ * pmpi_node_part_early (the collectives' knobs: BOBCAT_COLL_HIER, BOBCAT_COLL_NBC not mpi). */
+void pmpi_comm_node_part_early(MPI_Comm comm, MPI_Comm parent);
+extern int pmpi_node_part_early;
 
 /* A pointer p into comm rank r's heap, as r sees it, seen from here. r must be on my node
  * (pc->local[r] >= 0) and p inside r's segment (smap_is_shared(p) on r). No call, no branch. */

@@ -67,6 +67,11 @@ static inline const pmpi_dt_info_t *pmpi_dt_get(MPI_Datatype t)
  * request owns (MPI_DATATYPE_NULL if the MPI refused). pmpi_dt_release frees what hold made. */
 MPI_Datatype pmpi_dt_hold(MPI_Datatype t);
 void pmpi_dt_release(MPI_Datatype held, MPI_Datatype user);
+/* For a type a user's op is handed later (the op's function gets the program's own handle, which
+ * it may compare with its types, so no duplicate): referenced, a program's MPI_Type_free of it
+ * waits for the last pmpi_dt_unref. Nothing for predefined types. */
+void pmpi_dt_ref(MPI_Datatype t);
+void pmpi_dt_unref(MPI_Datatype t);
 /* Free the derived types MPI_Type_get_contents returned (n of them; predefined ones are kept). */
 void pmpi_dt_free_contents(MPI_Datatype *types, int n);
 /* Free a type and forget what the cache knew about it (its handle may be reused). */

@@ -20,7 +20,6 @@ typedef struct {
 } pc_knobs_t;
 extern pc_knobs_t pc_knobs;
 void pc_knobs_init(void);
-void pc_nb_world_early(void); /* MPI_Init, collective over the world (pmpi_coll_nb.c) */
 
 /* The node communicator rank of comm rank r (r on my node; -1 otherwise). */
 static inline int pc_node_rank(const pmpi_comm_t *pc, int r)
@@ -52,6 +51,15 @@ static inline MPI_Datatype pc_op_base(const coll_op_t *op)
     memcpy(&dt, &op->user[1], sizeof dt);
     return dt;
 }
+/* MPI lets a program free an op (MPI_Op_free) or a datatype while a nonblocking or persistent call
+ * that uses them is pending, and bobcat applies a user's op later (its units, the leaders' phase).
+ * pc_op_keep references both (pmpi_dt_ref, pc_op_ref), so the program's frees wait for the last
+ * call that lets go (pc_op_let_go). Nothing for coll/'s own loops (predefined op and base type).
+ * pc_op_ref/pc_op_unref: the op handle alone (persistent requests). */
+void pc_op_keep(const coll_op_t *op);
+void pc_op_let_go(const coll_op_t *op);
+void pc_op_ref(MPI_Op op);
+void pc_op_unref(MPI_Op op);
 
 /* A buffer as the algorithm sees it: the user's, or a segment copy (packed if not dense). */
 typedef struct {

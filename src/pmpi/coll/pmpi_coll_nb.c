@@ -172,6 +172,8 @@ typedef struct nb_req {
                                 and that prefix (the leaders' MPI_Iexscan's result) */
     int sfold;               /* ... the prefix exists (not the first node): fold it in */
     struct nb_req *hnext;    /* the list of calls across nodes in flight */
+    coll_op_t kop;           /* a reduction's op, kept until the request is retired (op_keep) */
+    int kop_set;
     const pc_nbv_ops_t *vops; /* a v/w form's staging (pmpi_coll_nbv.c), its state vst */
     void *vst;
 } nb_req_t;
@@ -388,6 +390,8 @@ static void nb_release(p2p_req_t *r)
     /* (nb_test, which completed it, unstaged and freed its staged input, output and result) */
     if (q->out_held != MPI_DATATYPE_NULL)
         pmpi_dt_release(q->out_held, q->out_user);
+    if (q->kop_set)
+        pc_op_let_go(&q->kop);
     free(q->extra);
     free(q->scratch);
     a2a_free(q->a2a);
@@ -460,6 +464,16 @@ static void *stage_out(nb_req_t *q, void *buf, int count, MPI_Datatype dt, const
     return q->out.p;
 }
 
+/* A reduction's op as the call keeps it until its request is retired (pc_op_keep: the program may
+ * free the op or the datatype once the call has started); the call uses what this returns. */
+static const coll_op_t *op_keep(nb_req_t *q, const coll_op_t *cop)
+{
+    q->kop = *cop;
+    pc_op_keep(&q->kop);
+    q->kop_set = 1;
+    return &q->kop;
+}
+
 static void *xmalloc(size_t bytes) { return util_alloc_or_die(bytes ? bytes : 1, "a nonblocking collective"); }
 
 /* The ring of comm if this call runs on it; else NULL with the reason. */
@@ -525,19 +539,6 @@ static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmp
     }
     *pc_p = pc;
     return 0;
-}
-
-/* MPI_COMM_WORLD's node part, built at MPI_Init when the world spans nodes, so that a program whose
- * first collectives on it are nonblocking runs them hierarchically too. Other communicators get
- * theirs at their first blocking collective: building it is a communicator split, which a
- * nonblocking call may not do, and building it at every constructor would cost a program that
- * makes many communicators two more of the MPI's contexts each. Collective over the world; every
- * rank decides alike (the knobs and the plan are the job's, registration was agreed). */
-void pc_nb_world_early(void)
-{
-    pmpi_comm_t *pc = pmpi_comm_get(MPI_COMM_WORLD);
-    if (pc && !pc->single_node && pc_knobs.hier && pc_knobs.nbc != PC_MPI && p2p_comm_lookup(MPI_COMM_WORLD))
-        (void)pmpi_comm_get_coll(MPI_COMM_WORLD); /* on failure every rank warns and keeps the real MPI's */
 }
 
 /* Start the node calls (c now; c2 held on the leader until its leaders' call completes) and put
@@ -794,6 +795,7 @@ static int ireduce_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void
                         const coll_op_t *cop, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
 {
     nb_req_t *q = req_new();
+    cop = op_keep(q, cop); /* (the rest of the call uses the kept op) */
     size_t span = coll_span(cop, n);
     if (!n)
         return nothing_to_move(q, &st_ireduce, comm, req);
@@ -844,6 +846,7 @@ static int iallreduce_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, v
                            const coll_op_t *cop, MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
     nb_req_t *q = req_new();
+    cop = op_keep(q, cop); /* (the rest of the call uses the kept op) */
     size_t span = coll_span(cop, n);
     if (!n)
         return nothing_to_move(q, &st_iallreduce, comm, req);
@@ -881,6 +884,7 @@ static int iscan_hier(coll_nb_kind_t kind, pmpi_stat_t *st, pmpi_comm_t *pc, nb_
                       void *rbuf, size_t n, const coll_op_t *cop, MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
     nb_req_t *q = req_new();
+    cop = op_keep(q, cop); /* (the rest of the call uses the kept op) */
     size_t span = coll_span(cop, n);
     if (!n)
         return nothing_to_move(q, st, comm, req);
@@ -970,7 +974,7 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
     size_t span = coll_span(&cop, n);
     if (!n)
         return nothing_to_move(q, st, comm, req);
-    q->c.op = cop;
+    q->c.op = *op_keep(q, &cop);
     q->c.count = n;
     q->c.root = root;
     q->c.inl = coll_nb_inlines(&nc->g, kind, 0, span);
@@ -1047,6 +1051,7 @@ static int irs_hier(pmpi_stat_t *st, pmpi_comm_t *pc, nb_comm_t *node, const voi
 {
     int N = pc->nnodes, me = pc->rank, in_place = sbuf == MPI_IN_PLACE, leader = pc->leader == me;
     nb_req_t *q = req_new();
+    cop = op_keep(q, cop); /* (the rest of the call uses the kept op) */
     if (!total)
         return nothing_to_move(q, st, comm, req);
     size_t span = coll_span(cop, total), piece = coll_span(cop, K(me));
@@ -1150,7 +1155,7 @@ static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rco
     size_t span = coll_span(&cop, (size_t)total * mult);
     if (!total)
         return nothing_to_move(q, st, comm, req);
-    q->c.op = cop;
+    q->c.op = *op_keep(q, &cop);
     q->c.count = (size_t)total * mult;
     q->c.counts = q->counts;
     /* In place: the whole input is in rbuf and my result lands at its start: peers read a copy. */
@@ -1617,12 +1622,18 @@ typedef struct {
     int scount, rcount, root;
     MPI_Datatype sdt, rdt;   /* held */
     MPI_Datatype sdt_user, rdt_user;
-    MPI_Op op;
+    MPI_Op op;               /* the reductions' (referenced: pc_op_ref), else unused */
     int *rcounts;            /* Reduce_scatter: a copy */
     int block;
 } pcoll_t;
 
 static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner);
+
+static int pred_kind(coll_nb_kind_t k)
+{
+    return k == COLL_NB_REDUCE || k == COLL_NB_ALLREDUCE || k == COLL_NB_REDUCE_SCATTER || k == COLL_NB_SCAN ||
+           k == COLL_NB_EXSCAN;
+}
 
 static int pcoll_start(p2p_req_t *r, MPI_Request *inner)
 {
@@ -1662,8 +1673,11 @@ static void pcoll_release(p2p_req_t *r)
         return;
     if (p->sdt != MPI_DATATYPE_NULL)
         pmpi_dt_release(p->sdt, p->sdt_user);
-    if (p->rdt != MPI_DATATYPE_NULL)
+    if (pred_kind(p->kind))
+        pmpi_dt_unref(p->rdt);
+    else if (p->rdt != MPI_DATATYPE_NULL)
         pmpi_dt_release(p->rdt, p->rdt_user);
+    pc_op_unref(p->op);
     if (p->chan && !p->chan->g.head) { /* (freed with a call in flight is erroneous: then it stays) */
         for (nb_comm_t **pp = &active_head; *pp; pp = &(*pp)->next)
             if (*pp == p->chan) {
@@ -1731,12 +1745,19 @@ static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
         return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
     }
     *p = *t;
+    p->op = pred_kind(t->kind) ? t->op : MPI_OP_NULL;
+    pc_op_ref(p->op); /* (MPI_OP_NULL: nothing) */
     p->chan = pcoll_chan;
     pcoll_chan = NULL;
     p->sdt_user = t->sdt;
     p->rdt_user = t->rdt;
     p->sdt = hold(t->sdt);
-    p->rdt = hold(t->rdt);
+    if (pred_kind(t->kind)) { /* the user's op is handed the program's own handle: referenced */
+        pmpi_dt_ref(t->rdt);
+        p->rdt = t->rdt;
+    } else {
+        p->rdt = hold(t->rdt);
+    }
     r->kind = P2P_K_PERSIST;
     r->persistent = 1;
     r->active = 0;

@@ -5,7 +5,10 @@
 
 /* ---- constructors: the real one, then registration on the result (collective there too) ---- */
 
-#define REG(newcomm_p) do { if (rc == MPI_SUCCESS) p2p_comm_register(*(newcomm_p), -1); } while (0)
+/* ... and, below a parent with a node part, the new communicator's own if it spans nodes
+ * (pmpi_comm_node_part_early: collective over the new communicator). */
+#define REG(parent, newcomm_p) do { if (rc == MPI_SUCCESS) { p2p_comm_register(*(newcomm_p), -1); \
+                                    pmpi_comm_node_part_early(*(newcomm_p), parent); } } while (0)
 
 /* A registered communicator with a topology gets its neighbourhood collectives' shadow (p2p.h):
  * collective over comm, after REG. Every member decides alike: registration was agreed, and all
@@ -29,13 +32,13 @@ static void shadow_make(MPI_Comm comm)
         PMPI_Comm_free(&sh);
 }
 
-#define REG_TOPO(newcomm_p) do { if (rc == MPI_SUCCESS) { p2p_comm_register(*(newcomm_p), -1); shadow_make(*(newcomm_p)); } } while (0)
+#define REG_TOPO(parent, newcomm_p) do { if (rc == MPI_SUCCESS) { REG(parent, newcomm_p); shadow_make(*(newcomm_p)); } } while (0)
 
 BOBCAT_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_dup(comm, newcomm));
-    REG_TOPO(newcomm);
+    REG_TOPO(comm, newcomm);
     return rc;
 }
 
@@ -43,7 +46,7 @@ BOBCAT_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm 
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_dup_with_info(comm, info, newcomm));
-    REG_TOPO(newcomm);
+    REG_TOPO(comm, newcomm);
     return rc;
 }
 
@@ -51,7 +54,7 @@ BOBCAT_EXPORT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *ne
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_split(comm, color, key, newcomm));
-    REG(newcomm);
+    REG(comm, newcomm);
     return rc;
 }
 
@@ -59,7 +62,7 @@ BOBCAT_EXPORT int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newc
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_create(comm, group, newcomm));
-    REG(newcomm);
+    REG(comm, newcomm);
     return rc;
 }
 
@@ -67,7 +70,7 @@ BOBCAT_EXPORT int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Comm_create_group(comm, group, tag, newcomm));
-    REG(newcomm);
+    REG(comm, newcomm);
     return rc;
 }
 
@@ -76,7 +79,7 @@ BOBCAT_EXPORT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], co
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm));
-    REG_TOPO(newcomm);
+    REG_TOPO(comm, newcomm);
     return rc;
 }
 
@@ -84,7 +87,7 @@ BOBCAT_EXPORT int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm 
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Cart_sub(comm, remain_dims, newcomm));
-    REG_TOPO(newcomm);
+    REG_TOPO(comm, newcomm);
     return rc;
 }
 
@@ -93,7 +96,7 @@ BOBCAT_EXPORT int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[],
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm));
-    REG_TOPO(newcomm);
+    REG_TOPO(comm, newcomm);
     return rc;
 }
 
@@ -103,7 +106,7 @@ BOBCAT_EXPORT int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights, info, reorder, newcomm));
-    REG_TOPO(newcomm);
+    REG_TOPO(comm, newcomm);
     return rc;
 }
 
@@ -115,7 +118,7 @@ BOBCAT_EXPORT int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, co
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
                                              destweights, info, reorder, newcomm));
-    REG_TOPO(newcomm);
+    REG_TOPO(comm, newcomm);
     return rc;
 }
 
@@ -123,7 +126,7 @@ BOBCAT_EXPORT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *ne
 {
     PMPI_GUARD();
     int rc = PMPI_AWAY(PMPI_Intercomm_merge(intercomm, high, newcomm));
-    REG(newcomm);
+    REG(intercomm, newcomm);
     return rc;
 }
 
