@@ -679,6 +679,28 @@ static void pair_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
         y[i] += x[i];
 }
 
+/* A fresh pair type and a user op summing it (pair_type: the type the op must be handed). */
+static void pair_make(MPI_Datatype *t, MPI_Op *op)
+{
+    MPI_Type_contiguous(2, MPI_INT, t);
+    MPI_Type_commit(t);
+    MPI_Op_create(pair_sum, 1, op);
+    pair_type = *t;
+}
+
+/* Ints of d (pairs pairs) that are not the sum over n ranks of iv(rank, i, salt). */
+static int pairs_wrong(const int *d, int pairs, int n, int salt)
+{
+    int bad = 0;
+    for (int i = 0; i < 2 * pairs; i++) {
+        long long want = 0;
+        for (int q = 0; q < n; q++)
+            want += iv(q, (size_t)i, salt);
+        bad += d[i] != (int)want;
+    }
+    return bad;
+}
+
 /* MPI lets a program free the op and the datatype of a pending reduction (MPICH's nonblocking3
  * frees its op before the wait): started, both freed, then waited for; then the same for a
  * persistent reduction, started after the frees. At every root, sizes inline and not. */
@@ -695,10 +717,7 @@ static void case_freed_op(MPI_Comm comm, const char *cn)
             int cnt = (int)cnts[ci];
             MPI_Datatype t;
             MPI_Op op;
-            MPI_Type_contiguous(2, MPI_INT, &t);
-            MPI_Type_commit(&t);
-            MPI_Op_create(pair_sum, 1, &op);
-            pair_type = t;
+            pair_make(&t, &op);
             for (int i = 0; i < 2 * cnt; i++)
                 s[i] = iv(me, (size_t)i, 7), d[i] = -1;
             MPI_Request r;
@@ -710,14 +729,7 @@ static void case_freed_op(MPI_Comm comm, const char *cn)
             MPI_Type_free(&t);
             CHECK(op == MPI_OP_NULL && t == MPI_DATATYPE_NULL, "%s: freed op/type handles not nulled", cn);
             wait_one(&r);
-            int bad = 0;
-            if (root < 0 || me == root)
-                for (int i = 0; i < 2 * cnt; i++) {
-                    long long want = 0;
-                    for (int q = 0; q < n; q++)
-                        want += iv(q, (size_t)i, 7);
-                    bad += d[i] != (int)want;
-                }
+            int bad = root < 0 || me == root ? pairs_wrong(d, cnt, n, 7) : 0;
             CHECK(!bad, "%s: %s of %d pairs, op and type freed before the wait, root %d: %d wrong", cn,
                   root < 0 ? "Iallreduce" : "Ireduce", cnt, root, bad);
         }
@@ -725,10 +737,7 @@ static void case_freed_op(MPI_Comm comm, const char *cn)
     /* persistent: freed after the init, started twice */
     MPI_Datatype t;
     MPI_Op op;
-    MPI_Type_contiguous(2, MPI_INT, &t);
-    MPI_Type_commit(&t);
-    MPI_Op_create(pair_sum, 1, &op);
-    pair_type = t;
+    pair_make(&t, &op);
     MPI_Request p;
     MPI_Allreduce_init(s, d, PAIRS, t, op, comm, MPI_INFO_NULL, &p);
     MPI_Op_free(&op);
@@ -738,13 +747,7 @@ static void case_freed_op(MPI_Comm comm, const char *cn)
             s[i] = iv(me, (size_t)i, it), d[i] = -1;
         MPI_Start(&p);
         MPI_Wait(&p, MPI_STATUS_IGNORE); /* (a persistent request stays) */
-        int bad = 0;
-        for (int i = 0; i < 2 * PAIRS; i++) {
-            long long want = 0;
-            for (int q = 0; q < n; q++)
-                want += iv(q, (size_t)i, it);
-            bad += d[i] != (int)want;
-        }
+        int bad = pairs_wrong(d, PAIRS, n, it);
         CHECK(!bad, "%s: persistent Allreduce, op and type freed after the init, start %d: %d wrong", cn, it, bad);
     }
     MPI_Request_free(&p);

@@ -1,6 +1,7 @@
 /* pmpi_dt: datatype facts, holds and packing for the whole MPI layer (see pmpi_dt.h). */
 #include "pmpi_dt.h"
 #include "pmpi_lock.h"
+#include "pmpi_ref.h"
 
 #include "../../util/util.h"
 
@@ -279,51 +280,16 @@ int pmpi_dt_free(MPI_Datatype *t)
     return PMPI_Type_free(t);
 }
 
-/* Derived types referenced by pending calls that hand them to a user's op later (pmpi_dt_ref), and
- * whether the program has freed them meanwhile. A few at a time. */
-typedef struct {
-    MPI_Datatype t;
-    int refs, freed;
-} dt_ref_t;
-static dt_ref_t *dt_refs;
-static int ndt_refs, capdt_refs;
-
-static dt_ref_t *dt_ref_find(MPI_Datatype t)
-{
-    for (int i = 0; i < ndt_refs; i++)
-        if (dt_refs[i].t == t)
-            return &dt_refs[i];
-    return NULL;
-}
-
 void pmpi_dt_ref(MPI_Datatype t)
 {
-    if (t == MPI_DATATYPE_NULL || pmpi_dt_get(t)->predefined)
-        return;
-    dt_ref_t *r = dt_ref_find(t);
-    if (!r) {
-        if (ndt_refs == capdt_refs) {
-            int cap = capdt_refs ? 2 * capdt_refs : 8;
-            dt_ref_t *more = realloc(dt_refs, (size_t)cap * sizeof *dt_refs);
-            if (!more)
-                util_out_of_memory("the datatypes pending calls use", (size_t)cap * sizeof *dt_refs);
-            dt_refs = more;
-            capdt_refs = cap;
-        }
-        r = &dt_refs[ndt_refs++];
-        *r = (dt_ref_t){t, 0, 0};
-    }
-    r->refs++;
+    if (t != MPI_DATATYPE_NULL && !pmpi_dt_get(t)->predefined)
+        pmpi_ref(PMPI_REF_TYPE, PMPI_BITS(t));
 }
 
 void pmpi_dt_unref(MPI_Datatype t)
 {
-    dt_ref_t *r = t == MPI_DATATYPE_NULL ? NULL : dt_ref_find(t);
-    if (!r || --r->refs > 0)
-        return;
-    if (r->freed)
-        pmpi_dt_free(&r->t);
-    *r = dt_refs[--ndt_refs];
+    if (t != MPI_DATATYPE_NULL && pmpi_unref(PMPI_REF_TYPE, PMPI_BITS(t)))
+        pmpi_dt_free(&t);
 }
 
 /* The program's own frees go through here too: the cache must forget the handle. A type a pending
@@ -331,10 +297,8 @@ void pmpi_dt_unref(MPI_Datatype t)
 BOBCAT_EXPORT int MPI_Type_free(MPI_Datatype *t)
 {
     PMPI_GUARD();
-    dt_ref_t *r = t ? dt_ref_find(*t) : NULL;
-    if (!r || r->freed)
+    if (!t || !pmpi_ref_free(PMPI_REF_TYPE, PMPI_BITS(*t)))
         return pmpi_dt_free(t);
-    r->freed = 1;
     *t = MPI_DATATYPE_NULL;
     return MPI_SUCCESS;
 }

@@ -4,6 +4,7 @@
  * the one MPI call that applies an op, so bobcat never needs the function pointer. */
 #include "pmpi_coll.h"
 #include "../base/pmpi_dt.h"
+#include "../base/pmpi_ref.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -309,15 +310,6 @@ int pc_op(MPI_Op op, MPI_Datatype dt, coll_op_t *op_p, size_t *mult_p, pmpi_why_
 
 /* ---- ops and types kept past the call (pmpi_coll.h, pc_op_keep) ---- */
 
-/* The user-defined ops pending calls use: their references, and whether the program has freed
- * them meanwhile (the real free then waits for the last reference). A few at a time. */
-typedef struct {
-    MPI_Op op;
-    int refs, freed;
-} kept_op_t;
-static kept_op_t *kept;
-static int nkept, capkept;
-
 static int op_predefined(MPI_Op op)
 {
     return op == MPI_OP_NULL || op == MPI_SUM || op == MPI_PROD || op == MPI_MAX || op == MPI_MIN || op == MPI_LAND ||
@@ -325,56 +317,29 @@ static int op_predefined(MPI_Op op)
            op == MPI_MINLOC || op == MPI_REPLACE || op == MPI_NO_OP;
 }
 
-static kept_op_t *kept_find(MPI_Op op)
-{
-    for (int i = 0; i < nkept; i++)
-        if (kept[i].op == op)
-            return &kept[i];
-    return NULL;
-}
-
 void pc_op_ref(MPI_Op op)
 {
-    if (op_predefined(op))
-        return;
-    kept_op_t *k = kept_find(op);
-    if (!k) {
-        if (nkept == capkept) {
-            int cap = capkept ? 2 * capkept : 8;
-            kept_op_t *more = realloc(kept, (size_t)cap * sizeof *kept);
-            if (!more)
-                util_out_of_memory("the ops pending calls use", (size_t)cap * sizeof *kept);
-            kept = more;
-            capkept = cap;
-        }
-        k = &kept[nkept++];
-        *k = (kept_op_t){op, 0, 0};
-    }
-    k->refs++;
+    if (!op_predefined(op))
+        pmpi_ref(PMPI_REF_OP, PMPI_BITS(op));
 }
 
 void pc_op_unref(MPI_Op op)
 {
-    kept_op_t *k = op_predefined(op) ? NULL : kept_find(op);
-    if (!k || --k->refs > 0)
-        return;
-    if (k->freed)
-        PMPI_Op_free(&k->op);
-    *k = kept[--nkept];
+    if (!op_predefined(op) && pmpi_unref(PMPI_REF_OP, PMPI_BITS(op)))
+        PMPI_Op_free(&op);
 }
 
 BOBCAT_EXPORT int MPI_Op_free(MPI_Op *op)
 {
     PMPI_GUARD();
-    kept_op_t *k = op ? kept_find(*op) : NULL;
-    if (!k || k->freed)
-        return PMPI_Op_free(op); /* (freeing it twice: the real MPI's error) */
-    k->freed = 1;
+    if (!op || !pmpi_ref_free(PMPI_REF_OP, PMPI_BITS(*op)))
+        return PMPI_Op_free(op);
     *op = MPI_OP_NULL;
     return MPI_SUCCESS;
 }
 
-void pc_op_keep(const coll_op_t *op_p)
+/* A user op's handles (coll/ runs it through reduce_local): referenced (keep) or let go. */
+static void op_refs(const coll_op_t *op_p, int keep)
 {
     if (op_p->fn != reduce_local)
         return;
@@ -382,21 +347,14 @@ void pc_op_keep(const coll_op_t *op_p)
     MPI_Datatype dt;
     memcpy(&op, &op_p->user[0], sizeof op);
     memcpy(&dt, &op_p->user[1], sizeof dt);
-    pmpi_dt_ref(dt);
-    pc_op_ref(op);
+    if (keep)
+        pmpi_dt_ref(dt), pc_op_ref(op);
+    else
+        pmpi_dt_unref(dt), pc_op_unref(op);
 }
 
-void pc_op_let_go(const coll_op_t *op_p)
-{
-    if (op_p->fn != reduce_local)
-        return;
-    MPI_Op op;
-    MPI_Datatype dt;
-    memcpy(&op, &op_p->user[0], sizeof op);
-    memcpy(&dt, &op_p->user[1], sizeof dt);
-    pmpi_dt_unref(dt);
-    pc_op_unref(op);
-}
+void pc_op_keep(const coll_op_t *op_p) { op_refs(op_p, 1); }
+void pc_op_let_go(const coll_op_t *op_p) { op_refs(op_p, 0); }
 
 void pc_pack(const void *ubuf, int count, MPI_Datatype dt, const pc_dt_t *d, void *bytes)
 {

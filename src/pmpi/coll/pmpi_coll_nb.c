@@ -1333,28 +1333,9 @@ static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int
     coll_nb_t *nodecall = root_node && lead ? &q->c : &q->c2;
     if (to_leader) { /* c: the root's whole buffer to the leader; c2: the node's pieces from the root */
         q->c2.root = pc_node_rank(pc, root);
-        if (me == root) {
-            const char *S = stage_in(q, sbuf, scount * n, stype, sd, 1);
-            if (rbuf != MPI_IN_PLACE) {
-                pc_buf_t own;
-                if (pc_out(&own, rbuf, rcount, rtype, rd, 0, 0))
-                    util_out_of_memory("a nonblocking collective's result", b);
-                memcpy(own.p, S + (size_t)me * b, b);
-                pc_out_done(&own);
-            }
-            q->c.sbuf = S;
-            q->c.bytes = (size_t)n * b;
-            q->c2.sbuf = S + (size_t)pc->leader * b; /* my node's block begins at its leader */
-        } else {
-            q->c2.rbuf = stage_out(q, rbuf, rcount, rtype, rd, 1, 0);
-            if (pc->leader == me) {
-                q->lbuf = root_block(q, pc->node_size, pc_node_rank(pc, root), (size_t)n * b, &q->c.tab);
-                q->lcd = node_blocks(pc, b);
-                q->lself = 1;
-            }
-        }
         q->c2.bytes = b;
-    } else if (me == root) {
+    }
+    if (me == root) {
         const char *S = stage_in(q, sbuf, scount * n, stype, sd, shared);
         if (rbuf != MPI_IN_PLACE) {
             pc_buf_t own;
@@ -1363,10 +1344,23 @@ static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int
             memcpy(own.p, S + (size_t)me * b, b);
             pc_out_done(&own);
         }
-        nodecall->sbuf = S + (size_t)me * b; /* my node's block begins at me, its lowest rank */
-        q->lbuf = (void *)S;
-        q->lcd = node_blocks(pc, b);
-        q->lself = 1;
+        if (to_leader) {
+            q->c.sbuf = S;
+            q->c.bytes = (size_t)n * b;
+            q->c2.sbuf = S + (size_t)pc->leader * b; /* my node's block begins at its leader */
+        } else {
+            nodecall->sbuf = S + (size_t)me * b; /* my node's block begins at me, its lowest rank */
+            q->lbuf = (void *)S;
+            q->lcd = node_blocks(pc, b);
+            q->lself = 1;
+        }
+    } else if (to_leader) {
+        q->c2.rbuf = stage_out(q, rbuf, rcount, rtype, rd, 1, 0);
+        if (pc->leader == me) {
+            q->lbuf = root_block(q, pc->node_size, pc_node_rank(pc, root), (size_t)n * b, &q->c.tab);
+            q->lcd = node_blocks(pc, b);
+            q->lself = 1;
+        }
     } else if (pc->leader == me) {
         char *R = stage_out(q, rbuf, rcount, rtype, rd, 0, 0);
         if (node) { /* my node's block lands in mine; my own piece is copied out of it */
