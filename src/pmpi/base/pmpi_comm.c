@@ -93,11 +93,13 @@ void pmpi_free_when_unused(void *mem, _Atomic int64_t *refs, int last)
 }
 
 int pmpi_real_requests;
+static int early_alive; /* node parts built when their communicator was made (pmpi_comm_node_part_early) */
 void (*pmpi_node_part_built)(pmpi_comm_t *pc);
 void (*pmpi_node_part_freed)(pmpi_comm_t *pc);
 
 static void comm_destroy(pmpi_comm_t *pc)
 {
+    early_alive -= pc->early;
     for (int i = 0; i < ext_count; i++)
         if (pc->ext[i] && ext_free[i])
             ext_free[i](pc, pc->ext[i]);
@@ -401,11 +403,13 @@ pmpi_comm_t *pmpi_comm_get_coll(MPI_Comm comm)
 /* Why early: a nonblocking call may not build the node part (a communicator split, which would
  * deadlock a legal program whose ranks enter other collectives between starting it and waiting),
  * so without it a communicator's nonblocking collectives across nodes go to the real MPI until its
- * first blocking one. Why only below a parent that has one: a communicator made from one that never
- * ran bobcat's collectives is likely not to either, and each node part costs two of the MPI's
- * contexts and a control area (a program may hold hundreds of communicators). Every rank decides
- * alike: the knobs are the job's, the parent's node part was built collectively, the layout is
- * the communicator's. */
+ * first blocking one. Why only below a parent that has one, and at most EARLY_MAX alive: each node
+ * part costs two of the MPI's contexts and a control area, and a program may hold a thousand
+ * communicators (MPICH's cmfree holds 1,020 splits, and MPICH 4.0 has 2,048 contexts), most of
+ * them made from a parent that never ran bobcat's collectives or never running collectives
+ * themselves. Every rank decides alike: the knobs are the job's, the parent's node part was built
+ * collectively, the layout is the communicator's, and the count is agreed (an allreduce). */
+#define EARLY_MAX 32
 int pmpi_node_part_early;
 
 void pmpi_comm_node_part_early(MPI_Comm comm, MPI_Comm parent)
@@ -418,8 +422,15 @@ void pmpi_comm_node_part_early(MPI_Comm comm, MPI_Comm parent)
             return;
     }
     pmpi_comm_t *pc = pmpi_comm_get(comm);
-    if (pc && !pc->single_node)
-        (void)pmpi_comm_get_coll(comm); /* on failure every rank warns and keeps the real MPI's */
+    if (!pc || pc->single_node || pc->coll_ready)
+        return;
+    int full = early_alive >= EARLY_MAX, any_full = 1;
+    if (PMPI_AWAY(PMPI_Allreduce(&full, &any_full, 1, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS || any_full)
+        return; /* (the real MPI raised an error on comm: its handler returned) */
+    if (pmpi_comm_get_coll(comm)) { /* on failure every rank warns and keeps the real MPI's */
+        pc->early = 1;
+        early_alive++;
+    }
 }
 
 void pmpi_comm_layer_init(void)
