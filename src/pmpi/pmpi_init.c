@@ -44,7 +44,7 @@ static void layer_start(int wanted)
     if (pmpi_layer.on)
         pc_knobs_init();
     p2p_init(); /* point-to-point (p2p/p2p_init.c): collective over WORLD, on every rank */
-    if (pmpi_layer.on) /* collective over the world, as MPI_Init is */
+    if (p2p_comm_lookup(MPI_COMM_WORLD)) /* (registered: every rank agreed, the layer is on everywhere) */
         pmpi_comm_node_part_early(MPI_COMM_WORLD, MPI_COMM_NULL);
     if (pmpi_layer.on && provided == MPI_THREAD_MULTIPLE) {
         /* From here every entry point holds the layer's lock (base/pmpi_lock.h); the collectives'

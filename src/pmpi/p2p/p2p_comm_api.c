@@ -6,9 +6,11 @@
 /* ---- constructors: the real one, then registration on the result (collective there too) ---- */
 
 /* ... and, below a parent with a node part, the new communicator's own if it spans nodes
- * (pmpi_comm_node_part_early: collective over the new communicator). */
+ * (pmpi_comm_node_part_early: collective over the new communicator; only once it is registered,
+ * which every member agreed to, so all of them have the layer on and make the same call). */
 #define REG(parent, newcomm_p) do { if (rc == MPI_SUCCESS) { p2p_comm_register(*(newcomm_p), -1); \
-                                    pmpi_comm_node_part_early(*(newcomm_p), parent); } } while (0)
+                                    if (p2p_comm_lookup(*(newcomm_p))) \
+                                        pmpi_comm_node_part_early(*(newcomm_p), parent); } } while (0)
 
 /* A registered communicator with a topology gets its neighbourhood collectives' shadow (p2p.h):
  * collective over comm, after REG. Every member decides alike: registration was agreed, and all
