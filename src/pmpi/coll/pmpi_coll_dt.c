@@ -241,25 +241,38 @@ static int base_of(MPI_Datatype dt, MPI_Datatype *base_p, size_t *mult_p)
     return -1;
 }
 
+/* A predefined reduction op as coll/'s kind; COLL_OP_N for any other (user-defined, null, or
+ * MPI_REPLACE / MPI_NO_OP, which reduce nothing). */
+static coll_opk_t opk_of(MPI_Op op)
+{
+    if (op == MPI_SUM) return COLL_OP_SUM;
+    if (op == MPI_PROD) return COLL_OP_PROD;
+    if (op == MPI_MAX) return COLL_OP_MAX;
+    if (op == MPI_MIN) return COLL_OP_MIN;
+    if (op == MPI_LAND) return COLL_OP_LAND;
+    if (op == MPI_LOR) return COLL_OP_LOR;
+    if (op == MPI_LXOR) return COLL_OP_LXOR;
+    if (op == MPI_BAND) return COLL_OP_BAND;
+    if (op == MPI_BOR) return COLL_OP_BOR;
+    if (op == MPI_BXOR) return COLL_OP_BXOR;
+    if (op == MPI_MAXLOC) return COLL_OP_MAXLOC;
+    if (op == MPI_MINLOC) return COLL_OP_MINLOC;
+    return COLL_OP_N;
+}
+
+/* Not a user-defined op (nothing a program may free). */
+static int op_predefined(MPI_Op op)
+{
+    return opk_of(op) != COLL_OP_N || op == MPI_OP_NULL || op == MPI_REPLACE || op == MPI_NO_OP;
+}
+
 int pc_op(MPI_Op op, MPI_Datatype dt, coll_op_t *op_p, size_t *mult_p, pmpi_why_t *why_p)
 {
     *why_p = PMPI_WHY_OP;
     *mult_p = 1;
     if (op == MPI_OP_NULL || op == MPI_REPLACE || op == MPI_NO_OP || dt == MPI_DATATYPE_NULL)
         return -1;
-    coll_opk_t k = COLL_OP_N;
-    if (op == MPI_SUM) k = COLL_OP_SUM;
-    else if (op == MPI_PROD) k = COLL_OP_PROD;
-    else if (op == MPI_MAX) k = COLL_OP_MAX;
-    else if (op == MPI_MIN) k = COLL_OP_MIN;
-    else if (op == MPI_LAND) k = COLL_OP_LAND;
-    else if (op == MPI_LOR) k = COLL_OP_LOR;
-    else if (op == MPI_LXOR) k = COLL_OP_LXOR;
-    else if (op == MPI_BAND) k = COLL_OP_BAND;
-    else if (op == MPI_BOR) k = COLL_OP_BOR;
-    else if (op == MPI_BXOR) k = COLL_OP_BXOR;
-    else if (op == MPI_MAXLOC) k = COLL_OP_MAXLOC;
-    else if (op == MPI_MINLOC) k = COLL_OP_MINLOC;
+    coll_opk_t k = opk_of(op);
     if (k != COLL_OP_N) {
         /* A named type of the table, or a dense derived type of one (counted as `mult` of them). */
         MPI_Datatype base = dt;
@@ -309,13 +322,6 @@ int pc_op(MPI_Op op, MPI_Datatype dt, coll_op_t *op_p, size_t *mult_p, pmpi_why_
 }
 
 /* ---- ops and types kept past the call (pmpi_coll.h, pc_op_keep) ---- */
-
-static int op_predefined(MPI_Op op)
-{
-    return op == MPI_OP_NULL || op == MPI_SUM || op == MPI_PROD || op == MPI_MAX || op == MPI_MIN || op == MPI_LAND ||
-           op == MPI_LOR || op == MPI_LXOR || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR || op == MPI_MAXLOC ||
-           op == MPI_MINLOC || op == MPI_REPLACE || op == MPI_NO_OP;
-}
 
 void pc_op_ref(MPI_Op op)
 {
