@@ -4,7 +4,8 @@
  * <prefix>.<rank> (the last argument).
  *
  * Cases, on the world, a reversed world and the plan node's ranks: uneven counts with zeros, blocks
- * placed in non-monotone order with gaps (the gaps must stay untouched), every root, MPI_IN_PLACE
+ * placed in non-monotone order with gaps (the gaps must stay untouched), Iallgatherv's pieces also
+ * packed in rank order (across nodes its leaders then work in the result), every root, MPI_IN_PLACE
  * where the standard allows it (Iallgatherv, Ialltoallv/w, Igatherv and Iscatterv at the root),
  * derived types (vector, contiguous, resized) that differ between sender and receiver but whose
  * signatures match, a type per peer (Ialltoallw; MPI_DATATYPE_NULL for its empty blocks on MPICH,
@@ -18,8 +19,9 @@
  * after the call that uses it starts.
  *
  * Paths (BOBCAT_STATS on and the layer on): on the node's communicator no call went to the real MPI
- * and some went through bobcat's ring, staged and not; across (simulated) nodes the world's calls
- * went to the real MPI (why.multinode); MPI_COMM_SELF's always do (why.setup-failed);
+ * and some went through bobcat's ring, staged and not; across (simulated) nodes the world's and the
+ * reversed world's Iallgatherv ran hierarchically (alg.hier) and their other calls went to the real
+ * MPI (why.multinode); MPI_COMM_SELF's always do (why.setup-failed);
  * BOBCAT_COLL_NBC=mpi sends all there (why.forced).
  *
  * Overlap: on the node's communicator rank 0 starts an Ialltoallv and an Iallgatherv and computes
@@ -113,6 +115,7 @@ typedef struct {
     MPI_Request req;
     MPI_Datatype dup;          /* a type to free after completion (see call_start) */
     int nodig;                 /* checked, but left out of the digest (see call_new) */
+    int packed;                /* Iallgatherv: the pieces in rank order without gaps (call_packed) */
     char label[96];
 } call_t;
 
@@ -144,16 +147,16 @@ static kind_t kind(const call_t *c, int peer, int send)
 }
 
 /* Blocks in descending rank order from shift (not monotone), each at a multiple of its extent,
- * followed by a gap that must stay untouched. */
-static size_t place(int n, const size_t *m, const kind_t *k, int shift, MPI_Aint *at)
+ * followed by a gap that must stay untouched; packed: in rank order, no gaps (one kind). */
+static size_t place(int n, const size_t *m, const kind_t *k, int shift, MPI_Aint *at, int packed)
 {
     size_t off = 0;
     for (int i = 0; i < n; i++) {
-        int r = ((shift - i) % n + n) % n;
+        int r = packed ? i : ((shift - i) % n + n) % n;
         size_t ext = (size_t)k_ext[k[r]] * sizeof(int);
         off = (off + ext - 1) / ext * ext;
         at[r] = (MPI_Aint)off;
-        off += m[r] / (size_t)k_per[k[r]] * ext + 2 * sizeof(int);
+        off += m[r] / (size_t)k_per[k[r]] * ext + (packed ? 0 : 2 * sizeof(int));
     }
     return off + 16;
 }
@@ -232,6 +235,27 @@ static call_t *call_new(form_t f, MPI_Comm comm, int root, int inplace, bkind_t 
     return c;
 }
 
+/* An Iallgatherv whose pieces lie in rank order without gaps (displacements the running sums of the
+ * counts): across nodes, on ranks grouped by node, the leaders' phase works in the result itself. */
+static call_t *call_packed(MPI_Comm comm, int inplace, bkind_t bk, int derived, int salt, int big)
+{
+    int broken = 0;
+#ifdef MPICH_VERSION
+    /* MPICH 4.0's own ring MPI_Iallgatherv (MPIR_CVAR_IALLGATHERV_INTRA_ALGORITHM=sched_ring, also
+     * its choice here at 3 ranks) leaves large packed pieces of derived receive types unwritten and
+     * never completes (bare, 3 ranks; sched_brucks is right). Where the real MPI would run such a
+     * call it is made plain, and it is left out of the digest in every run. */
+    broken = derived && big;
+    if (broken && !layer_on)
+        derived = 0;
+#endif
+    call_t *c = call_new(F_ALLGATHERV, comm, 0, inplace, bk, derived, salt, big);
+    c->packed = 1;
+    c->nodig = broken;
+    strncat(c->label, " packed", sizeof c->label - strlen(c->label) - 1);
+    return c;
+}
+
 static void call_free(call_t *c)
 {
     free(c->ms), free(c->ks), free(c->sat), free(c);
@@ -259,7 +283,7 @@ static void call_start(call_t *c, MPI_Comm comm)
         if (f != F_ALLTOALLW)
             for (int r = 0; r < n; r++)
                 c->ks[r] = c->ks[0];
-        c->sspan = place(n, c->ms, c->ks, 1 + c->salt, c->sat);
+        c->sspan = place(n, c->ms, c->ks, 1 + c->salt, c->sat, 0);
     }
     int one_recv = f == F_SCATTERV || (f == F_GATHERV && me != root);
     if (one_recv) {
@@ -271,7 +295,7 @@ static void call_start(call_t *c, MPI_Comm comm)
         if (f != F_ALLTOALLW)
             for (int r = 0; r < n; r++)
                 c->kr[r] = c->kr[0];
-        c->rspan = place(n, c->mr, c->kr, 2 + c->salt, c->rat);
+        c->rspan = place(n, c->mr, c->kr, 2 + c->salt, c->rat, c->packed);
     }
     /* In place, the send side is the receive side (Ialltoallv/w: its layout too). */
     if (c->inplace && f >= F_ALLTOALLV)
@@ -506,6 +530,15 @@ static void run_comm(MPI_Comm comm, const char *cn)
         }
         batch(comm, cs, nc, ip + 1, cn);
     }
+    /* Iallgatherv with its pieces packed in rank order: in the segment or not, plain or derived */
+    for (int big = 0; big < 2; big++) {
+        int nc = 0;
+        for (int ip = 0; ip < 2; ip++)
+            for (int bk = 0; bk < 2; bk++)
+                for (int derived = 0; derived < 2; derived++)
+                    cs[nc++] = call_packed(comm, ip, (bkind_t)bk, derived, ip + bk + big, big);
+        batch(comm, cs, nc, big + 1, cn);
+    }
     /* large blocks (64 KiB per block): heap, static, derived */
     for (int f = 0; f < F_N; f++) {
         int nc = 0;
@@ -649,7 +682,10 @@ int main(int argc, char **argv)
         long long d = mp_stat(fname[f], "mpi") - m0[f];
         if (stats && single && !forced)
             CHECK(d == 0, "one node: %s went to the real MPI (%lld calls)", fname[f], d);
-        if (stats && !single && !forced)
+        if (stats && !single && !forced && f == F_ALLGATHERV) /* every rank knows every count */
+            CHECK(d == 0 && mp_stat(fname[f], "alg.hier") > 0, "across nodes: %s mpi %lld hier %lld", fname[f], d,
+                  mp_stat(fname[f], "alg.hier"));
+        else if (stats && !single && !forced)
             CHECK(d > 0 && mp_stat(fname[f], "why.multinode") == d, "across nodes: %s mpi %lld why.multinode %lld",
                   fname[f], d, mp_stat(fname[f], "why.multinode"));
     }

@@ -116,5 +116,18 @@ typedef struct {
  * bobcat's. */
 int pc_nbv_start(struct nb_comm *ring, const coll_nb_t *args, const pc_nbv_ops_t *ops, void *st, MPI_Comm comm,
                  MPI_Request *req);
+/* Across nodes (after pc_nbv_ring said why.multinode, *pc_p set): 0 if the call runs
+ * hierarchically, with *node_p the node communicator's ring (NULL when I am alone on my node);
+ * else -1 and why. */
+int pc_nbv_hier(MPI_Comm comm, pmpi_comm_t **pc_p, struct nb_comm **node_p, pmpi_why_t *why_p);
+/* Iallgatherv across nodes: W holds the whole result as packed bytes in node order (total bytes; in
+ * the segment when I have node mates). The leader's node phase gathers its mates' pieces into W as
+ * its table tab says (2 * node_size words, in the segment; its own piece already in W), the leaders
+ * exchange their nodes' blocks of W in place through the real MPI (lcd: nnodes counts, then nnodes
+ * displacements, in bytes; the request frees it; NULL on the others), then the node copies W from
+ * its leader. A node mate sends `mine` (bytes, in the segment). */
+int pc_nbv_iallgatherv_hier(pmpi_comm_t *pc, struct nb_comm *node, const void *mine, size_t bytes,
+                            const uint64_t *tab, char *W, size_t total, int *lcd, const pc_nbv_ops_t *ops, void *st,
+                            MPI_Comm comm, MPI_Request *req);
 
 #endif

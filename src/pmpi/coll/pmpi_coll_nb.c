@@ -594,6 +594,39 @@ int pc_nbv_start(struct nb_comm *ring, const coll_nb_t *args, const pc_nbv_ops_t
     return req_out(q, comm, req);
 }
 
+int pc_nbv_hier(MPI_Comm comm, pmpi_comm_t **pc_p, struct nb_comm **node_p, pmpi_why_t *why_p)
+{
+    return hier_setup(comm, pc_p, node_p, why_p);
+}
+
+int pc_nbv_iallgatherv_hier(pmpi_comm_t *pc, struct nb_comm *node, const void *mine, size_t bytes,
+                            const uint64_t *tab, char *W, size_t total, int *lcd, const pc_nbv_ops_t *ops, void *st,
+                            MPI_Comm comm, MPI_Request *req)
+{
+    nb_req_t *q = req_new();
+    q->vops = ops;
+    q->vst = st;
+    q->lcd = lcd;
+    if (!total) { /* every rank knows: all counts are 0 */
+        ops->done(st);
+        q->local_done = 1;
+        return req_out(q, comm, req);
+    }
+    q->c.root = 0;
+    q->c.sbuf = mine;
+    q->c.bytes = bytes;
+    q->c.tab = tab;
+    q->c2.root = 0;
+    q->c2.bytes = total;
+    q->c2.rbuf = W;
+    q->c2.inl = coll_nb_inlines(node ? &node->g : NULL, COLL_NB_BCAST, total, 0);
+    q->lkind = COLL_NB_ALLGATHER;
+    q->lbuf = W;
+    q->lcount = pc->nnodes;
+    hier_start(q, pc, node, COLL_NB_GATHERV, COLL_NB_BCAST);
+    return req_out(q, comm, req);
+}
+
 /* The statistics row's path for a call that ran here. */
 static void count_path(pmpi_stat_t *st, const nb_req_t *q, size_t bytes)
 {

@@ -10,8 +10,11 @@
  * blocking Alltoallw (pmpi_coll_alltoallv.c), a block's type is looked at only where the block is not
  * empty (programs pass MPI_DATATYPE_NULL there). Only arguments the standard calls erroneous
  * (negative counts, a null type or count array where data moves, MPI_IN_PLACE where it is not
- * allowed, one buffer for both sides) go to the real MPI, which reports them. Across nodes and on
- * communicators of one rank the real MPI does the call (why.multinode, why.setup).
+ * allowed, one buffer for both sides) go to the real MPI, which reports them. On communicators of
+ * one rank the real MPI does the call (why.setup). Across nodes Iallgatherv runs hierarchically
+ * (iallgatherv_hier: every rank knows every count); the other forms go to the real MPI
+ * (why.multinode): a node phase would need every piece's size at the leader, which MPI makes
+ * significant only at each rank.
  *
  * Where the blocks lie, a local decision per block: a block of a dense type inside the segment is
  * read or written where it lies; any other (stack, static data, a non-contiguous type) is packed
@@ -24,12 +27,13 @@
 #include "pmpi_coll.h"
 #include "../base/pmpi_dt.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 static pmpi_stat_t st_igatherv = {.name = "Igatherv", .alg_names = {"ring"}};
 static pmpi_stat_t st_iscatterv = {.name = "Iscatterv", .alg_names = {"ring"}};
-static pmpi_stat_t st_iallgatherv = {.name = "Iallgatherv", .alg_names = {"ring"}};
+static pmpi_stat_t st_iallgatherv = {.name = "Iallgatherv", .alg_names = {"ring", "hier"}};
 static pmpi_stat_t st_ialltoallv = {.name = "Ialltoallv", .alg_names = {"ring"}};
 static pmpi_stat_t st_ialltoallw = {.name = "Ialltoallw", .alg_names = {"ring"}};
 
@@ -71,6 +75,8 @@ typedef struct {
 
 /* An empty block's type: not looked at. */
 static const pc_dt_t none = {.size = 0, .lb = 0, .extent = 0, .dense = 1, .predefined = 1};
+/* Packed bytes (MPI_BYTE). */
+static const pc_dt_t packed_bytes = {.size = 1, .lb = 0, .extent = 1, .dense = 1, .predefined = 1};
 
 /* The facts of a side of count elements of dt (none when empty); -1 if erroneous. */
 static int side(int count, MPI_Datatype dt, pc_dt_t *d_p)
@@ -344,6 +350,80 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
     return go(ring, &a, v, &st_iscatterv, total, comm, req);
 }
 
+/* Iallgatherv across nodes (pmpi_coll_nb.c's pc_nbv_iallgatherv_hier): the pieces as packed bytes
+ * in node order (W; every rank knows every count, so every rank knows where each piece lies in it).
+ * W is the program's result itself when the pieces lie packed in rank order there (displacements
+ * the running sums of the counts, ranks grouped by node) and it is dense and in the segment; else a
+ * block of the call's heap block, unpacked into the program's result when the request completes.
+ * d: the receive side's facts, then the send side's. */
+static int iallgatherv_hier(pmpi_comm_t *pc, struct nb_comm *node, const void *sbuf, int scount, MPI_Datatype stype,
+                            void *rbuf, const int *rcounts, const int *displs, MPI_Datatype rtype, const pc_dt_t *d,
+                            MPI_Comm comm, MPI_Request *req)
+{
+    int n = pc->size, me = pc->rank, ns = pc->node_size, in_place = sbuf == MPI_IN_PLACE;
+    int lead = pc->leader == me;
+    size_t *off = xmalloc(sizeof(size_t) * (size_t)n); /* comm rank -> its piece's offset in W */
+    size_t total = 0;
+    long long elems = 0;
+    int packed = pc->blocked;
+    for (int i = 0; i < n; i++) { /* node order */
+        int q = pc->by_pos[i];
+        off[q] = total;
+        total += (size_t)rcounts[q] * (size_t)d[0].size;
+        packed &= displs[q] == elems;
+        elems += rcounts[q];
+    }
+    MPI_Datatype types[2] = {rtype, stype};
+    nbv_t *v = nbv_new(n, 2, types, d);
+    char *mine = (char *)rbuf + (MPI_Aint)displs[me] * d[0].extent;
+    blk_t s = in_place ? (blk_t){mine, rcounts[me], 0, 0, (size_t)rcounts[me] * (size_t)d[0].size, NULL}
+                       : (blk_t){(char *)sbuf, scount, 1, 0, (size_t)scount * (size_t)d[1].size, NULL};
+    blk_t whole = {rbuf, (int)elems, 0, 0, total, NULL};
+    size_t tabwords = lead ? 2 * (size_t)ns : 0;
+    char *W;
+    if (packed) { /* W is the result, staged as one block if need be */
+        nbv_place(v, lead ? NULL : &s, lead ? 0 : 1, &whole, 1, tabwords);
+        W = whole.use;
+    } else { /* W in the heap block (after the table and a staged piece), each piece unpacked at the end */
+        nbv_place(v, lead ? NULL : &s, lead ? 0 : 1, NULL, 0, tabwords + ROUND(total) / sizeof(uint64_t));
+        W = (char *)(v->tab + tabwords);
+        v->staged |= total > 0;
+        if (total && (v->held[0] = pmpi_dt_hold(rtype)) == MPI_DATATYPE_NULL) {
+            util_error("could not hold a datatype for a nonblocking v/w collective");
+            abort();
+        }
+        for (int q = 0; q < n; q++)
+            if (rcounts[q])
+                v->jobs[v->njobs++] = (job_t){W + off[q], (char *)rbuf + (MPI_Aint)displs[q] * d[0].extent,
+                                              rcounts[q], 0};
+    }
+    int *lcd = NULL;
+    if (lead) {
+        /* my piece into W now; my mates' as my table says */
+        char *at = W + off[me];
+        size_t room = (size_t)rcounts[me] * (size_t)d[0].size;
+        if (at != s.at && room <= INT_MAX)
+            own_copy(s.at, s.count, types[s.ti], &v->d[s.ti], at, (int)room, MPI_BYTE, &packed_bytes);
+        for (int i = 0; i < ns; i++) {
+            int q = pc->node_ranks[i];
+            v->tab[i] = q == me ? 0 : (size_t)rcounts[q] * (size_t)d[0].size;
+            v->tab[ns + i] = q == me ? 0 : (uint64_t)(uintptr_t)(W + off[q]);
+        }
+        int nn = pc->nnodes;
+        lcd = xmalloc(2 * sizeof(int) * (size_t)nn);
+        for (int k = 0; k < nn; k++) {
+            int first = pc->node_first[k], last = first + pc->node_count[k];
+            size_t end = last < n ? off[pc->by_pos[last]] : total;
+            lcd[k] = (int)(end - off[pc->by_pos[first]]);
+            lcd[nn + k] = (int)off[pc->by_pos[first]];
+        }
+    }
+    free(off);
+    pmpi_stat_path(&st_iallgatherv, v->staged ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, total, 1);
+    return pc_nbv_iallgatherv_hier(pc, node, lead ? NULL : s.use, lead ? 0 : s.bytes, lead ? v->tab : NULL, W, total,
+                                   lcd, &nbv_ops, v, comm, req);
+}
+
 BOBCAT_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
                                   const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
 {
@@ -351,15 +431,24 @@ BOBCAT_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype sty
     pmpi_comm_t *pc;
     pmpi_why_t why;
     pc_dt_t d[2] = {none, none}; /* the receive side's, the send side's */
-    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why);
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why), *node = NULL;
+    int hier = !ring && why == PMPI_WHY_MULTINODE && pc_nbv_hier(comm, &pc, &node, &why) == 0;
     int in_place = sbuf == MPI_IN_PLACE;
-    if (ring) {
+    if (ring || hier) {
         int bad = rbuf == MPI_IN_PLACE || vside(rcounts, displs, pc->size, rtype, &d[0]) != 0;
         if (!bad && !in_place)
             bad = side(scount, stype, &d[1]) != 0 || (sbuf == rbuf && (size_t)scount * (size_t)d[1].size > 0);
+        if (!bad && hier) { /* the leaders' counts and displacements are ints of bytes */
+            long long all = 0;
+            for (int q = 0; q < pc->size; q++)
+                all += (long long)rcounts[q] * (long long)d[0].size;
+            bad = all > INT_MAX;
+        }
         if (bad)
-            ring = NULL, why = PMPI_WHY_VARIANT;
+            ring = NULL, hier = 0, why = PMPI_WHY_VARIANT;
     }
+    if (hier)
+        return iallgatherv_hier(pc, node, sbuf, scount, stype, rbuf, rcounts, displs, rtype, d, comm, req);
     if (!ring) {
         to_mpi(&st_iallgatherv, why);
         return PMPI_Iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req);
