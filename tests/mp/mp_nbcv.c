@@ -20,8 +20,9 @@
  *
  * Paths (BOBCAT_STATS on and the layer on): on the node's communicator no call went to the real MPI
  * and some went through bobcat's ring, staged and not; across (simulated) nodes the world's and the
- * reversed world's Iallgatherv ran hierarchically (alg.hier) and their other calls went to the real
- * MPI (why.multinode); MPI_COMM_SELF's always do (why.setup-failed);
+ * reversed world's Iallgatherv, Ialltoallv and Ialltoallw ran hierarchically (alg.hier) and their
+ * Igatherv and Iscatterv went to the real MPI (why.multinode); MPI_COMM_SELF's always do
+ * (why.setup-failed);
  * BOBCAT_COLL_NBC=mpi sends all there (why.forced).
  *
  * Overlap: on the node's communicator rank 0 starts an Ialltoallv and an Iallgatherv and computes
@@ -221,7 +222,7 @@ static call_t *call_new(form_t f, MPI_Comm comm, int root, int inplace, bkind_t 
         c->nodig = 1;
         int n1;
         MPI_Comm_size(comm, &n1);
-        if (!layer_on || n1 == 1 || !mp_on_node(comm))
+        if (!layer_on || n1 == 1) /* (bobcat's own across nodes too) */
             inplace = 0;
     }
     c->f = f, c->root = root, c->inplace = inplace, c->bk = bk, c->derived = derived, c->salt = salt, c->big = big;
@@ -682,7 +683,7 @@ int main(int argc, char **argv)
         long long d = mp_stat(fname[f], "mpi") - m0[f];
         if (stats && single && !forced)
             CHECK(d == 0, "one node: %s went to the real MPI (%lld calls)", fname[f], d);
-        if (stats && !single && !forced && f == F_ALLGATHERV) /* every rank knows every count */
+        if (stats && !single && !forced && (f == F_ALLGATHERV || f >= F_ALLTOALLV))
             CHECK(d == 0 && mp_stat(fname[f], "alg.hier") > 0, "across nodes: %s mpi %lld hier %lld", fname[f], d,
                   mp_stat(fname[f], "alg.hier"));
         else if (stats && !single && !forced)

@@ -120,6 +120,19 @@ int pc_nbv_start(struct nb_comm *ring, const coll_nb_t *args, const pc_nbv_ops_t
  * hierarchically, with *node_p the node communicator's ring (NULL when I am alone on my node);
  * else -1 and why. */
 int pc_nbv_hier(MPI_Comm comm, pmpi_comm_t **pc_p, struct nb_comm **node_p, pmpi_why_t *why_p);
+/* The v/w forms across nodes whose counts only each rank knows (Igatherv, Iscatterv, Ialltoallv/w):
+ * every rank writes its call's table as on one node (the words `word` points at, in the segment:
+ * word[0] = the table's address) and the node phase gathers those addresses at the node's leader.
+ * The leader then does its whole node's part through the windows: start() moves what stays on the
+ * node and starts the leaders' call through the real MPI into *real (tabs: node rank -> its table's
+ * address, in my view; base: node rank -> what to add to that rank's pointers for my view), finish()
+ * once that call is complete (writes what it brought); then the leader releases its node. */
+typedef struct {
+    int (*start)(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real);
+    void (*finish)(void *st, const uint64_t *tabs, const uintptr_t *base);
+} pc_nbv_lead_t;
+int pc_nbv_hier_start(pmpi_comm_t *pc, struct nb_comm *node, const uint64_t *word, const pc_nbv_lead_t *lead,
+                      const pc_nbv_ops_t *ops, void *st, MPI_Comm comm, MPI_Request *req);
 /* Iallgatherv across nodes: W holds the whole result as packed bytes in node order (total bytes; in
  * the segment when I have node mates). The leader's node phase gathers its mates' pieces into W as
  * its table tab says (2 * node_size words, in the segment; its own piece already in W), the leaders

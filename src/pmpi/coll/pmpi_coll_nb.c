@@ -176,6 +176,8 @@ typedef struct nb_req {
     int kop_set;
     const pc_nbv_ops_t *vops; /* a v/w form's staging (pmpi_coll_nbv.c), its state vst */
     void *vst;
+    const pc_nbv_lead_t *vlead; /* ... across nodes, its leader's work (lkind COLL_NB_N): the node's
+                                   tables' addresses gathered in scratch (lcount words) */
 } nb_req_t;
 
 /* ---- across nodes: node phase, leaders' phase, node phase --------------------------------------- */
@@ -235,6 +237,13 @@ static void a2a_assemble(a2a_t *a)
     }
 }
 
+/* Node rank -> what to add to its pointers for my view (a leader alone on its node: itself). */
+static const uintptr_t *node_base(const nb_req_t *q)
+{
+    static const uintptr_t alone = 0;
+    return q->nc ? q->nc->g.base : &alone;
+}
+
 static int leaders_start(nb_req_t *q)
 {
     pmpi_real_requests = 1;
@@ -245,6 +254,13 @@ static int leaders_start(nb_req_t *q)
         a2a_pack(a);
         return PMPI_Ialltoallv(a->far_s, c, c + N, MPI_BYTE, a->far_r, c + 2 * N, c + 3 * N, MPI_BYTE, q->lcomm,
                                &q->real);
+    }
+    case COLL_NB_N: { /* a v/w form's leader (pc_nbv_hier_start): the tables in my view */
+        const uintptr_t *base = node_base(q);
+        uint64_t *t = q->scratch;
+        for (int i = 1; i < q->lcount; i++)
+            t[i] += base[i];
+        return q->vlead->start(q->vst, t, base, q->lcomm, &q->real);
     }
     case COLL_NB_BARRIER: return PMPI_Ibarrier(q->lcomm, &q->real);
     case COLL_NB_BCAST: return PMPI_Ibcast(q->lbuf, q->lcount, MPI_BYTE, q->lroot, q->lcomm, &q->real);
@@ -305,6 +321,8 @@ static int hier_advance(nb_req_t *q)
                 return 0;
             if (q->a2a)
                 a2a_assemble(q->a2a);
+            if (q->vlead)
+                q->vlead->finish(q->vst, q->scratch, node_base(q));
             if (q->sfold) /* earlier ranks first: any op */
                 q->c.op.fn(q->se, q->sx, q->c.count, &q->c.op);
             if (q->own_bytes)
@@ -624,6 +642,27 @@ int pc_nbv_iallgatherv_hier(pmpi_comm_t *pc, struct nb_comm *node, const void *m
     q->lbuf = W;
     q->lcount = pc->nnodes;
     hier_start(q, pc, node, COLL_NB_GATHERV, COLL_NB_BCAST);
+    return req_out(q, comm, req);
+}
+
+int pc_nbv_hier_start(pmpi_comm_t *pc, struct nb_comm *node, const uint64_t *word, const pc_nbv_lead_t *lead,
+                      const pc_nbv_ops_t *ops, void *st, MPI_Comm comm, MPI_Request *req)
+{
+    nb_req_t *q = req_new();
+    q->vops = ops;
+    q->vst = st;
+    q->lkind = COLL_NB_N;
+    q->c.root = 0;
+    q->c.bytes = sizeof(uint64_t);
+    q->c.sbuf = word;
+    if (pc->leader == pc->rank) {
+        uint64_t *t = q->scratch = xmalloc(sizeof(uint64_t) * (size_t)pc->node_size);
+        t[0] = word[0];
+        q->c.rbuf = t;
+        q->lcount = pc->node_size;
+        q->vlead = lead;
+    }
+    hier_start(q, pc, node, COLL_NB_GATHER, COLL_NB_BARRIER);
     return req_out(q, comm, req);
 }
 

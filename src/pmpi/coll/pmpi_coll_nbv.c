@@ -34,8 +34,8 @@
 static pmpi_stat_t st_igatherv = {.name = "Igatherv", .alg_names = {"ring"}};
 static pmpi_stat_t st_iscatterv = {.name = "Iscatterv", .alg_names = {"ring"}};
 static pmpi_stat_t st_iallgatherv = {.name = "Iallgatherv", .alg_names = {"ring", "hier"}};
-static pmpi_stat_t st_ialltoallv = {.name = "Ialltoallv", .alg_names = {"ring"}};
-static pmpi_stat_t st_ialltoallw = {.name = "Ialltoallw", .alg_names = {"ring"}};
+static pmpi_stat_t st_ialltoallv = {.name = "Ialltoallv", .alg_names = {"ring", "hier"}};
+static pmpi_stat_t st_ialltoallw = {.name = "Ialltoallw", .alg_names = {"ring", "hier"}};
 
 __attribute__((constructor)) static void register_stats(void)
 {
@@ -71,6 +71,7 @@ typedef struct {
     job_t *jobs;
     char *mem;                 /* heap (the segment): the table, packed sends, staged receives */
     uint64_t *tab;
+    struct lead *L;            /* across nodes, a leader's work (below); NULL elsewhere */
 } nbv_t;
 
 /* An empty block's type: not looked at. */
@@ -120,6 +121,7 @@ static nbv_t *nbv_new(int njobs_max, int ntypes, const MPI_Datatype *types, cons
         v->held[i] = MPI_DATATYPE_NULL;
     v->mem = NULL;
     v->tab = NULL;
+    v->L = NULL;
     return v;
 }
 
@@ -195,7 +197,12 @@ static void nbv_done(void *st)
     v->mem = NULL;
 }
 
-static void nbv_release(void *st) { free(st); }
+static void nbv_release(void *st)
+{
+    nbv_t *v = st;
+    free(v->L);
+    free(v);
+}
 
 static const pc_nbv_ops_t nbv_ops = {nbv_done, nbv_release};
 
@@ -238,6 +245,124 @@ static void to_mpi(pmpi_stat_t *st, pmpi_why_t why)
     pmpi_stat_mpi(st, why, 0);
     pmpi_real_requests = 1;
 }
+
+/* ---- across nodes: the leader does its node's part through the windows ------------------------------ */
+
+/* The forms whose counts only each rank knows (Igatherv, Iscatterv, Ialltoallv/w) across nodes
+ * (pc_nbv_hier_start): every rank writes its table as on one node, and its node's leader, once it
+ * has the tables' addresses, moves every block that stays on the node from where it lies to where it
+ * lands, packs what leaves the node per destination node (in node order: sending rank, then
+ * receiving rank), runs the leaders' call through the real MPI on packed bytes, and unpacks what
+ * arrives into its node's ranks' blocks. The node's ranks wait for their leader's release, so their
+ * tables and blocks stay put meanwhile. Both sides' counts come from the tables of the ranks the
+ * standard makes them significant at, so every leader knows its own counts in the leaders' call. */
+typedef struct lead {
+    int n, nn, ns, myk, root;
+    int *by_pos, *first, *count, *mates; /* node order; node k's first place and ranks; my node's
+                                            comm ranks by node rank (copied: the communicator may be
+                                            freed before the call completes) */
+    int *cnt;                            /* the leaders' call's counts and displacements (4 nn) */
+    char *S, *R;                         /* its packed bytes */
+} lead_t;
+
+static lead_t *lead_new(const pmpi_comm_t *pc, int root)
+{
+    int n = pc->size, nn = pc->nnodes, ns = pc->node_size;
+    lead_t *L = xmalloc(sizeof *L + sizeof(int) * ((size_t)n + 6 * (size_t)nn + (size_t)ns));
+    L->n = n, L->nn = nn, L->ns = ns, L->myk = pc->leader_rank[pc->rank], L->root = root;
+    L->by_pos = (int *)(L + 1);
+    L->first = L->by_pos + n;
+    L->count = L->first + nn;
+    L->cnt = L->count + nn;
+    L->mates = L->cnt + 4 * nn;
+    memcpy(L->by_pos, pc->by_pos, sizeof(int) * (size_t)n);
+    memcpy(L->first, pc->node_first, sizeof(int) * (size_t)nn);
+    memcpy(L->count, pc->node_count, sizeof(int) * (size_t)nn);
+    memcpy(L->mates, pc->node_ranks, sizeof(int) * (size_t)ns);
+    L->S = L->R = NULL;
+    return L;
+}
+
+/* Node rank i's table, and a pointer of its (0: none) in my view. */
+static const uint64_t *tab_of(const uint64_t *tabs, int i) { return (const uint64_t *)(uintptr_t)tabs[i]; }
+static char *at_of(uint64_t w, const uintptr_t *base, int i) { return w ? (char *)(uintptr_t)(w + base[i]) : NULL; }
+
+static void copy_bytes(char *to, const char *from, size_t b)
+{
+    if (b)
+        memcpy(to, from, b);
+}
+
+/* The leaders' counts as ints: the job stops if they do not fit (every leader's call would differ). */
+static void lead_fit(unsigned long long so, unsigned long long ro)
+{
+    if (so > INT_MAX || ro > INT_MAX) {
+        util_error("a nonblocking v/w collective across nodes moves more than INT_MAX bytes between two "
+                   "nodes' leaders; set BOBCAT_COLL_NBC=mpi for this program");
+        abort();
+    }
+}
+
+/* Ialltoallv/w (tables as on one node: t[q] where my block for q lies, t[n + q] its bytes, t[2n + q]
+ * where q's block for me lands, t[3n + q] the bytes I expect). */
+static int a2av_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
+{
+    lead_t *L = ((nbv_t *)st)->L;
+    int n = L->n, nn = L->nn, ns = L->ns;
+    for (int i = 0; i < ns; i++)
+        for (int j = 0; j < ns; j++) {
+            const uint64_t *ti = tab_of(tabs, i), *tj = tab_of(tabs, j);
+            int qi = L->mates[i], qj = L->mates[j];
+            size_t b = ti[n + qj] < tj[3 * n + qi] ? ti[n + qj] : tj[3 * n + qi];
+            if (i != j)
+                copy_bytes(at_of(tj[2 * n + qi], base, j), at_of(ti[qj], base, i), b);
+        }
+    int *sc = L->cnt, *sd = sc + nn, *rc = sd + nn, *rd = rc + nn;
+    unsigned long long so = 0, ro = 0;
+    for (int k = 0; k < nn; k++) {
+        unsigned long long a = 0, b = 0;
+        for (int x = L->first[k]; x < L->first[k] + L->count[k] && k != L->myk; x++)
+            for (int i = 0; i < ns; i++) {
+                a += tab_of(tabs, i)[n + L->by_pos[x]];
+                b += tab_of(tabs, i)[3 * n + L->by_pos[x]];
+            }
+        sd[k] = (int)so, rd[k] = (int)ro;
+        so += a, ro += b;
+        lead_fit(so, ro);
+        sc[k] = (int)a, rc[k] = (int)b;
+    }
+    char *o = L->S = xmalloc(so);
+    L->R = xmalloc(ro);
+    for (int k = 0; k < nn; k++) /* sending rank, then receiving rank */
+        for (int i = 0; i < ns && k != L->myk; i++)
+            for (int x = L->first[k]; x < L->first[k] + L->count[k]; x++) {
+                const uint64_t *ti = tab_of(tabs, i);
+                int p = L->by_pos[x];
+                copy_bytes(o, at_of(ti[p], base, i), ti[n + p]);
+                o += ti[n + p];
+            }
+    return PMPI_Ialltoallv(L->S, sc, sd, MPI_BYTE, L->R, rc, rd, MPI_BYTE, lcomm, real);
+}
+
+static void a2av_finish(void *st, const uint64_t *tabs, const uintptr_t *base)
+{
+    lead_t *L = ((nbv_t *)st)->L;
+    int n = L->n, nn = L->nn, ns = L->ns;
+    const char *o = L->R;
+    for (int k = 0; k < nn; k++)
+        for (int x = L->first[k]; x < L->first[k] + L->count[k] && k != L->myk; x++)
+            for (int j = 0; j < ns; j++) {
+                const uint64_t *tj = tab_of(tabs, j);
+                int p = L->by_pos[x];
+                copy_bytes(at_of(tj[2 * n + p], base, j), o, tj[3 * n + p]);
+                o += tj[3 * n + p];
+            }
+    free(L->S);
+    free(L->R);
+    L->S = L->R = NULL;
+}
+
+static const pc_nbv_lead_t a2av_lead = {a2av_start, a2av_finish};
 
 /* ---- the entry points ----------------------------------------------------------------------------- */
 
@@ -489,11 +614,12 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
 {
     pmpi_comm_t *pc;
     pmpi_why_t why;
-    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why);
-    int in_place = sbuf == MPI_IN_PLACE, n = ring ? pc->size : 0, nt = w ? n : 1;
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why), *node = NULL;
+    int hier = !ring && why == PMPI_WHY_MULTINODE && pc_nbv_hier(comm, &pc, &node, &why) == 0;
+    int in_place = sbuf == MPI_IN_PLACE, n = ring || hier ? pc->size : 0, nt = w ? n : 1;
     pc_dt_t *d = NULL;
     MPI_Datatype *types = NULL;
-    if (ring) {
+    if (ring || hier) {
         d = xmalloc(2 * (size_t)nt * sizeof(pc_dt_t));
         types = xmalloc(2 * (size_t)nt * sizeof(MPI_Datatype));
         int bad = rbuf == MPI_IN_PLACE || !rcounts || !rdispls || (!in_place && (!scounts || !sdispls));
@@ -514,12 +640,12 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
             for (int q = 0; q < n && !bad; q++) /* the same buffer twice: erroneous unless nothing moves */
                 bad = (size_t)scounts[q] * d[nt + (w ? q : 0)].size + (size_t)rcounts[q] * d[w ? q : 0].size > 0;
         if (bad) {
-            ring = NULL, why = PMPI_WHY_VARIANT;
+            ring = NULL, hier = 0, why = PMPI_WHY_VARIANT;
             free(d);
             free(types);
         }
     }
-    if (!ring) {
+    if (!ring && !hier) {
         to_mpi(st, why);
         const void *sb = in_place ? MPI_IN_PLACE : sbuf;
         return w ? PMPI_Ialltoallw(sb, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, req)
@@ -546,7 +672,7 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
         s[q] = (blk_t){sat, sc[q], sti, in_place, sb, NULL};
         r[q] = (blk_t){rat, rcounts[q], rti, 0, (size_t)rcounts[q] * (size_t)rd->size, NULL};
     }
-    nbv_place(v, s, n, r, n, 4 * (size_t)n);
+    nbv_place(v, s, n, r, n, 4 * (size_t)n + 1);
     for (int q = 0; q < n; q++) {
         v->tab[q] = (uint64_t)(uintptr_t)s[q].use;
         v->tab[n + q] = s[q].bytes;
@@ -556,6 +682,13 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
     free(s);
     free(d);
     free(types);
+    if (hier) { /* the table's address for the leader (word 4n) */
+        v->tab[4 * n] = (uint64_t)(uintptr_t)v->tab;
+        if (pc->leader == me)
+            v->L = lead_new(pc, 0);
+        pmpi_stat_path(st, v->staged ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, total, 1);
+        return pc_nbv_hier_start(pc, node, &v->tab[4 * n], &a2av_lead, &nbv_ops, v, comm, req);
+    }
     coll_nb_t a = {.kind = COLL_NB_ALLTOALLV};
     return go(ring, &a, v, st, total, comm, req);
 }
