@@ -1,6 +1,7 @@
 /* pmpi_coll_nb: the nonblocking collectives (MPI_Ibarrier, Ibcast, Ireduce, Iallreduce, Iallgather,
  * Ialltoall, Igather, Iscatter, Ireduce_scatter(_block), Iscan, Iexscan; the v/w forms are in
- * pmpi_coll_nbv.c, on the same ring through pc_nbv_start) over coll/'s ring (coll_nb.c), as requests of bobcat's (p2p's P2P_K_EXT kind), so that MPI_Wait/Test and their
+ * pmpi_coll_nbv.c, on the same ring through pc_nbv_start, and across nodes through
+ * pc_nbv_iallgatherv_hier and pc_nbv_hier_start) over coll/'s ring (coll_nb.c), as requests of bobcat's (p2p's P2P_K_EXT kind), so that MPI_Wait/Test and their
  * all/any/some forms complete them in any order and in arrays mixed with point-to-point and real
  * requests, and every progress pass (p2p_progress: any wait, test, or call that progresses) moves
  * them along.

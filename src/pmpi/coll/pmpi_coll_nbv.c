@@ -31,8 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pmpi_stat_t st_igatherv = {.name = "Igatherv", .alg_names = {"ring"}};
-static pmpi_stat_t st_iscatterv = {.name = "Iscatterv", .alg_names = {"ring"}};
+static pmpi_stat_t st_igatherv = {.name = "Igatherv", .alg_names = {"ring", "hier"}};
+static pmpi_stat_t st_iscatterv = {.name = "Iscatterv", .alg_names = {"ring", "hier"}};
 static pmpi_stat_t st_iallgatherv = {.name = "Iallgatherv", .alg_names = {"ring", "hier"}};
 static pmpi_stat_t st_ialltoallv = {.name = "Ialltoallv", .alg_names = {"ring", "hier"}};
 static pmpi_stat_t st_ialltoallw = {.name = "Ialltoallw", .alg_names = {"ring", "hier"}};
@@ -257,7 +257,9 @@ static void to_mpi(pmpi_stat_t *st, pmpi_why_t why)
  * tables and blocks stay put meanwhile. Both sides' counts come from the tables of the ranks the
  * standard makes them significant at, so every leader knows its own counts in the leaders' call. */
 typedef struct lead {
-    int n, nn, ns, myk, root;
+    int n, nn, ns, myk;
+    int rootk, ri;                       /* Igatherv/Iscatterv: the root's node, and the root's
+                                            node rank if that is mine (else -1) */
     int *by_pos, *first, *count, *mates; /* node order; node k's first place and ranks; my node's
                                             comm ranks by node rank (copied: the communicator may be
                                             freed before the call completes) */
@@ -269,7 +271,9 @@ static lead_t *lead_new(const pmpi_comm_t *pc, int root)
 {
     int n = pc->size, nn = pc->nnodes, ns = pc->node_size;
     lead_t *L = xmalloc(sizeof *L + sizeof(int) * ((size_t)n + 6 * (size_t)nn + (size_t)ns));
-    L->n = n, L->nn = nn, L->ns = ns, L->myk = pc->leader_rank[pc->rank], L->root = root;
+    L->n = n, L->nn = nn, L->ns = ns, L->myk = pc->leader_rank[pc->rank];
+    L->rootk = pc->leader_rank[root];
+    L->ri = L->rootk == L->myk ? pc_node_rank(pc, root) : -1;
     L->by_pos = (int *)(L + 1);
     L->first = L->by_pos + n;
     L->count = L->first + nn;
@@ -364,6 +368,138 @@ static void a2av_finish(void *st, const uint64_t *tabs, const uintptr_t *base)
 
 static const pc_nbv_lead_t a2av_lead = {a2av_start, a2av_finish};
 
+/* Igatherv and Iscatterv: a rank's table is t[0] = its own piece's bytes (sent or received; 0 at
+ * the root, whose own piece is copied at the start), t[1] = where it lies or lands; the root's also
+ * t[2 + q] = rank q's piece's bytes, t[2 + n + q] = where it lands or lies. The root's node's leader
+ * moves its node's pieces between the root's blocks and its mates' directly; every other leader
+ * moves its node's pieces as one block of the leaders' MPI_Igatherv / MPI_Iscatterv, in node order. */
+static unsigned long long rooted_node_bytes(const lead_t *L, const uint64_t *R, int k)
+{
+    unsigned long long b = 0;
+    for (int x = L->first[k]; x < L->first[k] + L->count[k]; x++)
+        b += R[2 + L->by_pos[x]];
+    return b;
+}
+
+/* The root's node's leader: the mates' pieces and the root's blocks, then the leaders' counts. */
+static unsigned long long rooted_root_node(lead_t *L, const uint64_t *tabs, const uintptr_t *base, int gather)
+{
+    int n = L->n, nn = L->nn, ri = L->ri;
+    const uint64_t *R = tab_of(tabs, ri);
+    for (int i = 0; i < L->ns; i++) {
+        const uint64_t *t = tab_of(tabs, i);
+        int q = L->mates[i];
+        size_t b = t[0] < R[2 + q] ? t[0] : R[2 + q];
+        if (i == ri)
+            continue;
+        if (gather)
+            copy_bytes(at_of(R[2 + n + q], base, ri), at_of(t[1], base, i), b);
+        else
+            copy_bytes(at_of(t[1], base, i), at_of(R[2 + n + q], base, ri), b);
+    }
+    int *c = L->cnt, *d = c + nn;
+    unsigned long long o = 0;
+    for (int k = 0; k < nn; k++) {
+        unsigned long long b = k == L->myk ? 0 : rooted_node_bytes(L, R, k);
+        d[k] = (int)o;
+        o += b;
+        lead_fit(o, 0);
+        c[k] = (int)b;
+    }
+    return o;
+}
+
+/* Another node's leader: its node's pieces' bytes together. */
+static unsigned long long rooted_my_node(const lead_t *L, const uint64_t *tabs)
+{
+    unsigned long long o = 0;
+    for (int i = 0; i < L->ns; i++)
+        o += tab_of(tabs, i)[0];
+    lead_fit(o, 0);
+    return o;
+}
+
+/* The root's node's pieces move in or out of the root's blocks in node order (k != mine). */
+static void rooted_pack(const lead_t *L, const uint64_t *tabs, const uintptr_t *base, char *o, int gather)
+{
+    int n = L->n, ri = L->ri;
+    const uint64_t *R = tab_of(tabs, ri);
+    for (int k = 0; k < L->nn; k++)
+        for (int x = L->first[k]; x < L->first[k] + L->count[k] && k != L->myk; x++) {
+            int p = L->by_pos[x];
+            if (gather)
+                copy_bytes(at_of(R[2 + n + p], base, ri), o, R[2 + p]);
+            else
+                copy_bytes(o, at_of(R[2 + n + p], base, ri), R[2 + p]);
+            o += R[2 + p];
+        }
+}
+
+/* My node's pieces, in node rank order, to or from one block. */
+static void mates_pack(const lead_t *L, const uint64_t *tabs, const uintptr_t *base, char *o, int in)
+{
+    for (int i = 0; i < L->ns; i++) {
+        const uint64_t *t = tab_of(tabs, i);
+        if (in)
+            copy_bytes(o, at_of(t[1], base, i), t[0]);
+        else
+            copy_bytes(at_of(t[1], base, i), o, t[0]);
+        o += t[0];
+    }
+}
+
+static int gatherv_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
+{
+    lead_t *L = ((nbv_t *)st)->L;
+    if (L->ri >= 0) {
+        L->R = xmalloc(rooted_root_node(L, tabs, base, 1));
+        return PMPI_Igatherv(L->cnt, 0, MPI_BYTE, L->R, L->cnt, L->cnt + L->nn, MPI_BYTE, L->rootk, lcomm, real);
+    }
+    unsigned long long b = rooted_my_node(L, tabs);
+    L->S = xmalloc(b);
+    mates_pack(L, tabs, base, L->S, 1);
+    return PMPI_Igatherv(L->S, (int)b, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, L->rootk, lcomm, real);
+}
+
+static void rooted_finish(void *st, const uint64_t *tabs, const uintptr_t *base)
+{
+    lead_t *L = ((nbv_t *)st)->L;
+    if (L->ri >= 0 && L->R) /* Igatherv's root's node */
+        rooted_pack(L, tabs, base, L->R, 1);
+    else if (L->ri < 0 && L->R) /* Iscatterv's other nodes */
+        mates_pack(L, tabs, base, L->R, 0);
+    free(L->S);
+    free(L->R);
+    L->S = L->R = NULL;
+}
+
+static int scatterv_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
+{
+    lead_t *L = ((nbv_t *)st)->L;
+    if (L->ri >= 0) {
+        L->S = xmalloc(rooted_root_node(L, tabs, base, 0));
+        rooted_pack(L, tabs, base, L->S, 0);
+        return PMPI_Iscatterv(L->S, L->cnt, L->cnt + L->nn, MPI_BYTE, L->cnt, 0, MPI_BYTE, L->rootk, lcomm, real);
+    }
+    unsigned long long b = rooted_my_node(L, tabs);
+    L->R = xmalloc(b);
+    return PMPI_Iscatterv(NULL, NULL, NULL, MPI_BYTE, L->R, (int)b, MPI_BYTE, L->rootk, lcomm, real);
+}
+
+static const pc_nbv_lead_t gatherv_lead = {gatherv_start, rooted_finish};
+static const pc_nbv_lead_t scatterv_lead = {scatterv_start, rooted_finish};
+
+/* Start a call across nodes whose table (its words words) is written: its address in the word after. */
+static int hier_go(pmpi_comm_t *pc, struct nb_comm *node, nbv_t *v, size_t words, const pc_nbv_lead_t *lead, int root,
+                   pmpi_stat_t *st, size_t bytes, MPI_Comm comm, MPI_Request *req)
+{
+    v->tab[words] = (uint64_t)(uintptr_t)v->tab;
+    if (pc->leader == pc->rank)
+        v->L = lead_new(pc, root);
+    pmpi_stat_path(st, v->staged ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes, 1);
+    return pc_nbv_hier_start(pc, node, &v->tab[words], lead, &nbv_ops, v, comm, req);
+}
+
 /* ---- the entry points ----------------------------------------------------------------------------- */
 
 BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
@@ -373,9 +509,10 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
     pmpi_comm_t *pc;
     pmpi_why_t why;
     pc_dt_t sd = none, rd = none;
-    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why);
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why), *node = NULL;
+    int hier = !ring && why == PMPI_WHY_MULTINODE && pc_nbv_hier(comm, &pc, &node, &why) == 0;
     int in_place = sbuf == MPI_IN_PLACE;
-    if (ring) {
+    if (ring || hier) {
         int n = pc->size, me = pc->rank;
         int bad = root < 0 || root >= n || (me != root && in_place);
         if (!bad && !in_place)
@@ -384,9 +521,9 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
             bad = vside(rcounts, displs, n, rtype, &rd) != 0 ||
                   (!in_place && sbuf == rbuf && (size_t)scount * (size_t)sd.size > 0);
         if (bad)
-            ring = NULL, why = PMPI_WHY_VARIANT; /* erroneous: the real MPI reports it */
+            ring = NULL, hier = 0, why = PMPI_WHY_VARIANT; /* erroneous: the real MPI reports it */
     }
-    if (!ring) {
+    if (!ring && !hier) {
         to_mpi(&st_igatherv, why);
         return PMPI_Igatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, req);
     }
@@ -395,7 +532,12 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
     if (me != root) {
         nbv_t *v = nbv_new(0, 1, &stype, &sd);
         blk_t s = {(char *)sbuf, scount, 0, 0, (size_t)scount * (size_t)sd.size, NULL};
-        nbv_place(v, &s, 1, NULL, 0, 0);
+        nbv_place(v, &s, 1, NULL, 0, hier ? 3 : 0);
+        if (hier) {
+            v->tab[0] = s.bytes;
+            v->tab[1] = (uint64_t)(uintptr_t)s.use;
+            return hier_go(pc, node, v, 2, &gatherv_lead, root, &st_igatherv, s.bytes, comm, req);
+        }
         a.sbuf = s.use;
         a.bytes = s.bytes;
         return go(ring, &a, v, &st_igatherv, s.bytes, comm, req);
@@ -409,14 +551,19 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
             r[q] = (blk_t){at, rcounts[q], 0, 0, (size_t)rcounts[q] * (size_t)rd.size, NULL};
         total += (size_t)rcounts[q] * (size_t)rd.size;
     }
-    nbv_place(v, NULL, 0, r, n, 2 * (size_t)n);
+    size_t h = hier ? 2 : 0; /* across nodes: my own piece's words first (none) */
+    nbv_place(v, NULL, 0, r, n, h + 2 * (size_t)n + h / 2);
     for (int q = 0; q < n; q++) {
-        v->tab[q] = r[q].bytes;
-        v->tab[n + q] = (uint64_t)(uintptr_t)r[q].use;
+        v->tab[h + q] = r[q].bytes;
+        v->tab[h + n + q] = (uint64_t)(uintptr_t)r[q].use;
     }
     free(r);
     if (!in_place)
         own_copy(sbuf, scount, stype, &sd, (char *)rbuf + (MPI_Aint)displs[root] * rd.extent, rcounts[root], rtype, &rd);
+    if (hier) {
+        v->tab[0] = v->tab[1] = 0;
+        return hier_go(pc, node, v, 2 + 2 * (size_t)n, &gatherv_lead, root, &st_igatherv, total, comm, req);
+    }
     return go(ring, &a, v, &st_igatherv, total, comm, req);
 }
 
@@ -427,9 +574,10 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
     pmpi_comm_t *pc;
     pmpi_why_t why;
     pc_dt_t sd = none, rd = none;
-    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why);
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why), *node = NULL;
+    int hier = !ring && why == PMPI_WHY_MULTINODE && pc_nbv_hier(comm, &pc, &node, &why) == 0;
     int in_place = rbuf == MPI_IN_PLACE;
-    if (ring) {
+    if (ring || hier) {
         int n = pc->size, me = pc->rank;
         int bad = root < 0 || root >= n || (me != root && in_place);
         if (!bad && !in_place)
@@ -438,9 +586,9 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
             bad = vside(scounts, displs, n, stype, &sd) != 0 ||
                   (!in_place && sbuf == rbuf && (size_t)rcount * (size_t)rd.size > 0);
         if (bad)
-            ring = NULL, why = PMPI_WHY_VARIANT;
+            ring = NULL, hier = 0, why = PMPI_WHY_VARIANT;
     }
-    if (!ring) {
+    if (!ring && !hier) {
         to_mpi(&st_iscatterv, why);
         return PMPI_Iscatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, req);
     }
@@ -449,7 +597,12 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
     if (me != root) {
         nbv_t *v = nbv_new(1, 1, &rtype, &rd);
         blk_t r = {rbuf, rcount, 0, 0, (size_t)rcount * (size_t)rd.size, NULL};
-        nbv_place(v, NULL, 0, &r, 1, 0);
+        nbv_place(v, NULL, 0, &r, 1, hier ? 3 : 0);
+        if (hier) {
+            v->tab[0] = r.bytes;
+            v->tab[1] = (uint64_t)(uintptr_t)r.use;
+            return hier_go(pc, node, v, 2, &scatterv_lead, root, &st_iscatterv, r.bytes, comm, req);
+        }
         a.rbuf = r.use;
         a.bytes = r.bytes;
         return go(ring, &a, v, &st_iscatterv, r.bytes, comm, req);
@@ -463,15 +616,20 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
             s[q] = (blk_t){at, scounts[q], 0, 0, (size_t)scounts[q] * (size_t)sd.size, NULL};
         total += (size_t)scounts[q] * (size_t)sd.size;
     }
-    nbv_place(v, s, n, NULL, 0, 2 * (size_t)n);
+    size_t h = hier ? 2 : 0; /* across nodes: my own piece's words first (none) */
+    nbv_place(v, s, n, NULL, 0, h + 2 * (size_t)n + h / 2);
     for (int q = 0; q < n; q++) {
-        v->tab[q] = s[q].bytes;
-        v->tab[n + q] = (uint64_t)(uintptr_t)s[q].use;
+        v->tab[h + q] = s[q].bytes;
+        v->tab[h + n + q] = (uint64_t)(uintptr_t)s[q].use;
     }
     free(s);
     if (!in_place)
         own_copy((const char *)sbuf + (MPI_Aint)displs[root] * sd.extent, scounts[root], stype, &sd, rbuf, rcount, rtype,
                  &rd);
+    if (hier) {
+        v->tab[0] = v->tab[1] = 0;
+        return hier_go(pc, node, v, 2 + 2 * (size_t)n, &scatterv_lead, root, &st_iscatterv, total, comm, req);
+    }
     return go(ring, &a, v, &st_iscatterv, total, comm, req);
 }
 
@@ -682,13 +840,8 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
     free(s);
     free(d);
     free(types);
-    if (hier) { /* the table's address for the leader (word 4n) */
-        v->tab[4 * n] = (uint64_t)(uintptr_t)v->tab;
-        if (pc->leader == me)
-            v->L = lead_new(pc, 0);
-        pmpi_stat_path(st, v->staged ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, total, 1);
-        return pc_nbv_hier_start(pc, node, &v->tab[4 * n], &a2av_lead, &nbv_ops, v, comm, req);
-    }
+    if (hier)
+        return hier_go(pc, node, v, 4 * (size_t)n, &a2av_lead, 0, st, total, comm, req);
     coll_nb_t a = {.kind = COLL_NB_ALLTOALLV};
     return go(ring, &a, v, st, total, comm, req);
 }
