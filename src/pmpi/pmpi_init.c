@@ -7,7 +7,11 @@
 #include "coll/pmpi_coll.h"
 #include "p2p/p2p.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 static void check_world(void)
 {
@@ -20,6 +24,27 @@ static void check_world(void)
                         "another launcher inside yod?\n", smap_world_rank(), size, planned);
         PMPI_Abort(MPI_COMM_WORLD, 3);
     }
+}
+
+/* Simulated nodes (yod --simulate-nodes) share one host name. Open MPI names a window's shared-memory
+ * file by host, job and communicator id (osc rdma: "osc_rdma.<host>.<job>.<cid>" in its backing
+ * directory; osc sm alike), and two simulated nodes' communicators can get the same id, so one
+ * node's file was removed or reused under the other's window ("A system call failed during shared
+ * memory initialization": open(2) or unlink(2) of /dev/shm/osc_rdma.*, in MPICH's rma tests under
+ * --simulate-nodes). Each simulated node gets its own backing directory, inside the job's private
+ * Open MPI session directory, which yod removes after the job. Set before the real MPI starts (it
+ * reads its parameters then); a value the user set stays. */
+static void sim_node_backing_dir(void)
+{
+    const char *sim = getenv("BOBCAT_SIMULATE_NODES"), *base = getenv("OMPI_MCA_orte_tmpdir_base");
+    if (!sim || strcmp(sim, "1") || !base || smap_world_size() == 0)
+        return;
+    char dir[4096];
+    int n = snprintf(dir, sizeof dir, "%s/simnode-%d", base, smap_world_rank() - smap_local_rank());
+    if (n <= 0 || (size_t)n >= sizeof dir || (mkdir(dir, 0700) != 0 && errno != EEXIST))
+        return; /* (then Open MPI's default, as before) */
+    setenv("OMPI_MCA_osc_rdma_backing_directory", dir, 0);
+    setenv("OMPI_MCA_osc_sm_backing_directory", dir, 0);
 }
 
 /* BOBCAT_PROGRESS=thread (p2p/p2p_agent.c): the real MPI must run at MPI_THREAD_MULTIPLE for the
@@ -71,6 +96,7 @@ static int told(int required, int provided) { return provided < required ? provi
 BOBCAT_EXPORT int MPI_Init(int *argc, char ***argv)
 {
     int wanted = agent_wanted(), provided;
+    sim_node_backing_dir();
     int rc = wanted ? PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) : PMPI_Init(argc, argv);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -83,6 +109,7 @@ BOBCAT_EXPORT int MPI_Init(int *argc, char ***argv)
 BOBCAT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int wanted = agent_wanted();
+    sim_node_backing_dir();
     int rc = PMPI_Init_thread(argc, argv, wanted ? MPI_THREAD_MULTIPLE : required, provided);
     if (rc != MPI_SUCCESS)
         return rc;
