@@ -37,8 +37,9 @@ static void check_world(void)
 static void sim_node_backing_dir(void)
 {
     const char *sim = getenv("BOBCAT_SIMULATE_NODES"), *base = getenv("OMPI_MCA_orte_tmpdir_base");
-    if (!sim || strcmp(sim, "1") || !base || smap_world_size() == 0)
-        return;
+    const char *leaf = base ? strrchr(base, '/') : NULL;
+    if (!sim || strcmp(sim, "1") || !leaf || strncmp(leaf + 1, "yod-ompi-", 9) || smap_world_size() == 0)
+        return; /* (only in yod's own private directory, which it removes: a user's stays clean) */
     char dir[4096];
     int n = snprintf(dir, sizeof dir, "%s/simnode-%d", base, smap_world_rank() - smap_local_rank());
     if (n <= 0 || (size_t)n >= sizeof dir || (mkdir(dir, 0700) != 0 && errno != EEXIST))
