@@ -31,15 +31,14 @@ static void check_world(void)
  * directory; osc sm alike), and two simulated nodes' communicators can get the same id, so one
  * node's file was removed or reused under the other's window ("A system call failed during shared
  * memory initialization": open(2) or unlink(2) of /dev/shm/osc_rdma.*, in MPICH's rma tests under
- * --simulate-nodes). Each simulated node gets its own backing directory, inside the job's private
- * Open MPI session directory, which yod removes after the job. Set before the real MPI starts (it
- * reads its parameters then); a value the user set stays. */
+ * --simulate-nodes). Each simulated node gets its own backing directory, inside the job's directory
+ * that yod makes for this (BOBCAT_SIM_SHM_DIR, in /dev/shm) and removes after the job. Set before the
+ * real MPI starts (it reads its parameters then); a value the user set stays. */
 static void sim_node_backing_dir(void)
 {
-    const char *sim = getenv("BOBCAT_SIMULATE_NODES"), *base = getenv("OMPI_MCA_orte_tmpdir_base");
-    const char *leaf = base ? strrchr(base, '/') : NULL;
-    if (!sim || strcmp(sim, "1") || !leaf || strncmp(leaf + 1, "yod-ompi-", 9) || smap_world_size() == 0)
-        return; /* (only in yod's own private directory, which it removes: a user's stays clean) */
+    const char *sim = getenv("BOBCAT_SIMULATE_NODES"), *base = getenv("BOBCAT_SIM_SHM_DIR");
+    if (!sim || strcmp(sim, "1") || !base || !*base || smap_world_size() == 0)
+        return;
     char dir[4096];
     int n = snprintf(dir, sizeof dir, "%s/simnode-%d", base, smap_world_rank() - smap_local_rank());
     if (n <= 0 || (size_t)n >= sizeof dir || (mkdir(dir, 0700) != 0 && errno != EEXIST))

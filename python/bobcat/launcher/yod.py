@@ -295,7 +295,7 @@ class Yod:
         self.ompi_tmp_base = (_ompi_session_base(env) if self.kind == "openmpi"
                               and not env.get("OMPI_MCA_orte_tmpdir_base")
                               and not env.get("PRTE_MCA_prte_tmpdir_base") else None)
-        self.private_tmp = None
+        self.private_tmp = self.sim_shm = None
         per_group: list[list[str]] = [[] for _ in o.groups]
         for name, values in (("BOBCAT_HEAP", [str(h) for h in self.heaps]), ("BOBCAT_PRELOAD", libs)):
             if len(set(values)) == 1:
@@ -442,6 +442,16 @@ class Yod:
                     import shutil
                     shutil.rmtree(stats_dir, ignore_errors=True)
                 return EXIT_USAGE
+        if self.kind == "openmpi" and self.opts.simulate_nodes and self.opts.preload:
+            # Simulated nodes share the host name, so two nodes' Open MPI window files (named by host,
+            # job and communicator id) collided; libbobcat gives each node a directory in this one.
+            import tempfile
+            try:
+                self.sim_shm = tempfile.mkdtemp(prefix="yod-simshm-",
+                                                dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+                self.env["BOBCAT_SIM_SHM_DIR"] = self.sim_shm
+            except OSError:
+                self.sim_shm = None
         job = Job(self.launch.argv, self.env, self.job_id, self.plan.ranks, self.opts.tlimit,
                   self.on_status, scan_always=self.kind == "srun")
         try:
@@ -452,9 +462,10 @@ class Yod:
         finally:
             if self.boot_dir:
                 _remove_boot_sockets(self.boot_dir, self.job_id)
-            if self.private_tmp:
-                import shutil
-                shutil.rmtree(self.private_tmp, ignore_errors=True)
+            for d in (self.private_tmp, self.sim_shm):
+                if d:
+                    import shutil
+                    shutil.rmtree(d, ignore_errors=True)
             if self.node_out is not None:
                 self.node_out.close()
             if stats_dir is not None:
