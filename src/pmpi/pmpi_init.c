@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 
 static void check_world(void)
@@ -36,9 +35,10 @@ static void check_world(void)
  * real MPI starts (it reads its parameters then); a value the user set stays. */
 static void sim_node_backing_dir(void)
 {
-    const char *sim = getenv("BOBCAT_SIMULATE_NODES"), *base = getenv("BOBCAT_SIM_SHM_DIR");
-    if (!sim || strcmp(sim, "1") || !base || !*base || smap_world_size() == 0)
+    const util_options_t *o = util_options();
+    if (!o || !o->SIMULATE_NODES || !o->SIM_SHM_DIR[0] || smap_world_size() == 0)
         return;
+    const char *base = o->SIM_SHM_DIR;
     char dir[4096];
     int n = snprintf(dir, sizeof dir, "%s/simnode-%d", base, smap_world_rank() - smap_local_rank());
     if (n <= 0 || (size_t)n >= sizeof dir || (mkdir(dir, 0700) != 0 && errno != EEXIST))
