@@ -104,8 +104,10 @@ void hier_alltoallv(pmpi_comm_t *pc, const void *const *sblk, const size_t *sbyt
 /* ---- the nonblocking v/w forms (pmpi_coll_nbv.c) on pmpi_coll_nb.c's ring -------------------- */
 struct nb_comm;
 /* comm's ring if its nonblocking collectives run on one (from facts every rank shares: see
- * pmpi_coll_nb.c); else NULL and why. */
-struct nb_comm *pc_nbv_ring(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p);
+ * pmpi_coll_nb.c); else NULL, and *hier_p set if they run across nodes (*node_p: the node
+ * communicator's ring, NULL when I am alone on my node), or why not. */
+struct nb_comm *pc_nbv_ring(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p, struct nb_comm **node_p,
+                            int *hier_p);
 /* A call's staging: done(st) once when its request completes (write results back), release(st)
  * when the request is retired. */
 typedef struct {
@@ -116,13 +118,9 @@ typedef struct {
  * bobcat's. */
 int pc_nbv_start(struct nb_comm *ring, const coll_nb_t *args, const pc_nbv_ops_t *ops, void *st, MPI_Comm comm,
                  MPI_Request *req);
-/* Across nodes (after pc_nbv_ring said why.multinode, *pc_p set): 0 if the call runs
- * hierarchically, with *node_p the node communicator's ring (NULL when I am alone on my node);
- * else -1 and why. */
-int pc_nbv_hier(MPI_Comm comm, pmpi_comm_t **pc_p, struct nb_comm **node_p, pmpi_why_t *why_p);
 /* The v/w forms across nodes whose counts only each rank knows (Igatherv, Iscatterv, Ialltoallv/w):
- * every rank writes its call's table as on one node (the words `word` points at, in the segment:
- * word[0] = the table's address) and the node phase gathers those addresses at the node's leader.
+ * every rank writes its call's table as on one node (tab, in the segment) and the node phase
+ * gathers the tables' addresses at the node's leader.
  * The leader then does its whole node's part through the windows: start() moves what stays on the
  * node and starts the leaders' call through the real MPI into *real (tabs: node rank -> its table's
  * address, in my view; base: node rank -> what to add to that rank's pointers for my view), finish()
@@ -131,7 +129,7 @@ typedef struct {
     int (*start)(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real);
     void (*finish)(void *st, const uint64_t *tabs, const uintptr_t *base);
 } pc_nbv_lead_t;
-int pc_nbv_hier_start(pmpi_comm_t *pc, struct nb_comm *node, const uint64_t *word, const pc_nbv_lead_t *lead,
+int pc_nbv_hier_start(pmpi_comm_t *pc, struct nb_comm *node, const uint64_t *tab, const pc_nbv_lead_t *lead,
                       const pc_nbv_ops_t *ops, void *st, MPI_Comm comm, MPI_Request *req);
 /* Iallgatherv across nodes: W holds the whole result as packed bytes in node order (total bytes; in
  * the segment when I have node mates). The leader's node phase gathers its mates' pieces into W as

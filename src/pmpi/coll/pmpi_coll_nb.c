@@ -179,6 +179,7 @@ typedef struct nb_req {
     void *vst;
     const pc_nbv_lead_t *vlead; /* ... across nodes, its leader's work (lkind COLL_NB_N): the node's
                                    tables' addresses gathered in scratch (lcount words) */
+    uint64_t vtab;           /* ... my table's address, which the node phase gathers */
 } nb_req_t;
 
 /* ---- across nodes: node phase, leaders' phase, node phase --------------------------------------- */
@@ -597,9 +598,13 @@ static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_ki
 
 /* ---- the v/w forms (pmpi_coll_nbv.c): calls on the ring whose staging is theirs ---------------- */
 
-struct nb_comm *pc_nbv_ring(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p)
+struct nb_comm *pc_nbv_ring(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p, struct nb_comm **node_p,
+                            int *hier_p)
 {
-    return nb_setup(comm, pc_p, why_p);
+    nb_comm_t *nc = nb_setup(comm, pc_p, why_p);
+    *node_p = NULL;
+    *hier_p = !nc && *why_p == PMPI_WHY_MULTINODE && hier_setup(comm, pc_p, node_p, why_p) == 0;
+    return nc;
 }
 
 int pc_nbv_start(struct nb_comm *ring, const coll_nb_t *args, const pc_nbv_ops_t *ops, void *st, MPI_Comm comm,
@@ -611,11 +616,6 @@ int pc_nbv_start(struct nb_comm *ring, const coll_nb_t *args, const pc_nbv_ops_t
     q->vst = st;
     start(q, ring, args->kind);
     return req_out(q, comm, req);
-}
-
-int pc_nbv_hier(MPI_Comm comm, pmpi_comm_t **pc_p, struct nb_comm **node_p, pmpi_why_t *why_p)
-{
-    return hier_setup(comm, pc_p, node_p, why_p);
 }
 
 int pc_nbv_iallgatherv_hier(pmpi_comm_t *pc, struct nb_comm *node, const void *mine, size_t bytes,
@@ -646,19 +646,20 @@ int pc_nbv_iallgatherv_hier(pmpi_comm_t *pc, struct nb_comm *node, const void *m
     return req_out(q, comm, req);
 }
 
-int pc_nbv_hier_start(pmpi_comm_t *pc, struct nb_comm *node, const uint64_t *word, const pc_nbv_lead_t *lead,
+int pc_nbv_hier_start(pmpi_comm_t *pc, struct nb_comm *node, const uint64_t *tab, const pc_nbv_lead_t *lead,
                       const pc_nbv_ops_t *ops, void *st, MPI_Comm comm, MPI_Request *req)
 {
     nb_req_t *q = req_new();
     q->vops = ops;
     q->vst = st;
     q->lkind = COLL_NB_N;
+    q->vtab = (uint64_t)(uintptr_t)tab; /* (the request is in the heap, the segment: the leader reads it) */
     q->c.root = 0;
     q->c.bytes = sizeof(uint64_t);
-    q->c.sbuf = word;
+    q->c.sbuf = &q->vtab;
     if (pc->leader == pc->rank) {
         uint64_t *t = q->scratch = xmalloc(sizeof(uint64_t) * (size_t)pc->node_size);
-        t[0] = word[0];
+        t[0] = q->vtab;
         q->c.rbuf = t;
         q->lcount = pc->node_size;
         q->vlead = lead;

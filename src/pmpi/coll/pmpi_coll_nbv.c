@@ -11,10 +11,10 @@
  * empty (programs pass MPI_DATATYPE_NULL there). Only arguments the standard calls erroneous
  * (negative counts, a null type or count array where data moves, MPI_IN_PLACE where it is not
  * allowed, one buffer for both sides) go to the real MPI, which reports them. On communicators of
- * one rank the real MPI does the call (why.setup). Across nodes Iallgatherv runs hierarchically
- * (iallgatherv_hier: every rank knows every count); the other forms go to the real MPI
- * (why.multinode): a node phase would need every piece's size at the leader, which MPI makes
- * significant only at each rank.
+ * one rank the real MPI does the call (why.setup). Across nodes every form runs hierarchically:
+ * Iallgatherv as Iallgather (iallgatherv_hier: every rank knows every count), the others by each
+ * node's leader from its node's tables ("across nodes" below: MPI makes a count significant only
+ * at the rank that passes it and the root, so no leader knows its node's sizes by itself).
  *
  * Where the blocks lie, a local decision per block: a block of a dense type inside the segment is
  * read or written where it lies; any other (stack, static data, a non-contiguous type) is packed
@@ -489,15 +489,14 @@ static int scatterv_start(void *st, const uint64_t *tabs, const uintptr_t *base,
 static const pc_nbv_lead_t gatherv_lead = {gatherv_start, rooted_finish};
 static const pc_nbv_lead_t scatterv_lead = {scatterv_start, rooted_finish};
 
-/* Start a call across nodes whose table (its words words) is written: its address in the word after. */
-static int hier_go(pmpi_comm_t *pc, struct nb_comm *node, nbv_t *v, size_t words, const pc_nbv_lead_t *lead, int root,
+/* Start a call across nodes whose table is written. */
+static int hier_go(pmpi_comm_t *pc, struct nb_comm *node, nbv_t *v, const pc_nbv_lead_t *lead, int root,
                    pmpi_stat_t *st, size_t bytes, MPI_Comm comm, MPI_Request *req)
 {
-    v->tab[words] = (uint64_t)(uintptr_t)v->tab;
     if (pc->leader == pc->rank)
         v->L = lead_new(pc, root);
     pmpi_stat_path(st, v->staged ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes, 1);
-    return pc_nbv_hier_start(pc, node, &v->tab[words], lead, &nbv_ops, v, comm, req);
+    return pc_nbv_hier_start(pc, node, v->tab, lead, &nbv_ops, v, comm, req);
 }
 
 /* ---- the entry points ----------------------------------------------------------------------------- */
@@ -509,8 +508,9 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
     pmpi_comm_t *pc;
     pmpi_why_t why;
     pc_dt_t sd = none, rd = none;
-    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why), *node = NULL;
-    int hier = !ring && why == PMPI_WHY_MULTINODE && pc_nbv_hier(comm, &pc, &node, &why) == 0;
+    struct nb_comm *node;
+    int hier;
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why, &node, &hier);
     int in_place = sbuf == MPI_IN_PLACE;
     if (ring || hier) {
         int n = pc->size, me = pc->rank;
@@ -532,11 +532,11 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
     if (me != root) {
         nbv_t *v = nbv_new(0, 1, &stype, &sd);
         blk_t s = {(char *)sbuf, scount, 0, 0, (size_t)scount * (size_t)sd.size, NULL};
-        nbv_place(v, &s, 1, NULL, 0, hier ? 3 : 0);
+        nbv_place(v, &s, 1, NULL, 0, hier ? 2 : 0);
         if (hier) {
             v->tab[0] = s.bytes;
             v->tab[1] = (uint64_t)(uintptr_t)s.use;
-            return hier_go(pc, node, v, 2, &gatherv_lead, root, &st_igatherv, s.bytes, comm, req);
+            return hier_go(pc, node, v, &gatherv_lead, root, &st_igatherv, s.bytes, comm, req);
         }
         a.sbuf = s.use;
         a.bytes = s.bytes;
@@ -552,7 +552,7 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
         total += (size_t)rcounts[q] * (size_t)rd.size;
     }
     size_t h = hier ? 2 : 0; /* across nodes: my own piece's words first (none) */
-    nbv_place(v, NULL, 0, r, n, h + 2 * (size_t)n + h / 2);
+    nbv_place(v, NULL, 0, r, n, h + 2 * (size_t)n);
     for (int q = 0; q < n; q++) {
         v->tab[h + q] = r[q].bytes;
         v->tab[h + n + q] = (uint64_t)(uintptr_t)r[q].use;
@@ -562,7 +562,7 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
         own_copy(sbuf, scount, stype, &sd, (char *)rbuf + (MPI_Aint)displs[root] * rd.extent, rcounts[root], rtype, &rd);
     if (hier) {
         v->tab[0] = v->tab[1] = 0;
-        return hier_go(pc, node, v, 2 + 2 * (size_t)n, &gatherv_lead, root, &st_igatherv, total, comm, req);
+        return hier_go(pc, node, v, &gatherv_lead, root, &st_igatherv, total, comm, req);
     }
     return go(ring, &a, v, &st_igatherv, total, comm, req);
 }
@@ -574,8 +574,9 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
     pmpi_comm_t *pc;
     pmpi_why_t why;
     pc_dt_t sd = none, rd = none;
-    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why), *node = NULL;
-    int hier = !ring && why == PMPI_WHY_MULTINODE && pc_nbv_hier(comm, &pc, &node, &why) == 0;
+    struct nb_comm *node;
+    int hier;
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why, &node, &hier);
     int in_place = rbuf == MPI_IN_PLACE;
     if (ring || hier) {
         int n = pc->size, me = pc->rank;
@@ -597,11 +598,11 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
     if (me != root) {
         nbv_t *v = nbv_new(1, 1, &rtype, &rd);
         blk_t r = {rbuf, rcount, 0, 0, (size_t)rcount * (size_t)rd.size, NULL};
-        nbv_place(v, NULL, 0, &r, 1, hier ? 3 : 0);
+        nbv_place(v, NULL, 0, &r, 1, hier ? 2 : 0);
         if (hier) {
             v->tab[0] = r.bytes;
             v->tab[1] = (uint64_t)(uintptr_t)r.use;
-            return hier_go(pc, node, v, 2, &scatterv_lead, root, &st_iscatterv, r.bytes, comm, req);
+            return hier_go(pc, node, v, &scatterv_lead, root, &st_iscatterv, r.bytes, comm, req);
         }
         a.rbuf = r.use;
         a.bytes = r.bytes;
@@ -617,7 +618,7 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
         total += (size_t)scounts[q] * (size_t)sd.size;
     }
     size_t h = hier ? 2 : 0; /* across nodes: my own piece's words first (none) */
-    nbv_place(v, s, n, NULL, 0, h + 2 * (size_t)n + h / 2);
+    nbv_place(v, s, n, NULL, 0, h + 2 * (size_t)n);
     for (int q = 0; q < n; q++) {
         v->tab[h + q] = s[q].bytes;
         v->tab[h + n + q] = (uint64_t)(uintptr_t)s[q].use;
@@ -628,7 +629,7 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
                  &rd);
     if (hier) {
         v->tab[0] = v->tab[1] = 0;
-        return hier_go(pc, node, v, 2 + 2 * (size_t)n, &scatterv_lead, root, &st_iscatterv, total, comm, req);
+        return hier_go(pc, node, v, &scatterv_lead, root, &st_iscatterv, total, comm, req);
     }
     return go(ring, &a, v, &st_iscatterv, total, comm, req);
 }
@@ -714,8 +715,9 @@ BOBCAT_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype sty
     pmpi_comm_t *pc;
     pmpi_why_t why;
     pc_dt_t d[2] = {none, none}; /* the receive side's, the send side's */
-    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why), *node = NULL;
-    int hier = !ring && why == PMPI_WHY_MULTINODE && pc_nbv_hier(comm, &pc, &node, &why) == 0;
+    struct nb_comm *node;
+    int hier;
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why, &node, &hier);
     int in_place = sbuf == MPI_IN_PLACE;
     if (ring || hier) {
         int bad = rbuf == MPI_IN_PLACE || vside(rcounts, displs, pc->size, rtype, &d[0]) != 0;
@@ -772,8 +774,9 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
 {
     pmpi_comm_t *pc;
     pmpi_why_t why;
-    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why), *node = NULL;
-    int hier = !ring && why == PMPI_WHY_MULTINODE && pc_nbv_hier(comm, &pc, &node, &why) == 0;
+    struct nb_comm *node;
+    int hier;
+    struct nb_comm *ring = pc_nbv_ring(comm, &pc, &why, &node, &hier);
     int in_place = sbuf == MPI_IN_PLACE, n = ring || hier ? pc->size : 0, nt = w ? n : 1;
     pc_dt_t *d = NULL;
     MPI_Datatype *types = NULL;
@@ -830,7 +833,7 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
         s[q] = (blk_t){sat, sc[q], sti, in_place, sb, NULL};
         r[q] = (blk_t){rat, rcounts[q], rti, 0, (size_t)rcounts[q] * (size_t)rd->size, NULL};
     }
-    nbv_place(v, s, n, r, n, 4 * (size_t)n + 1);
+    nbv_place(v, s, n, r, n, 4 * (size_t)n);
     for (int q = 0; q < n; q++) {
         v->tab[q] = (uint64_t)(uintptr_t)s[q].use;
         v->tab[n + q] = s[q].bytes;
@@ -841,7 +844,7 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
     free(d);
     free(types);
     if (hier)
-        return hier_go(pc, node, v, 4 * (size_t)n, &a2av_lead, 0, st, total, comm, req);
+        return hier_go(pc, node, v, &a2av_lead, 0, st, total, comm, req);
     coll_nb_t a = {.kind = COLL_NB_ALLTOALLV};
     return go(ring, &a, v, st, total, comm, req);
 }
