@@ -14,7 +14,9 @@
  * arrays that mix a nonblocking collective with bobcat's point-to-point requests and real-MPI
  * requests (MPI_Comm_idup's, and an Ibarrier on the communicator it made, which bobcat leaves to
  * the real MPI); one user datatype freed right after the start. MPI 4.0 persistent collectives
- * (MPICH): six requests restarted 60 times with new data, one by one and with MPI_Startall.
+ * (MPICH): six requests restarted 60 times with new data, one by one and with MPI_Startall; across
+ * nodes, Reduce/Allreduce/Scan on a fresh communicator, and inits that wait for their turn behind a
+ * nonblocking collective's leaders' phase.
  *
  * Overlap without a progress thread: rank 0 starts an Ialltoall and an Iallreduce and then computes
  * without calling MPI until every other rank has seen its call complete (they tell it through the
@@ -666,6 +668,122 @@ static void case_persistent(MPI_Comm comm, const char *cn)
 #endif
 }
 
+/* Persistent collectives across nodes (MPICH): a start's node phases run on the request's own
+ * channel of the node's ring, and the leaders' phase is the real MPI's persistent request made at
+ * the init. On a fresh dup of the world, in this order:
+ * - an init that must wait for its turn: each node's leader starts an Iallreduce and then makes a
+ *   Barrier_init (freed at once) and an Allreduce_init before its node mates have entered the
+ *   Iallreduce (they do only after a message the leader sends after its inits), so the
+ *   Iallreduce's leaders' phase has not started when the inits come;
+ * - Reduce at roots 0, 1 (not a leader with two ranks per node) and n - 1, in place at the root;
+ * - Allreduce in place, and with a user op on a derived type (pair_sum);
+ * - Scan and Exscan (the ninth init: past the eight channels, the real MPI's on every rank).
+ * Every request restarted IT times with new data, half of them started in reverse order on odd
+ * ranks. With stats on and the world across nodes, each start of the first eight counts as
+ * hierarchical. */
+static void pair_sum(void *in, void *inout, int *len, MPI_Datatype *dt);
+static void pair_make(MPI_Datatype *t, MPI_Op *op);
+static void case_persistent_span(const char *cn, int stats, int single)
+{
+#if MPI_VERSION >= 4
+    enum { IT = 12, K = 6 };
+    MPI_Comm comm, node;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int n, me, nme;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_rank(node, &nme);
+    const char *names[4] = {"Ireduce", "Iallreduce", "Iscan", "Iexscan"};
+    long long h0[4];
+    for (int i = 0; i < 4; i++)
+        h0[i] = mp_stat(names[i], "alg.hier");
+
+    /* the queued inits */
+    int x = me + 1, xs = 0, q = me, qs = 0, nn;
+    MPI_Comm_size(node, &nn);
+    MPI_Request ia, pb, pq, req[9];
+    if (nme > 0)
+        MPI_Recv(NULL, 0, MPI_BYTE, 0, 7, node, MPI_STATUS_IGNORE);
+    MPI_Iallreduce(&x, &xs, 1, MPI_INT, MPI_SUM, comm, &ia);
+    MPI_Barrier_init(comm, MPI_INFO_NULL, &pb);
+    MPI_Request_free(&pb);
+    MPI_Allreduce_init(&q, &qs, 1, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &pq);
+    if (nme == 0)
+        for (int r = 1; r < nn; r++)
+            MPI_Send(NULL, 0, MPI_BYTE, r, 7, node);
+    MPI_Wait(&ia, MPI_STATUS_IGNORE);
+    CHECK(xs == n * (n + 1) / 2, "%s: Iallreduce before the queued inits: %d", cn, xs);
+
+    /* Reduce at three roots, Allreduce in place and with a user op, Scan, Exscan */
+    int roots[3] = {0, 1 % n, n - 1}, rin[3][K], rout[3][K], ain[K], pin[2 * K], pout[2 * K], sin[K], sout[K],
+        ein[K], eout[K];
+    MPI_Datatype pt;
+    MPI_Op pop;
+    pair_make(&pt, &pop);
+    for (int k = 0; k < 3; k++)
+        MPI_Reduce_init(me == roots[k] ? MPI_IN_PLACE : rin[k], me == roots[k] ? rin[k] : rout[k], K, MPI_INT,
+                        MPI_SUM, roots[k], comm, MPI_INFO_NULL, &req[k]);
+    MPI_Allreduce_init(MPI_IN_PLACE, ain, K, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &req[3]);
+    MPI_Allreduce_init(pin, pout, K, pt, pop, comm, MPI_INFO_NULL, &req[4]);
+    MPI_Scan_init(sin, sout, K, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &req[5]);
+    MPI_Exscan_init(ein, eout, K, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &req[6]);
+    req[7] = pq;
+    MPI_Type_free(&pt);
+    MPI_Op_free(&pop);
+    int bad = 0;
+    for (int it = 0; it < IT; it++) {
+        for (int i = 0; i < K; i++) {
+            for (int k = 0; k < 3; k++)
+                rin[k][i] = iv(me, (size_t)(i + k), it);
+            ain[i] = iv(me, (size_t)i, it + 1);
+            pin[2 * i] = iv(me, (size_t)i, it + 2), pin[2 * i + 1] = iv(me, (size_t)i, it + 3);
+            sin[i] = me + i + it, ein[i] = 2 * me + i + it, eout[i] = -1;
+        }
+        q = me * it;
+        if (me % 2)
+            for (int k = 7; k >= 0; k--)
+                MPI_Start(&req[k]);
+        else
+            MPI_Startall(8, req);
+        MPI_Waitall(8, req, MPI_STATUSES_IGNORE);
+        for (int i = 0; i < K; i++) {
+            long long w[3] = {0, 0, 0}, a = 0, p0 = 0, p1 = 0, sc = 0, ex = 0;
+            for (int r = 0; r < n; r++) {
+                for (int k = 0; k < 3; k++)
+                    w[k] += iv(r, (size_t)(i + k), it);
+                a += iv(r, (size_t)i, it + 1);
+                p0 += iv(r, (size_t)i, it + 2), p1 += iv(r, (size_t)i, it + 3);
+                sc += r <= me ? r + i + it : 0;
+                ex += r < me ? 2 * r + i + it : 0;
+            }
+            for (int k = 0; k < 3; k++)
+                bad += me == roots[k] && rin[k][i] != (int)w[k];
+            bad += ain[i] != (int)a || pout[2 * i] != (int)p0 || pout[2 * i + 1] != (int)p1 || sout[i] != (int)sc;
+            bad += me > 0 && eout[i] != (int)ex;
+        }
+        bad += qs != it * n * (n - 1) / 2;
+    }
+    CHECK(!bad, "%s: persistent collectives on a fresh communicator, restarted %d times: %d wrong", cn, IT, bad);
+    dig("persistent-span", ain, sizeof ain);
+    /* the eight first inits run across nodes; the ninth (Exscan) is the real MPI's */
+    if (stats && !single) {
+        long long want[4] = {3 * IT, 3 * IT + 1, IT, 0}; /* (+1: the Iallreduce) */
+        for (int i = 0; i < 4; i++) {
+            long long got = mp_stat(names[i], "alg.hier") - h0[i];
+            CHECK(got == want[i], "%s: persistent %s starts across nodes: %lld, want %lld", cn, names[i] + 1, got,
+                  want[i]);
+        }
+    }
+    for (int k = 0; k < 8; k++)
+        MPI_Request_free(&req[k]);
+    MPI_Comm_free(&node);
+    MPI_Comm_free(&comm);
+#else
+    (void)cn, (void)stats, (void)single;
+#endif
+}
+
 /* A user op on a pair of ints, which also checks that it is handed the program's own datatype. */
 static MPI_Datatype pair_type;
 static int pair_wrong_type;
@@ -868,6 +986,7 @@ int main(int argc, char **argv)
     MPI_Comm_split(MPI_COMM_WORLD, 0, wsize - wrank, &rev);
     run_comm(rev, "reversed");
     MPI_Comm_free(&rev);
+    case_persistent_span("world dup", stats && !forced, single);
     long long m1 = mp_stat("Iallreduce", "mpi");
     if (stats && single && !forced)
         CHECK(m1 == m0, "one node: Iallreduce went to the real MPI (%lld calls)", m1 - m0);

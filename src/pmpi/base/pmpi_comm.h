@@ -131,6 +131,8 @@ typedef struct pmpi_comm {
     int *node_first;        /* leaders_comm rank k -> place of node k's first rank (nnodes entries) */
     int *node_count;        /* leaders_comm rank k -> ranks of comm on node k */
     coll_node_t cn;         /* the node as coll/ sees it: size, my index, base table, control area */
+    int pinits;             /* persistent collectives made on it that run across nodes (coll's count:
+                               every rank counts alike) */
     void *ext[PMPI_COMM_EXT_MAX];
 } pmpi_comm_t;
 

@@ -60,6 +60,9 @@ typedef struct nb_comm {
 
 /* While a persistent request starts its call: the channel it runs on instead of the main ring. */
 static nb_comm_t *nb_channel;
+/* ... and on a communicator across nodes, the request (its node channel, its leaders' request). */
+struct pcoll;
+static struct pcoll *nb_pers;
 
 static nb_comm_t *active_head;
 struct nb_req;
@@ -180,6 +183,10 @@ typedef struct nb_req {
     const pc_nbv_lead_t *vlead; /* ... across nodes, its leader's work (lkind COLL_NB_N): the node's
                                    tables' addresses gathered in scratch (lcount words) */
     uint64_t vtab;           /* ... my table's address, which the node phase gathers */
+    struct pcoll *pers;      /* a start of this persistent collective: its leaders' phase is the
+                                real MPI's persistent request made at its init (pers_lead_start) */
+    struct pcoll *pinit;     /* not a call: that request's init, waiting for its turn among the
+                                leaders' calls (pers_queue) */
 } nb_req_t;
 
 /* ---- across nodes: node phase, leaders' phase, node phase --------------------------------------- */
@@ -296,6 +303,13 @@ static int leaders_start(nb_req_t *q)
     }
 }
 
+/* A persistent collective's leaders' phase (below): its start once the request's real init is
+ * made (q->real stays MPI_REQUEST_NULL until then), its end, and that init in its turn. */
+static int pers_lead_start(nb_req_t *q);
+static nb_comm_t *pers_node_channel(struct pcoll *p);
+static void pers_lead_done(nb_req_t *q);
+static void pers_init_now(struct pcoll *p);
+
 /* One look: as far as the steps go now. 1 once all are done. */
 static int hier_advance(nb_req_t *q)
 {
@@ -308,19 +322,30 @@ static int hier_advance(nb_req_t *q)
         if (q->leader) {
             /* The leaders' calls are collectives on the leaders' communicator: every leader starts
              * them in the order the calls were started (the list's), whatever order their node
-             * phases end in. */
-            if (q->real == MPI_REQUEST_NULL)
+             * phases end in. So are persistent collectives' inits; their starts are not (MPI 4.0
+             * matches them by init), so they neither wait nor are waited for. */
+            if (q->real == MPI_REQUEST_NULL && !q->pers)
                 for (nb_req_t *e = hier_head; e && e != q; e = e->hnext)
-                    if (e->lcomm == q->lcomm && e->leader && e->step <= 1 && e->real == MPI_REQUEST_NULL)
+                    if (e->lcomm == q->lcomm && e->leader && e->step <= 1 && e->real == MPI_REQUEST_NULL &&
+                        !e->pers)
                         return 0;
-            if (q->real == MPI_REQUEST_NULL && leaders_start(q) != MPI_SUCCESS) {
+            if (q->pinit) {
+                pers_init_now(q->pinit);
+                q->step = 3;
+                return 1;
+            }
+            if (q->real == MPI_REQUEST_NULL && (q->pers ? pers_lead_start(q) : leaders_start(q)) != MPI_SUCCESS) {
                 util_error("the leaders' phase of a nonblocking collective failed to start in the real MPI");
                 abort();
             }
             int flag = 0;
+            if (q->real == MPI_REQUEST_NULL) /* a persistent one whose init waits for its turn */
+                return 0;
             PMPI_Test(&q->real, &flag, MPI_STATUS_IGNORE);
             if (!flag)
                 return 0;
+            if (q->pers)
+                pers_lead_done(q);
             if (q->a2a)
                 a2a_assemble(q->a2a);
             if (q->vlead)
@@ -349,7 +374,10 @@ static int hier_progress(void)
     int leading = 0;
     for (nb_req_t **pp = &hier_head; *pp;) {
         if (hier_advance(*pp)) {
-            *pp = (*pp)->hnext;
+            nb_req_t *done = *pp;
+            *pp = done->hnext;
+            if (done->pinit) /* (no request of the program's holds it) */
+                free(done);
         } else {
             leading |= (*pp)->leader && (*pp)->step <= 1;
             pp = &(*pp)->hnext;
@@ -547,7 +575,9 @@ static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmp
         return -1;
     }
     *node_p = NULL;
-    if (pc->node_size > 1) {
+    if (nb_pers) /* a persistent request's start: its own channel of the node's ring (or none) */
+        *node_p = pers_node_channel(nb_pers);
+    else if (pc->node_size > 1) {
         pmpi_comm_t *npc = pmpi_comm_get(pc->node_comm);
         p2p_comm_t *c = NULL;
         *node_p = npc ? nb_comm_of(pc->node_comm, npc, &c) : NULL;
@@ -569,6 +599,7 @@ static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_ki
     q->leader = pc->leader == pc->rank;
     q->lcomm = pc->leaders_comm;
     q->real = MPI_REQUEST_NULL;
+    q->pers = nb_pers;
     q->nc = node;
     q->has_c = node && k1 != COLL_NB_N;
     q->has_c2 = node && k2 != COLL_NB_N;
@@ -710,6 +741,15 @@ BOBCAT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
     return req_out(q, comm, req);
 }
 
+/* Whether a broadcast's arguments are an error for the real MPI to report, or (across nodes) too
+ * big for the leaders' int count; else *d set. */
+static int bcast_bad(const pmpi_comm_t *pc, const void *buf, int count, MPI_Datatype dt, int root, int hier,
+                     pc_dt_t *d)
+{
+    return count < 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, d) != 0 ||
+           (hier && (long long)count * d->size > INT_MAX);
+}
+
 BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req)
 {
     PMPI_GUARD();
@@ -718,11 +758,10 @@ BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MP
     pc_dt_t d;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
     int hier = !nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0;
-    if ((nc || hier) && (count < 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, &d) != 0 ||
-                         (hier && (long long)count * d.size > INT_MAX))) {
+    if ((nc || hier) && bcast_bad(pc, buf, count, dt, root, hier, &d)) {
         nc = NULL;
         hier = 0;
-        why = PMPI_WHY_VARIANT; /* an error for the real MPI to report, or too big for the leaders' int count */
+        why = PMPI_WHY_VARIANT;
     }
     if (hier) {
         nb_req_t *q = req_new();
@@ -1002,6 +1041,22 @@ static int iscan_hier(coll_nb_kind_t kind, pmpi_stat_t *st, pmpi_comm_t *pc, nb_
     return req_out(q, comm, req);
 }
 
+/* Whether a reduction across nodes runs hierarchically (PMPI_WHY_NONE), else why not: the same
+ * answer on every rank of a correct call. */
+static pmpi_why_t red_hier_why(coll_nb_kind_t kind, const pmpi_comm_t *pc, const coll_op_t *cop, const void *sbuf,
+                               const void *rbuf, int root)
+{
+    int scanlike = kind == COLL_NB_SCAN || kind == COLL_NB_EXSCAN;
+    if ((!cop->commutative || scanlike) && !pc->blocked)
+        return PMPI_WHY_ORDER;
+    if (kind == COLL_NB_REDUCE) /* (in place is sbuf's sign, and only at the root) */
+        return root < 0 || root >= pc->size ||
+                       (pc->rank == root ? sbuf == rbuf || rbuf == MPI_IN_PLACE : sbuf == MPI_IN_PLACE)
+                   ? PMPI_WHY_VARIANT
+                   : PMPI_WHY_NONE;
+    return sbuf != rbuf && rbuf != MPI_IN_PLACE ? PMPI_WHY_NONE : PMPI_WHY_VARIANT;
+}
+
 static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, void *rbuf, int count,
                        MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
 {
@@ -1011,21 +1066,13 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
     size_t n = 0;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
     if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 &&
-        red_args(count, dt, op, &cop, &n, &why) == 0) {
-        int me = pc->rank, scanlike = kind == COLL_NB_SCAN || kind == COLL_NB_EXSCAN;
-        if ((!cop.commutative || scanlike) && !pc->blocked)
-            why = PMPI_WHY_ORDER;
-        else if (scanlike && sbuf != rbuf && rbuf != MPI_IN_PLACE)
+        red_args(count, dt, op, &cop, &n, &why) == 0 &&
+        (why = red_hier_why(kind, pc, &cop, sbuf, rbuf, root)) == PMPI_WHY_NONE) {
+        if (kind == COLL_NB_SCAN || kind == COLL_NB_EXSCAN)
             return iscan_hier(kind, st, pc, node, sbuf, rbuf, n, &cop, op, comm, req);
-        else if (scanlike)
-            why = PMPI_WHY_VARIANT;
-        else if (kind == COLL_NB_ALLREDUCE && sbuf != rbuf && rbuf != MPI_IN_PLACE)
+        if (kind == COLL_NB_ALLREDUCE)
             return iallreduce_hier(pc, node, sbuf, rbuf, n, &cop, op, comm, req);
-        else if (kind == COLL_NB_ALLREDUCE || root < 0 || root >= pc->size ||
-                 (me == root ? sbuf == rbuf || rbuf == MPI_IN_PLACE : sbuf == MPI_IN_PLACE))
-            why = PMPI_WHY_VARIANT;
-        else
-            return ireduce_hier(pc, node, sbuf, rbuf, n, &cop, op, root, comm, req);
+        return ireduce_hier(pc, node, sbuf, rbuf, n, &cop, op, root, comm, req);
     }
     if (nc && (red_args(count, dt, op, &cop, &n, &why) != 0 ||
                (kind == COLL_NB_REDUCE && (root < 0 || root >= pc->size))))
@@ -1676,15 +1723,26 @@ BOBCAT_EXPORT int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype,
 /* ---- persistent collectives (MPI 4.0: MPI_Barrier_init, ...) ------------------------------------
  * A persistent request of bobcat's (P2P_K_PERSIST with a start of this file's) keeps the arguments,
  * with its own hold on the datatypes, and every MPI_Start starts the nonblocking call above as its
- * inner request: on a communicator on one node, one entry of the ring per start; anywhere else the
- * real MPI's nonblocking collective. The v/w and neighbourhood forms stay with the real MPI's own
- * persistent requests. Open MPI 4.1 has none of these (its MPIX_ forms are not intercepted). */
+ * inner request, on a channel of its own (MPI 4.0 matches persistent collectives by the order of
+ * their inits, not of their starts):
+ * - on a communicator on one node, a channel of the communicator's ring;
+ * - across nodes (Barrier, Bcast, Reduce, Allreduce, Scan, Exscan), a channel of the node's ring for
+ *   the node phases, and for the leaders' phase the real MPI's own persistent request on the
+ *   leaders' communicator, made at the init over a fixed block of the leader's (each start copies
+ *   the node's part in and the result out). That init is a collective on the leaders'
+ *   communicator: it takes its turn behind the leaders' calls of earlier nonblocking collectives
+ *   still waiting for their node phases (pers_queue).
+ * Past COLL_NB_CHANNELS per communicator, and for the other forms across nodes, the real MPI's
+ * persistent request serves the call whole. Open MPI 4.1 has none of these (its MPIX_ forms are
+ * not intercepted). */
 #if MPI_VERSION >= 4
-static nb_comm_t *pcoll_chan; /* the channel pcoll_ours found, for the pcoll_new that follows */
+static nb_comm_t *pcoll_chan;   /* the channel pcoll_ours found, for the pcoll_new that follows */
+static pmpi_comm_t *pcoll_span; /* ... and the communicator, if the starts run across nodes */
 
-typedef struct {
+typedef struct pcoll {
     coll_nb_kind_t kind;
-    nb_comm_t *chan;         /* its channel (never NULL: without one the real MPI's request is used) */
+    nb_comm_t *chan;         /* its channel (on one node never NULL: without one the real MPI's
+                                request is used; across nodes NULL when I am alone on my node) */
     const void *sbuf;
     void *rbuf;
     int scount, rcount, root;
@@ -1693,6 +1751,18 @@ typedef struct {
     MPI_Op op;               /* the reductions' (referenced: pc_op_ref), else unused */
     int *rcounts;            /* Reduce_scatter: a copy */
     int block;
+    /* Across nodes (hier), a leader: the real persistent request (MPI_REQUEST_NULL: nothing to
+     * move) over lfix; a start copies lin bytes of the leaders' phase's input in, and lout bytes of
+     * its result out from lout_off. queued: the init waits for its turn; released: the program
+     * freed the request meanwhile. */
+    int hier, queued, released;
+    MPI_Request real;
+    char *lfix;
+    size_t lin, lout, lout_off;
+    int lcount, lroot, lself;
+    coll_op_t lop;           /* the reduction as the leaders' phase runs it (kept: pc_op_keep) */
+    int lop_set;
+    MPI_Comm lcomm;
 } pcoll_t;
 
 static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner);
@@ -1706,9 +1776,13 @@ static int pred_kind(coll_nb_kind_t k)
 static int pcoll_start(p2p_req_t *r, MPI_Request *inner)
 {
     pcoll_t *p = r->ext;
-    nb_channel = p->chan;
+    if (p->hier)
+        nb_pers = p;
+    else
+        nb_channel = p->chan;
     int rc = pcoll_start_on(p, r->comm, inner);
     nb_channel = NULL;
+    nb_pers = NULL;
     return rc;
 }
 
@@ -1734,11 +1808,13 @@ static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner)
     }
 }
 
-static void pcoll_release(p2p_req_t *r)
+static void pcoll_free(pcoll_t *p)
 {
-    pcoll_t *p = r->ext;
-    if (!p)
-        return;
+    if (p->real != MPI_REQUEST_NULL)
+        PMPI_Request_free(&p->real);
+    free(p->lfix);
+    if (p->lop_set)
+        pc_op_let_go(&p->lop);
     if (p->sdt != MPI_DATATYPE_NULL)
         pmpi_dt_release(p->sdt, p->sdt_user);
     if (pred_kind(p->kind))
@@ -1759,7 +1835,161 @@ static void pcoll_release(p2p_req_t *r)
     free(p);
 }
 
+static void pcoll_release(p2p_req_t *r)
+{
+    pcoll_t *p = r->ext;
+    if (!p)
+        return;
+    if (p->queued) /* its init, still to come, frees it (pers_init_now) */
+        p->released = 1;
+    else
+        pcoll_free(p);
+}
+
 static const p2p_ext_ops_t pcoll_ops = {NULL, pcoll_release, pcoll_start};
+
+/* ---- ... across nodes: the leaders' phase ---- */
+
+static nb_comm_t *pers_node_channel(struct pcoll *p) { return p->chan; }
+
+/* The leader's real persistent request, in its turn among the leaders' collectives. */
+static void pers_init_now(pcoll_t *p)
+{
+    int rc = MPI_SUCCESS;
+    MPI_Datatype dt = p->lop_set ? pc_op_base(&p->lop) : MPI_BYTE;
+    p->queued = 0;
+    switch (p->kind) {
+    case COLL_NB_BARRIER: rc = PMPI_Barrier_init(p->lcomm, MPI_INFO_NULL, &p->real); break;
+    case COLL_NB_BCAST:
+        if (p->lcount)
+            rc = PMPI_Bcast_init(p->lfix, p->lcount, MPI_BYTE, p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
+        break;
+    case COLL_NB_REDUCE:
+        if (p->lcount)
+            rc = PMPI_Reduce_init(p->lself ? MPI_IN_PLACE : p->lfix, p->lself ? p->lfix : NULL, p->lcount, dt, p->op,
+                                  p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
+        break;
+    case COLL_NB_ALLREDUCE:
+        if (p->lcount)
+            rc = PMPI_Allreduce_init(MPI_IN_PLACE, p->lfix, p->lcount, dt, p->op, p->lcomm, MPI_INFO_NULL, &p->real);
+        break;
+    default: /* Scan, Exscan: the node totals' prefix (iscan_hier) */
+        if (p->lcount)
+            rc = PMPI_Exscan_init(p->lfix, p->lfix + p->lout_off, p->lcount, dt, p->op, p->lcomm, MPI_INFO_NULL,
+                                  &p->real);
+        break;
+    }
+    if (rc != MPI_SUCCESS) {
+        util_error("the leaders' persistent collective failed to initialise in the real MPI");
+        abort();
+    }
+    if (p->released)
+        pcoll_free(p);
+}
+
+/* Make the leader's real request now, or queue its init behind the leaders' calls of earlier
+ * nonblocking collectives that have not started yet (they wait for their node phases). */
+static void pers_queue(pcoll_t *p)
+{
+    int wait = 0;
+    for (nb_req_t *e = hier_head; e && !wait; e = e->hnext)
+        wait = e->lcomm == p->lcomm && e->leader && e->step <= 1 && e->real == MPI_REQUEST_NULL && !e->pers;
+    if (!wait) {
+        pers_init_now(p);
+        return;
+    }
+    p->queued = 1;
+    nb_req_t *q = req_new();
+    q->hier = q->leader = q->step = 1;
+    q->lcomm = p->lcomm;
+    q->real = MPI_REQUEST_NULL;
+    q->pinit = p;
+    nb_req_t **pp = &hier_head;
+    while (*pp)
+        pp = &(*pp)->hnext;
+    *pp = q;
+    p2p_ext_progress = nb_progress_all;
+    p2p_ext_pending = 1;
+}
+
+/* A start's leaders' phase: the node's part into the fixed block, the real request started. */
+static int pers_lead_start(nb_req_t *q)
+{
+    pcoll_t *p = q->pers;
+    if (p->queued)
+        return MPI_SUCCESS;
+    if (p->lin)
+        memcpy(p->lfix, q->lbuf, p->lin);
+    pmpi_real_requests = 1;
+    q->real = p->real;
+    return PMPI_Start(&q->real);
+}
+
+static void pers_lead_done(nb_req_t *q)
+{
+    pcoll_t *p = q->pers;
+    if (p->lout)
+        memcpy(p->kind == COLL_NB_SCAN || p->kind == COLL_NB_EXSCAN ? q->se : q->lbuf, p->lfix + p->lout_off, p->lout);
+}
+
+/* Whether the starts of this persistent call run across nodes (the same answer on every rank). */
+static int pers_hier_ok(const pcoll_t *t, const pmpi_comm_t *pc)
+{
+    pc_dt_t d;
+    coll_op_t cop;
+    size_t n;
+    pmpi_why_t why;
+    switch (t->kind) {
+    case COLL_NB_BARRIER: return 1;
+    case COLL_NB_BCAST: return !bcast_bad(pc, t->rbuf, t->rcount, t->rdt, t->root, 1, &d);
+    case COLL_NB_REDUCE:
+    case COLL_NB_ALLREDUCE:
+    case COLL_NB_SCAN:
+    case COLL_NB_EXSCAN:
+        return red_args(t->rcount, t->rdt, t->op, &cop, &n, &why) == 0 &&
+               red_hier_why(t->kind, pc, &cop, t->sbuf, t->rbuf, t->root) == PMPI_WHY_NONE;
+    default: return 0;
+    }
+}
+
+/* A leader's side of a persistent call across nodes: the shape of its leaders' phase (as the
+ * nonblocking call's *_hier sets it), its block, its real request. */
+static void pers_lead_plan(pcoll_t *p, const pmpi_comm_t *pc)
+{
+    int me = pc->rank;
+    size_t bytes = 0;
+    p->lcomm = pc->leaders_comm;
+    if (p->kind == COLL_NB_BCAST) {
+        pc_dt_t d;
+        pc_dt(p->rdt, &d);
+        bytes = (size_t)p->rcount * (size_t)d.size;
+        p->lcount = (int)bytes;
+        p->lroot = pc->leader_rank[p->root];
+        p->lin = pc->node[p->root] == pc->node[me] ? bytes : 0;
+        p->lout = bytes - p->lin;
+    } else if (p->kind != COLL_NB_BARRIER) {
+        size_t n = 0;
+        pmpi_why_t why;
+        red_args(p->rcount, p->rdt, p->op, &p->lop, &n, &why);
+        pc_op_keep(&p->lop);
+        p->lop_set = 1;
+        size_t span = coll_span(&p->lop, n);
+        p->lcount = (int)n;
+        p->lin = p->lout = bytes = span;
+        if (p->kind == COLL_NB_REDUCE) {
+            p->lroot = pc->leader_rank[p->root];
+            p->lself = pc->node[p->root] == pc->node[me];
+            p->lout = p->lself ? span : 0;
+        } else if (p->kind != COLL_NB_ALLREDUCE) { /* Scan, Exscan: input, then the prefix */
+            p->lout_off = (span + 63) & ~(size_t)63;
+            bytes = 2 * p->lout_off;
+        }
+    }
+    if (bytes)
+        p->lfix = util_alloc_or_die(bytes, "a persistent collective's leaders' phase");
+    if (p->lcount || p->kind == COLL_NB_BARRIER)
+        pers_queue(p);
+}
 
 /* A datatype argument the starts use (MPI_DATATYPE_NULL stays: the start's call reports it). */
 static MPI_Datatype hold(MPI_Datatype dt)
@@ -1770,36 +2000,50 @@ static MPI_Datatype hold(MPI_Datatype dt)
     return h == MPI_DATATYPE_NULL ? dt : h;
 }
 
-/* The channel of the k-th persistent collective made on comm, for k < COLL_NB_CHANNELS on a
- * communicator on one node (every rank counts alike: the inits come in one order); else NULL and
- * the real MPI's persistent request serves it. */
-static nb_comm_t *pcoll_channel(MPI_Comm comm)
+/* Channel k of a ring of `size` ranks (a group of depth 1 over its own part of the ring's area). */
+static nb_comm_t *channel_of(const nb_comm_t *nc, int size, int k)
 {
-    pmpi_comm_t *pc;
-    pmpi_why_t why;
-    nb_comm_t *nc = nb_setup(comm, &pc, &why);
-    if (!nc || nc->pinits >= COLL_NB_CHANNELS) {
-        if (nc)
-            nc->pinits++;
-        pmpi_real_requests = 1; /* the real MPI's persistent request */
-        return NULL;
-    }
-    int k = nc->pinits++;
     nb_comm_t *ch = calloc(1, sizeof *ch);
-    uintptr_t *base = malloc(sizeof(uintptr_t) * (size_t)pc->size);
+    uintptr_t *base = malloc(sizeof(uintptr_t) * (size_t)size);
     if (!ch || !base) {
         util_error("out of memory for a persistent collective");
         abort();
     }
-    memcpy(base, nc->base, sizeof(uintptr_t) * (size_t)pc->size);
+    memcpy(base, nc->base, sizeof(uintptr_t) * (size_t)size);
     ch->base = base;
     ch->g = nc->g;
     ch->g.base = base;
-    ch->g.area = coll_nb_channel(nc->g.area, pc->size, k);
+    ch->g.area = coll_nb_channel(nc->g.area, size, k);
     ch->g.depth = 1;
     ch->g.started = ch->g.published = ch->g.wm = ch->g.peers_wm = 0;
     ch->g.head = ch->g.tail = NULL;
     return ch;
+}
+
+/* Whether bobcat runs this persistent collective (t: its arguments; every rank counts the inits
+ * alike, as they come in one order): on a communicator on one node, the k-th made on it for
+ * k < COLL_NB_CHANNELS (pcoll_chan: its channel); across nodes, the k-th that can run across nodes
+ * (pcoll_span set, pcoll_chan: the node ring's channel k, or NULL alone on my node). If not, the
+ * real MPI's persistent request serves it. */
+static int pcoll_ours(const pcoll_t *t, MPI_Comm comm)
+{
+    pmpi_comm_t *pc;
+    pmpi_why_t why;
+    nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
+    pcoll_chan = NULL;
+    pcoll_span = NULL;
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 && pers_hier_ok(t, pc) &&
+        pc->pinits++ < COLL_NB_CHANNELS) {
+        pcoll_chan = node ? channel_of(node, pc->node_size, pc->pinits - 1) : NULL;
+        pcoll_span = pc;
+        return 1;
+    }
+    if (!nc || nc->pinits++ >= COLL_NB_CHANNELS) {
+        pmpi_real_requests = 1; /* the real MPI's persistent request */
+        return 0;
+    }
+    pcoll_chan = channel_of(nc, pc->size, nc->pinits - 1);
+    return 1;
 }
 
 static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
@@ -1826,6 +2070,13 @@ static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
     } else {
         p->rdt = hold(t->rdt);
     }
+    p->real = MPI_REQUEST_NULL;
+    if (pcoll_span) {
+        p->hier = 1;
+        if (pcoll_span->leader == pcoll_span->rank)
+            pers_lead_plan(p, pcoll_span);
+        pcoll_span = NULL;
+    }
     r->kind = P2P_K_PERSIST;
     r->persistent = 1;
     r->active = 0;
@@ -1836,16 +2087,12 @@ static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
     return MPI_SUCCESS;
 }
 
-/* Whether bobcat runs this persistent collective (on a channel of the communicator's ring); if
- * not, the real MPI's own persistent request does, whole. */
-static int pcoll_ours(MPI_Comm comm) { return (pcoll_chan = pcoll_channel(comm)) != NULL; }
-
 BOBCAT_EXPORT int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
-        return PMPI_Barrier_init(comm, info, req);
     pcoll_t t = {.kind = COLL_NB_BARRIER, .sdt = MPI_DATATYPE_NULL, .rdt = MPI_DATATYPE_NULL};
+    if (!pcoll_ours(&t, comm))
+        return PMPI_Barrier_init(comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
@@ -1853,83 +2100,94 @@ BOBCAT_EXPORT int MPI_Bcast_init(void *buf, int count, MPI_Datatype dt, int root
                                  MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
-        return PMPI_Bcast_init(buf, count, dt, root, comm, info, req);
     pcoll_t t = {.kind = COLL_NB_BCAST, .rbuf = buf, .rcount = count, .rdt = dt, .sdt = MPI_DATATYPE_NULL, .root = root};
+    if (!pcoll_ours(&t, comm))
+        return PMPI_Bcast_init(buf, count, dt, root, comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
-/* The reductions' and the moving calls' inits: the arguments kept for the starts. */
-static int pred_init(coll_nb_kind_t kind, const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
-                     MPI_Comm comm, MPI_Request *req)
+/* The reductions' and the moving calls' arguments, kept for the starts. */
+static pcoll_t pred_args(coll_nb_kind_t kind, const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                         int root)
 {
-    pcoll_t t = {.kind = kind, .sbuf = sbuf, .rbuf = rbuf, .rcount = count, .rdt = dt, .sdt = MPI_DATATYPE_NULL,
-                 .op = op, .root = root};
-    return pcoll_new(&t, comm, req);
+    return (pcoll_t){.kind = kind, .sbuf = sbuf, .rbuf = rbuf, .rcount = count, .rdt = dt, .sdt = MPI_DATATYPE_NULL,
+                     .op = op, .root = root};
 }
 
-static int pmove_init(coll_nb_kind_t kind, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                      MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+static pcoll_t pmove_args(coll_nb_kind_t kind, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                          int rcount, MPI_Datatype rtype, int root)
 {
-    pcoll_t t = {.kind = kind, .sbuf = sbuf, .scount = scount, .sdt = stype, .rbuf = rbuf, .rcount = rcount,
-                 .rdt = rtype, .root = root};
-    return pcoll_new(&t, comm, req);
+    return (pcoll_t){.kind = kind, .sbuf = sbuf, .scount = scount, .sdt = stype, .rbuf = rbuf, .rcount = rcount,
+                     .rdt = rtype, .root = root};
 }
 
 BOBCAT_EXPORT int MPI_Reduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                                   MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
+    pcoll_t t = pred_args(COLL_NB_REDUCE, sbuf, rbuf, count, dt, op, root);
+    if (!pcoll_ours(&t, comm))
         return PMPI_Reduce_init(sbuf, rbuf, count, dt, op, root, comm, info, req);
-    return pred_init(COLL_NB_REDUCE, sbuf, rbuf, count, dt, op, root, comm, req);
+    return pcoll_new(&t, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                                      MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
+    pcoll_t t = pred_args(COLL_NB_ALLREDUCE, sbuf, rbuf, count, dt, op, 0);
+    if (!pcoll_ours(&t, comm))
         return PMPI_Allreduce_init(sbuf, rbuf, count, dt, op, comm, info, req);
-    return pred_init(COLL_NB_ALLREDUCE, sbuf, rbuf, count, dt, op, 0, comm, req);
+    return pcoll_new(&t, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Scan_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                                 MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
+    pcoll_t t = pred_args(COLL_NB_SCAN, sbuf, rbuf, count, dt, op, 0);
+    if (!pcoll_ours(&t, comm))
         return PMPI_Scan_init(sbuf, rbuf, count, dt, op, comm, info, req);
-    return pred_init(COLL_NB_SCAN, sbuf, rbuf, count, dt, op, 0, comm, req);
+    return pcoll_new(&t, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Exscan_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                                   MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
+    pcoll_t t = pred_args(COLL_NB_EXSCAN, sbuf, rbuf, count, dt, op, 0);
+    if (!pcoll_ours(&t, comm))
         return PMPI_Exscan_init(sbuf, rbuf, count, dt, op, comm, info, req);
-    return pred_init(COLL_NB_EXSCAN, sbuf, rbuf, count, dt, op, 0, comm, req);
+    return pcoll_new(&t, comm, req);
 }
 
-static int prs_init(const void *sbuf, void *rbuf, const int *rcounts, int block, MPI_Datatype dt, MPI_Op op,
-                    MPI_Comm comm, MPI_Request *req)
+/* Reduce_scatter(_block)'s arguments (rcounts still the program's), kept for the starts. */
+static pcoll_t prs_args(const void *sbuf, void *rbuf, const int *rcounts, int block, MPI_Datatype dt, MPI_Op op)
+{
+    return (pcoll_t){.kind = COLL_NB_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .rdt = dt, .sdt = MPI_DATATYPE_NULL,
+                     .op = op, .block = block, .rcounts = (int *)rcounts};
+}
+
+/* ... made bobcat's: with a copy of the counts. */
+static int prs_init(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
 {
     int n = 1;
     PMPI_Comm_size(comm, &n);
-    pcoll_t t = {.kind = COLL_NB_REDUCE_SCATTER, .sbuf = sbuf, .rbuf = rbuf, .rdt = dt, .sdt = MPI_DATATYPE_NULL,
-                 .op = op, .block = block};
-    t.rcounts = malloc(sizeof(int) * (size_t)(block ? 1 : n));
-    if (!t.rcounts) {
-        free(pcoll_chan->base);
-        free(pcoll_chan);
+    const int *rcounts = t->rcounts;
+    t->rcounts = malloc(sizeof(int) * (size_t)(t->block ? 1 : n));
+    if (!t->rcounts) {
+        if (pcoll_chan) {
+            free(pcoll_chan->base);
+            free(pcoll_chan);
+        }
         pcoll_chan = NULL;
+        pcoll_span = NULL;
         return PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM), MPI_ERR_NO_MEM;
     }
-    memcpy(t.rcounts, rcounts, sizeof(int) * (size_t)(block ? 1 : n));
-    int rc = pcoll_new(&t, comm, req);
+    memcpy(t->rcounts, rcounts, sizeof(int) * (size_t)(t->block ? 1 : n));
+    int rc = pcoll_new(t, comm, req);
     if (rc != MPI_SUCCESS)
-        free(t.rcounts);
+        free(t->rcounts);
     return rc;
 }
 
@@ -1937,53 +2195,64 @@ BOBCAT_EXPORT int MPI_Reduce_scatter_block_init(const void *sbuf, void *rbuf, in
                                                 MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
+    pcoll_t t = prs_args(sbuf, rbuf, &rcount, 1, dt, op);
+    if (!pcoll_ours(&t, comm))
         return PMPI_Reduce_scatter_block_init(sbuf, rbuf, rcount, dt, op, comm, info, req);
-    return prs_init(sbuf, rbuf, &rcount, 1, dt, op, comm, req);
+    return prs_init(&t, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Reduce_scatter_init(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
                                           MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
+    pcoll_t t = prs_args(sbuf, rbuf, rcounts, 0, dt, op);
+    if (!pcoll_ours(&t, comm))
         return PMPI_Reduce_scatter_init(sbuf, rbuf, rcounts, dt, op, comm, info, req);
-    return prs_init(sbuf, rbuf, rcounts, 0, dt, op, comm, req);
+    return prs_init(&t, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Allgather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                      MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
+    pcoll_t t = pmove_args(COLL_NB_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, 0);
+    if (!pcoll_ours(&t, comm))
         return PMPI_Allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
-    return pmove_init(COLL_NB_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, 0, comm, req);
+    return pcoll_new(&t, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Alltoall_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                     MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
+    pcoll_t t = pmove_args(COLL_NB_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, 0);
+    if (!pcoll_ours(&t, comm))
         return PMPI_Alltoall_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
-    return pmove_init(COLL_NB_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, 0, comm, req);
+    return pcoll_new(&t, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Gather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                   MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
+    pcoll_t t = pmove_args(COLL_NB_GATHER, sbuf, scount, stype, rbuf, rcount, rtype, root);
+    if (!pcoll_ours(&t, comm))
         return PMPI_Gather_init(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req);
-    return pmove_init(COLL_NB_GATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+    return pcoll_new(&t, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Scatter_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                    MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    if (!pcoll_ours(comm))
+    pcoll_t t = pmove_args(COLL_NB_SCATTER, sbuf, scount, stype, rbuf, rcount, rtype, root);
+    if (!pcoll_ours(&t, comm))
         return PMPI_Scatter_init(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req);
-    return pmove_init(COLL_NB_SCATTER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+    return pcoll_new(&t, comm, req);
 }
+#else /* no persistent collectives in this MPI: no call has q->pers or q->pinit set */
+static nb_comm_t *pers_node_channel(struct pcoll *p) { return (void)p, NULL; }
+static void pers_init_now(struct pcoll *p) { (void)p; }
+static int pers_lead_start(nb_req_t *q) { return (void)q, MPI_ERR_INTERN; }
+static void pers_lead_done(nb_req_t *q) { (void)q; }
 #endif
