@@ -13,6 +13,10 @@
  * type per neighbour in Alltoallw. Receive blocks of MPI_PROC_NULL neighbours and the gaps between
  * blocks must be left alone.
  *
+ * Persistent forms (MPI 4.0, MPICH): each call made once with a vector type freed right after the
+ * init, restarted with new values, every start on bobcat's path (stats); two requests on one
+ * communicator started in opposite orders on odd and even ranks (they pair by init).
+ *
  * Requests: six nonblocking calls in flight on two communicators completed in reverse order; an
  * MPI_Waitall over a nonblocking neighbourhood call, point-to-point requests, an Ibarrier and an
  * Ineighbor_allgather on an MPI_Comm_idup'd topology communicator (which bobcat leaves to the real
@@ -42,7 +46,7 @@
 
 #include "mp_util.h"
 
-static int wrank, wsize, layer_on;
+static int wrank, wsize, layer_on, stats_on; /* stats_on: BOBCAT_STATS on, and the calls bobcat's */
 static FILE *digest;
 
 #define SENTINEL (-7)
@@ -195,7 +199,8 @@ static size_t pos_of(int t, size_t d) { return t == T_VEC2 ? d / 2 * 3 + d % 2 *
 static int sval(int r, int k, size_t e, int salt) { return salt * 7919 + r * 100003 + k * 1009 + (int)e; }
 
 typedef struct {
-    int op, nb, salt, mult, strided;
+    int op, nb, salt, mult, strided; /* nb: 0 blocking, 1 nonblocking, 2 persistent */
+    int vsalt;                       /* added to salt for the values only (a persistent restart) */
     const topo_t *t;
     char label[128];
     int skip_digest;
@@ -231,6 +236,7 @@ static size_t lay_reverse(int n, const size_t *span, const int *ti, size_t *off)
     return cur;
 }
 
+static void case_fill(case_t *c);
 static void case_prepare(case_t *c)
 {
     const topo_t *t = c->t;
@@ -294,6 +300,18 @@ static void case_prepare(case_t *c)
     c->sbuf = malloc((c->slen + 1) * sizeof(int));
     c->rbuf = malloc((c->rlen + 1) * sizeof(int));
     c->expect = malloc((c->rlen + 1) * sizeof(int));
+    case_fill(c);
+    snprintf(c->label, sizeof c->label, "%s %s%s mult %d salt %d strided %d", t->name,
+             c->nb == 2 ? "p" : c->nb ? "i" : "", op_names[c->op], c->mult, c->salt, c->strided);
+}
+
+/* The send blocks' values, the receive buffer's sentinels and the values expected there (salt +
+ * vsalt; the layout is salt's). */
+static void case_fill(case_t *c)
+{
+    const topo_t *t = c->t;
+    int me, st = c->strided == 2 ? T_VEC2 : T_INT, vs = c->salt + c->vsalt;
+    MPI_Comm_rank(t->comm, &me);
     for (size_t x = 0; x <= c->slen; x++)
         c->sbuf[x] = SENTINEL;
     for (size_t x = 0; x <= c->rlen; x++)
@@ -302,7 +320,7 @@ static void case_prepare(case_t *c)
     for (int k = 0; k < nsblocks; k++) {
         int tk = c->op == OP_AG || c->op == OP_AGV ? st : c->sti[k];
         for (size_t d = 0; d < data_of(c, me, k); d++)
-            c->sbuf[c->soff[k] + pos_of(tk, d)] = sval(me, k, d, c->salt);
+            c->sbuf[c->soff[k] + pos_of(tk, d)] = sval(me, k, d, vs);
     }
     for (int i = 0; i < t->indeg; i++) {
         int s = t->src[i], k = t->from_block[i];
@@ -310,10 +328,8 @@ static void case_prepare(case_t *c)
             continue;
         int kk = c->op == OP_AG || c->op == OP_AGV ? 0 : k;
         for (size_t d = 0; d < c->rdata[i]; d++)
-            c->expect[c->roff[i] + pos_of(c->rti[i], d)] = sval(s, kk, d, c->salt);
+            c->expect[c->roff[i] + pos_of(c->rti[i], d)] = sval(s, kk, d, vs);
     }
-    snprintf(c->label, sizeof c->label, "%s %s%s mult %d salt %d strided %d", t->name, c->nb ? "i" : "", op_names[c->op],
-             c->mult, c->salt, c->strided);
 }
 
 static int case_start(case_t *c, MPI_Request *req)
@@ -324,6 +340,28 @@ static int case_start(case_t *c, MPI_Request *req)
     int rc;
     if (getenv("MP_NEIGHBOR_TRACE"))
         fprintf(stderr, "rank %d: %s\n", wrank, c->label);
+#if MPI_VERSION >= 4
+    if (c->nb == 2) { /* the persistent request, not started */
+        MPI_Info in = MPI_INFO_NULL;
+        switch (c->op) {
+        case OP_AG: rc = MPI_Neighbor_allgather_init(c->sbuf, c->scount, s, c->rbuf, c->rcount, r, comm, in, req); break;
+        case OP_AGV:
+            rc = MPI_Neighbor_allgatherv_init(c->sbuf, c->scount, s, c->rbuf, c->rcounts, c->rdispls, r, comm, in, req);
+            break;
+        case OP_A2A: rc = MPI_Neighbor_alltoall_init(c->sbuf, c->scount, s, c->rbuf, c->rcount, r, comm, in, req); break;
+        case OP_A2AV:
+            rc = MPI_Neighbor_alltoallv_init(c->sbuf, c->scounts, c->sdispls, s, c->rbuf, c->rcounts, c->rdispls, r,
+                                             comm, in, req);
+            break;
+        default:
+            rc = MPI_Neighbor_alltoallw_init(c->sbuf, c->scounts, c->sdw, c->stypes, c->rbuf, c->rcounts, c->rdw,
+                                             c->rtypes, comm, in, req);
+            break;
+        }
+        CHECK(rc == MPI_SUCCESS, "%s: init rc %d", c->label, rc);
+        return rc;
+    }
+#endif
     switch (c->op) {
     case OP_AG:
         rc = c->nb ? MPI_Ineighbor_allgather(c->sbuf, c->scount, s, c->rbuf, c->rcount, r, comm, req)
@@ -354,7 +392,7 @@ static int case_start(case_t *c, MPI_Request *req)
     return rc;
 }
 
-static void case_finish(case_t *c)
+static void case_check(case_t *c)
 {
     size_t bad = 0, first = 0;
     for (size_t x = 0; x <= c->rlen; x++)
@@ -364,6 +402,11 @@ static void case_finish(case_t *c)
           c->expect[first]);
     if (digest && !c->skip_digest)
         fprintf(digest, "%s %zu %016llx\n", c->label, c->rlen, (unsigned long long)mp_fnv(c->rbuf, c->rlen * sizeof(int)));
+}
+
+static void case_finish(case_t *c)
+{
+    case_check(c);
     free(c->sbuf);
     free(c->rbuf);
     free(c->expect);
@@ -492,6 +535,86 @@ static void run_one(const topo_t *t, int op, int nb, int mult, int strided, int 
     case_finish(&c);
 }
 
+/* A persistent request made once, with the vector type a duplicate the program frees right after
+ * the init, started RESTARTS times with new values (MPI_Start, then MPI_Startall), checked each time. */
+#define RESTARTS 3
+static void run_persistent(const topo_t *t, int op, int mult, int strided, int salt)
+{
+#if MPI_VERSION >= 4
+    case_t c;
+    MPI_Datatype keep = ty[T_VEC2];
+    MPI_Type_dup(keep, &ty[T_VEC2]);
+    int live = case_init(&c, t, op, 2, mult, strided, salt);
+    MPI_Request r = MPI_REQUEST_NULL;
+    int rc = live ? case_start(&c, &r) : MPI_ERR_OTHER;
+    MPI_Type_free(&ty[T_VEC2]);
+    ty[T_VEC2] = keep;
+    if (!live)
+        return;
+    char row[64];
+    snprintf(row, sizeof row, "Ineighbor_%s", op_names[op]);
+    long long ours0 = mp_stat(row, "inplace") + mp_stat(row, "staged");
+    for (int it = 0; it < RESTARTS && rc == MPI_SUCCESS; it++) {
+        if (it) {
+            c.vsalt = 1000 * it;
+            case_fill(&c);
+        }
+        rc = it % 2 ? MPI_Startall(1, &r) : MPI_Start(&r);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+        CHECK(rc == MPI_SUCCESS && r != MPI_REQUEST_NULL, "%s: start %d rc %d", c.label, it, rc);
+        snprintf(c.label + strlen(c.label), sizeof c.label - strlen(c.label), "%s%d", it ? "," : " start ", it);
+        case_check(&c);
+    }
+    long long ours = mp_stat(row, "inplace") + mp_stat(row, "staged") - ours0;
+    CHECK(!stats_on || ours == RESTARTS, "%s: %lld of %d starts on bobcat's path", c.label, ours, RESTARTS);
+    MPI_Request_free(&r);
+    c.skip_digest = 1; /* (checked above) */
+    case_finish(&c);
+#else
+    (void)t, (void)op, (void)mult, (void)strided, (void)salt;
+#endif
+}
+
+/* Two persistent requests on one communicator started in opposite orders on odd and even ranks:
+ * MPI 4.0 pairs them by init, so each must get its own blocks. */
+static void run_persistent_order(const topo_t *t)
+{
+#if MPI_VERSION >= 4
+    case_t c[2];
+    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int live[2], me;
+    MPI_Comm_rank(t->comm, &me);
+    live[0] = case_init(&c[0], t, OP_A2A, 2, 2, 0, 400);
+    live[1] = case_init(&c[1], t, OP_AG, 2, 3, 0, 401);
+    for (int i = 0; i < 2; i++)
+        if (live[i])
+            case_start(&c[i], &r[i]);
+    for (int it = 0; it < RESTARTS; it++) {
+        for (int k = 0; k < 2; k++) {
+            int i = me % 2 ? 1 - k : k;
+            if (live[i]) {
+                c[i].vsalt = 1000 * it;
+                case_fill(&c[i]);
+                MPI_Start(&r[i]);
+            }
+        }
+        for (int i = 0; i < 2; i++)
+            if (live[i]) {
+                MPI_Wait(&r[i], MPI_STATUS_IGNORE);
+                case_check(&c[i]);
+            }
+    }
+    for (int i = 0; i < 2; i++)
+        if (live[i]) {
+            MPI_Request_free(&r[i]);
+            case_finish(&c[i]);
+        }
+#else
+    (void)t;
+#endif
+}
+
 static void run_topo(const topo_t *t)
 {
     if (digest)
@@ -506,6 +629,11 @@ static void run_topo(const topo_t *t)
                 for (int s = 1; s <= 2; s++)
                     run_one(t, op, nb, 3, s, salt++);
         }
+    for (int op = 0; op < OP_N; op++) {
+        run_persistent(t, op, 1, 0, salt++);
+        run_persistent(t, op, 1500, op == OP_A2AW ? 0 : 1, salt++);
+    }
+    run_persistent_order(t);
 }
 
 /* Six calls in flight on two communicators, completed in reverse order with MPI_Wait. */
@@ -609,6 +737,7 @@ int main(int argc, char **argv)
     int forced = mp_env_is("BOBCAT_COLL_NEIGHBOR", "mpi", NULL);
     layer_on = layer && !forced; /* forced: the results are the real MPI's, departures included */
     int stats = layer && getenv("BOBCAT_STATS") && !mp_env_is("BOBCAT_STATS", "off", "0");
+    stats_on = stats && !forced;
     ty[T_INT] = MPI_INT;
     MPI_Type_vector(2, 1, 2, MPI_INT, &ty[T_VEC2]);
     MPI_Type_commit(&ty[T_VEC2]);

@@ -62,6 +62,7 @@ __attribute__((constructor)) static void register_stats(void)
 typedef struct {
     int kind;          /* A_CART, A_GRAPH, A_DIST */
     int indeg, outdeg;
+    int pinits;        /* persistent calls made on the communicator (every member counts alike) */
     int *src;          /* receive block i comes from src[i] (MPI_PROC_NULL: none) */
     int *dst;          /* send block i goes to dst[i] */
 } nbr_t;
@@ -72,6 +73,7 @@ static nbr_t *nbr_alloc(int kind, int indeg, int outdeg)
     if (!nb)
         return NULL;
     nb->kind = kind;
+    nb->pinits = 0;
     nb->indeg = indeg;
     nb->outdeg = outdeg;
     nb->src = (int *)(void *)(nb + 1);
@@ -206,8 +208,9 @@ static void op_free(nbr_op_t *op)
         free(op->reqs);
 }
 
-/* Post every receive, then every send, on the shadow (see the banner for the order and tags). */
-static void op_start(nbr_op_t *op, const nbr_t *nb, MPI_Comm sh, const nbr_args_t *a)
+/* Post every receive, then every send, on the shadow (see the banner for the order and tags; a
+ * persistent call's tags start at tag0, the others' at 0). */
+static void op_start(nbr_op_t *op, const nbr_t *nb, MPI_Comm sh, const nbr_args_t *a, int tag0)
 {
     int cart = nb->kind == A_CART, n = 0;
     for (int i = 0; i < nb->indeg; i++)
@@ -230,7 +233,7 @@ static void op_start(nbr_op_t *op, const nbr_t *nb, MPI_Comm sh, const nbr_args_
         int count;
         MPI_Datatype dt;
         void *buf = recv_block(a, i, rext, &count, &dt);
-        int rc = p2p_irecv_any(buf, count, dt, nb->src[i], cart ? i ^ 1 : 0, sh, &op->reqs[op->n]);
+        int rc = p2p_irecv_any(buf, count, dt, nb->src[i], tag0 + (cart ? i ^ 1 : 0), sh, &op->reqs[op->n]);
         if (rc != MPI_SUCCESS) {
             if (op->err == MPI_SUCCESS)
                 op->err = rc;
@@ -244,7 +247,7 @@ static void op_start(nbr_op_t *op, const nbr_t *nb, MPI_Comm sh, const nbr_args_
         int count;
         MPI_Datatype dt;
         const void *buf = send_block(a, i, sext, &count, &dt);
-        int rc = p2p_isend_any(buf, count, dt, nb->dst[i], cart ? i : 0, sh, MODE_STD, &op->reqs[op->n]);
+        int rc = p2p_isend_any(buf, count, dt, nb->dst[i], tag0 + (cart ? i : 0), sh, MODE_STD, &op->reqs[op->n]);
         if (rc != MPI_SUCCESS) {
             if (op->err == MPI_SUCCESS)
                 op->err = rc;
@@ -346,7 +349,7 @@ static void count_call(pmpi_stat_t *st, const nbr_t *nb, const nbr_args_t *a)
 static int run_blocking(pmpi_stat_t *st, const nbr_t *nb, MPI_Comm sh, const nbr_args_t *a, MPI_Comm comm)
 {
     nbr_op_t op;
-    op_start(&op, nb, sh, a);
+    op_start(&op, nb, sh, a, 0);
     count_call(st, nb, a);
     unsigned spins = 0;
     for (;;) {
@@ -384,7 +387,7 @@ static const p2p_ext_ops_t nbr_ops = {ext_test, ext_release, NULL};
 
 /* A nonblocking call: started, handed out as a request of bobcat's. */
 static int run_nonblocking(pmpi_stat_t *st, const nbr_t *nb, MPI_Comm sh, const nbr_args_t *a, MPI_Comm comm,
-                           MPI_Request *req)
+                           MPI_Request *req, int tag0)
 {
     nbr_op_t *op = util_alloc_or_die(sizeof *op, "a neighbourhood collective");
     p2p_req_t *r = p2p_req_new();
@@ -392,7 +395,7 @@ static int run_nonblocking(pmpi_stat_t *st, const nbr_t *nb, MPI_Comm sh, const 
         util_error("out of bobcat requests for a neighbourhood collective");
         abort();
     }
-    op_start(op, nb, sh, a);
+    op_start(op, nb, sh, a, tag0);
     count_call(st, nb, a);
     r->kind = P2P_K_EXT;
     r->ext_ops = &nbr_ops;
@@ -401,6 +404,175 @@ static int run_nonblocking(pmpi_stat_t *st, const nbr_t *nb, MPI_Comm sh, const 
     *req = p2p_handle_of(r);
     return MPI_SUCCESS;
 }
+
+/* ---- persistent calls (MPI 4.0: MPI_Neighbor_allgather_init, ...) ------------------------------
+ * A persistent request of bobcat's (P2P_K_PERSIST) with copies of the arrays and holds on the
+ * datatypes; each MPI_Start starts the nonblocking call as its inner request. MPI 4.0 matches
+ * persistent collectives by the order of their inits, not of their starts, so each request has tags
+ * of its own: the k-th made on a communicator (every member counts alike) uses the block of
+ * `stride` tags after the k-th (stride: the nonblocking calls' tags, 0 .. stride - 1), and calls of
+ * different requests never pair whatever order ranks start them in. Past the MPI's tag bound, and
+ * wherever the nonblocking call would not run here, the real MPI's persistent request serves it. */
+#if MPI_VERSION >= 4
+typedef struct {
+    nbr_args_t a;         /* the arrays point into `arrays`; the datatypes are held */
+    const MPI_Datatype *stypes_user, *rtypes_user;
+    MPI_Datatype stype_user, rtype_user;
+    pmpi_stat_t *st;
+    int tag0;
+    int outdeg, indeg;
+    void *arrays;
+} npers_t;
+
+static int npers_start(p2p_req_t *r, MPI_Request *inner)
+{
+    npers_t *p = r->ext;
+    MPI_Comm sh = MPI_COMM_NULL;
+    pmpi_why_t why;
+    const nbr_t *nb = nbr_setup(r->comm, &p->a, &sh, &why);
+    if (!nb) /* (the communicator is gone: freed, which the program may not do before this start) */
+        return PMPI_Comm_call_errhandler(r->comm, MPI_ERR_COMM), MPI_ERR_COMM;
+    return run_nonblocking(p->st, nb, sh, &p->a, r->comm, inner, p->tag0);
+}
+
+static MPI_Datatype hold(MPI_Datatype dt)
+{
+    MPI_Datatype h = dt == MPI_DATATYPE_NULL ? dt : pmpi_dt_hold(dt);
+    return h == MPI_DATATYPE_NULL ? dt : h;
+}
+
+static void let_go(MPI_Datatype held, MPI_Datatype user)
+{
+    if (held != MPI_DATATYPE_NULL)
+        pmpi_dt_release(held, user);
+}
+
+static void npers_release(p2p_req_t *r)
+{
+    npers_t *p = r->ext;
+    if (!p)
+        return;
+    if (p->a.kind == K_A2AW) {
+        for (int i = 0; i < p->outdeg; i++)
+            let_go(((MPI_Datatype *)p->a.stypes)[i], p->stypes_user[i]);
+        for (int i = 0; i < p->indeg; i++)
+            let_go(((MPI_Datatype *)p->a.rtypes)[i], p->rtypes_user[i]);
+    } else {
+        let_go(p->a.stype, p->stype_user);
+        let_go(p->a.rtype, p->rtype_user);
+    }
+    free(p->arrays);
+    free(p);
+}
+
+static const p2p_ext_ops_t npers_ops = {NULL, npers_release, npers_start};
+
+/* The tag bound of the MPI's messages (off-node blocks travel through it). */
+static int tag_ub(void)
+{
+    static int ub;
+    if (!ub) {
+        int *v = NULL, flag = 0;
+        PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &v, &flag);
+        ub = flag && v ? *v : 32767;
+    }
+    return ub;
+}
+
+/* Make the persistent request if the call runs here (then 1); else 0, and the caller asks the real
+ * MPI for its own (the reason counted in row st). */
+static int npers_init(pmpi_stat_t *st, const nbr_args_t *a, MPI_Comm comm, MPI_Request *req)
+{
+    MPI_Comm sh = MPI_COMM_NULL;
+    pmpi_why_t why;
+    p2p_comm_t *c = NULL;
+    nbr_t *nb = (nbr_t *)nbr_setup(comm, a, &sh, &why);
+    if (nb)
+        c = p2p_comm_lookup(comm);
+    int stride = nb && nb->kind == A_CART ? (nb->outdeg > 0 ? nb->outdeg : 1) : 1;
+    long long tag0 = nb ? (long long)stride * (nb->pinits + 1LL) : 0;
+    if (nb)
+        nb->pinits++;
+    if (!nb || !c || tag0 + stride - 1 > tag_ub()) {
+        pmpi_stat_mpi(st, nb ? PMPI_WHY_VARIANT : why, 0);
+        pmpi_real_requests = 1; /* the real MPI's persistent request */
+        return 0;
+    }
+    int out = nb->outdeg, in = nb->indeg, w = a->kind == K_A2AW;
+    /* counts and displacements as the call has them, then (alltoallw) the types */
+    size_t ints = a->kind == K_A2AV ? 2 * ((size_t)out + (size_t)in) : a->kind == K_AGV ? 2 * (size_t)in
+                  : w ? (size_t)out + (size_t)in : 0;
+    size_t aoff = (ints * sizeof(int) + sizeof(MPI_Aint) - 1) / sizeof(MPI_Aint) * sizeof(MPI_Aint);
+    size_t bytes = aoff + (w ? ((size_t)out + (size_t)in) * (sizeof(MPI_Aint) + 2 * sizeof(MPI_Datatype)) : 0);
+    npers_t *p = calloc(1, sizeof *p);
+    char *arr = malloc(bytes ? bytes : 1);
+    p2p_req_t *r = p2p_req_new();
+    if (!p || !arr || !r) {
+        free(p);
+        free(arr);
+        if (r)
+            p2p_req_release(r);
+        /* (the members agreed on the tags: going to the real MPI alone would leave them waiting) */
+        util_error("out of memory for a persistent neighbourhood collective");
+        abort();
+    }
+    p->a = *a;
+    p->st = st;
+    p->tag0 = (int)tag0;
+    p->outdeg = out;
+    p->indeg = in;
+    p->arrays = arr;
+    int *ip = (int *)(void *)arr;
+#define KEEP_INTS(field, n)                                                                          \
+    do {                                                                                             \
+        memcpy(ip, a->field, sizeof(int) * (size_t)(n));                                             \
+        p->a.field = ip;                                                                             \
+        ip += (n);                                                                                   \
+    } while (0)
+    if (a->kind == K_AGV) {
+        KEEP_INTS(rcounts, in);
+        KEEP_INTS(rdispls, in);
+    } else if (a->kind == K_A2AV) {
+        KEEP_INTS(scounts, out);
+        KEEP_INTS(sdispls, out);
+        KEEP_INTS(rcounts, in);
+        KEEP_INTS(rdispls, in);
+    } else if (w) {
+        KEEP_INTS(scounts, out);
+        KEEP_INTS(rcounts, in);
+    }
+#undef KEEP_INTS
+    if (w) {
+        MPI_Aint *ap = (MPI_Aint *)(void *)(arr + aoff);
+        memcpy(ap, a->sdispw, sizeof(MPI_Aint) * (size_t)out);
+        memcpy(ap + out, a->rdispw, sizeof(MPI_Aint) * (size_t)in);
+        p->a.sdispw = ap;
+        p->a.rdispw = ap + out;
+        MPI_Datatype *tp = (MPI_Datatype *)(void *)(ap + out + in), *up = tp + out + in;
+        for (int i = 0; i < out; i++)
+            up[i] = a->stypes[i], tp[i] = hold(a->stypes[i]);
+        for (int i = 0; i < in; i++)
+            up[out + i] = a->rtypes[i], tp[out + i] = hold(a->rtypes[i]);
+        p->a.stypes = tp;
+        p->a.rtypes = tp + out;
+        p->stypes_user = up;
+        p->rtypes_user = up + out;
+    } else {
+        p->stype_user = a->stype;
+        p->rtype_user = a->rtype;
+        p->a.stype = hold(a->stype);
+        p->a.rtype = hold(a->rtype);
+    }
+    r->kind = P2P_K_PERSIST;
+    r->persistent = 1;
+    r->active = 0;
+    r->comm = comm;
+    r->ext_ops = &npers_ops;
+    r->ext = p;
+    *req = p2p_handle_of(r);
+    return 1;
+}
+#endif
 
 /* ---- the entry points ------------------------------------------------------------------------- */
 
@@ -416,7 +588,7 @@ static int run_nonblocking(pmpi_stat_t *st, const nbr_t *nb, MPI_Comm sh, const 
             return real;                                                                            \
         }                                                                                           \
         if (nonblocking)                                                                            \
-            return run_nonblocking(st, nb_, sh_, &a, comm, request);                                \
+            return run_nonblocking(st, nb_, sh_, &a, comm, request, 0);                             \
         return run_blocking(st, nb_, sh_, &a, comm);                                                \
     } while (0)
 
@@ -538,3 +710,74 @@ BOBCAT_EXPORT int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcou
              PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
                                       comm, request));
 }
+
+/* ---- the persistent forms' entry points (MPI 4.0; the info argument carries no hint we use) ---- */
+#if MPI_VERSION >= 4
+BOBCAT_EXPORT int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                              int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                              MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_AG, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcount = recvcount, .rtype = recvtype};
+    if (npers_init(&st_iag, &a, comm, request))
+        return MPI_SUCCESS;
+    return PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
+                                        request);
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                               void *recvbuf, const int recvcounts[], const int displs[],
+                                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                               MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_AGV, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcounts = recvcounts, .rdispls = displs, .rtype = recvtype};
+    if (npers_init(&st_iagv, &a, comm, request))
+        return MPI_SUCCESS;
+    return PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                                         info, request);
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                             int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                             MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2A, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcount = recvcount, .rtype = recvtype};
+    if (npers_init(&st_ia2a, &a, comm, request))
+        return MPI_SUCCESS;
+    return PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
+                                       request);
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                                              MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                                              const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                                              MPI_Info info, MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = sendcounts, .sdispls = sdispls, .stype = sendtype,
+                    .rbuf = recvbuf, .rcounts = recvcounts, .rdispls = rdispls, .rtype = recvtype};
+    if (npers_init(&st_ia2av, &a, comm, request))
+        return MPI_SUCCESS;
+    return PMPI_Neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                                        recvtype, comm, info, request);
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+                                              const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                                              const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                              MPI_Info info, MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = sendcounts, .sdispw = sdispls, .stypes = sendtypes,
+                    .rbuf = recvbuf, .rcounts = recvcounts, .rdispw = rdispls, .rtypes = recvtypes};
+    if (npers_init(&st_ia2aw, &a, comm, request))
+        return MPI_SUCCESS;
+    return PMPI_Neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                                        recvtypes, comm, info, request);
+}
+#endif
