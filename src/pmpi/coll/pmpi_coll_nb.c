@@ -1732,8 +1732,9 @@ BOBCAT_EXPORT int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype,
  *   the node's part in and the result out). That init is a collective on the leaders'
  *   communicator: it takes its turn behind the leaders' calls of earlier nonblocking collectives
  *   still waiting for their node phases (pers_queue).
- * Past COLL_NB_CHANNELS per communicator, and for the other forms across nodes, the real MPI's
- * persistent request serves the call whole. Open MPI 4.1 has none of these (its MPIX_ forms are
+ * The v/w forms (Gatherv, Scatterv, Allgatherv, Alltoallv, Alltoallw) keep copies of their arrays,
+ * and run here on one node only. Past COLL_NB_CHANNELS per communicator, and for the other forms
+ * across nodes, the real MPI's persistent request serves the call whole. Open MPI 4.1 has none of these (its MPIX_ forms are
  * not intercepted). */
 #if MPI_VERSION >= 4
 static nb_comm_t *pcoll_chan;   /* the channel pcoll_ours found, for the pcoll_new that follows */
@@ -1751,6 +1752,13 @@ typedef struct pcoll {
     MPI_Op op;               /* the reductions' (referenced: pc_op_ref), else unused */
     int *rcounts;            /* Reduce_scatter: a copy */
     int block;
+    /* The v/w forms (kind GATHERV, SCATTERV, ALLGATHERV, ALLTOALLV; w: Alltoallw): copies of the
+     * arrays where significant (NULL elsewhere), and Alltoallw's types held (vtypes, n each side:
+     * NULL in place) with the program's (vtypes_user). */
+    int w;
+    int *scnt, *sdsp, *rcnt, *rdsp;
+    MPI_Datatype *vtypes, *vtypes_user;
+    int vn;
     /* Across nodes (hier), a leader: the real persistent request (MPI_REQUEST_NULL: nothing to
      * move) over lfix; a start copies lin bytes of the leaders' phase's input in, and lout bytes of
      * its result out from lout_off. queued: the init waits for its turn; released: the program
@@ -1800,6 +1808,17 @@ static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner)
                            p->sbuf, p->rbuf, p->rcount, p->rdt, p->op, p->root, comm, inner);
     case COLL_NB_REDUCE_SCATTER:
         return irs_any(p->block ? &st_irsb : &st_irs, p->sbuf, p->rbuf, p->rcounts, p->block, p->rdt, p->op, comm, inner);
+    case COLL_NB_GATHERV:
+        return MPI_Igatherv(p->sbuf, p->scount, p->sdt, p->rbuf, p->rcnt, p->rdsp, p->rdt, p->root, comm, inner);
+    case COLL_NB_SCATTERV:
+        return MPI_Iscatterv(p->sbuf, p->scnt, p->sdsp, p->sdt, p->rbuf, p->rcount, p->rdt, p->root, comm, inner);
+    case COLL_NB_ALLGATHERV:
+        return MPI_Iallgatherv(p->sbuf, p->scount, p->sdt, p->rbuf, p->rcnt, p->rdsp, p->rdt, comm, inner);
+    case COLL_NB_ALLTOALLV:
+        if (p->w)
+            return MPI_Ialltoallw(p->sbuf, p->scnt, p->sdsp, p->vtypes, p->rbuf, p->rcnt, p->rdsp,
+                                  p->vtypes + p->vn, comm, inner);
+        return MPI_Ialltoallv(p->sbuf, p->scnt, p->sdsp, p->sdt, p->rbuf, p->rcnt, p->rdsp, p->rdt, comm, inner);
     default:
         return imove_any(p->kind,
                          p->kind == COLL_NB_ALLGATHER ? &st_iallgather : p->kind == COLL_NB_ALLTOALL ? &st_ialltoall
@@ -1832,6 +1851,16 @@ static void pcoll_free(pcoll_t *p)
         free(p->chan);
     }
     free(p->rcounts);
+    if (p->vtypes)
+        for (int i = 0; i < 2 * p->vn; i++)
+            if (p->vtypes[i] != MPI_DATATYPE_NULL)
+                pmpi_dt_release(p->vtypes[i], p->vtypes_user[i]);
+    free(p->vtypes);
+    free(p->vtypes_user);
+    free(p->scnt);
+    free(p->sdsp);
+    free(p->rcnt);
+    free(p->rdsp);
     free(p);
 }
 
@@ -2250,6 +2279,118 @@ BOBCAT_EXPORT int MPI_Scatter_init(const void *sbuf, int scount, MPI_Datatype st
         return PMPI_Scatter_init(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req);
     return pcoll_new(&t, comm, req);
 }
+
+/* ---- the v/w forms: on one node only (across nodes the real MPI's persistent request) ---- */
+
+static int *icopy(const int *a, int n)
+{
+    if (!a)
+        return NULL;
+    int *c = util_alloc_or_die(sizeof(int) * (size_t)(n ? n : 1), "a persistent collective's counts");
+    memcpy(c, a, sizeof(int) * (size_t)n);
+    return c;
+}
+
+static int comm_n(MPI_Comm comm, int *me)
+{
+    int n = 0;
+    PMPI_Comm_size(comm, &n);
+    PMPI_Comm_rank(comm, me);
+    return n;
+}
+
+BOBCAT_EXPORT int MPI_Gatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+                                   const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
+                                   MPI_Request *req)
+{
+    PMPI_GUARD();
+    int me, n = comm_n(comm, &me), at = me == root;
+    pcoll_t t = {.kind = COLL_NB_GATHERV, .sbuf = sbuf, .scount = scount, .rbuf = rbuf, .root = root,
+                 .sdt = at && sbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : stype, .rdt = at ? rtype : MPI_DATATYPE_NULL};
+    if (!pcoll_ours(&t, comm))
+        return PMPI_Gatherv_init(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, info, req);
+    if (at) {
+        t.rcnt = icopy(rcounts, n);
+        t.rdsp = icopy(displs, n);
+    }
+    return pcoll_new(&t, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Scatterv_init(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
+                                    void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
+                                    MPI_Request *req)
+{
+    PMPI_GUARD();
+    int me, n = comm_n(comm, &me), at = me == root;
+    pcoll_t t = {.kind = COLL_NB_SCATTERV, .sbuf = sbuf, .rbuf = rbuf, .rcount = rcount, .root = root,
+                 .sdt = at ? stype : MPI_DATATYPE_NULL, .rdt = at && rbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : rtype};
+    if (!pcoll_ours(&t, comm))
+        return PMPI_Scatterv_init(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, info, req);
+    if (at) {
+        t.scnt = icopy(scounts, n);
+        t.sdsp = icopy(displs, n);
+    }
+    return pcoll_new(&t, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Allgatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                                      const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm,
+                                      MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    int me, n = comm_n(comm, &me);
+    pcoll_t t = {.kind = COLL_NB_ALLGATHERV, .sbuf = sbuf, .scount = scount, .rbuf = rbuf, .rdt = rtype,
+                 .sdt = sbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : stype};
+    if (!pcoll_ours(&t, comm))
+        return PMPI_Allgatherv_init(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req);
+    t.rcnt = icopy(rcounts, n);
+    t.rdsp = icopy(displs, n);
+    return pcoll_new(&t, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Alltoallv_init(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
+                                     void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
+                                     MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    int me, n = comm_n(comm, &me), ip = sbuf == MPI_IN_PLACE;
+    pcoll_t t = {.kind = COLL_NB_ALLTOALLV, .sbuf = sbuf, .rbuf = rbuf, .rdt = rtype,
+                 .sdt = ip ? MPI_DATATYPE_NULL : stype};
+    if (!pcoll_ours(&t, comm))
+        return PMPI_Alltoallv_init(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, info, req);
+    t.scnt = ip ? NULL : icopy(scounts, n);
+    t.sdsp = ip ? NULL : icopy(sdispls, n);
+    t.rcnt = icopy(rcounts, n);
+    t.rdsp = icopy(rdispls, n);
+    return pcoll_new(&t, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Alltoallw_init(const void *sbuf, const int scounts[], const int sdispls[],
+                                     const MPI_Datatype stypes[], void *rbuf, const int rcounts[], const int rdispls[],
+                                     const MPI_Datatype rtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    int me, n = comm_n(comm, &me), ip = sbuf == MPI_IN_PLACE;
+    pcoll_t t = {.kind = COLL_NB_ALLTOALLV, .w = 1, .sbuf = sbuf, .rbuf = rbuf, .sdt = MPI_DATATYPE_NULL,
+                 .rdt = MPI_DATATYPE_NULL};
+    if (!pcoll_ours(&t, comm))
+        return PMPI_Alltoallw_init(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, info, req);
+    t.scnt = ip ? NULL : icopy(scounts, n);
+    t.sdsp = ip ? NULL : icopy(sdispls, n);
+    t.rcnt = icopy(rcounts, n);
+    t.rdsp = icopy(rdispls, n);
+    t.vn = n;
+    t.vtypes = util_alloc_or_die(2 * sizeof(MPI_Datatype) * (size_t)(n ? n : 1), "a persistent collective's types");
+    t.vtypes_user = util_alloc_or_die(2 * sizeof(MPI_Datatype) * (size_t)(n ? n : 1), "a persistent collective's types");
+    for (int q = 0; q < n; q++) { /* the send side's, then the receive side's (in place: none sent) */
+        t.vtypes_user[q] = ip || !stypes ? MPI_DATATYPE_NULL : stypes[q];
+        t.vtypes_user[n + q] = rtypes ? rtypes[q] : MPI_DATATYPE_NULL;
+    }
+    for (int q = 0; q < 2 * n; q++)
+        t.vtypes[q] = hold(t.vtypes_user[q]);
+    return pcoll_new(&t, comm, req);
+}
+
 #else /* no persistent collectives in this MPI: no call has q->pers or q->pinit set */
 static nb_comm_t *pers_node_channel(struct pcoll *p) { return (void)p, NULL; }
 static void pers_init_now(struct pcoll *p) { (void)p; }
