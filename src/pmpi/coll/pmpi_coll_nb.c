@@ -1766,8 +1766,9 @@ typedef struct pcoll {
     int hier, queued, released;
     MPI_Request real;
     char *lfix;
-    size_t lin, lout, lout_off;
-    int lcount, lroot, lself;
+    size_t lin_off, lin, lout, lout_off; /* in: lfix + lin_off from the same place of the input */
+    int lcount, lroot, lself, ldisp;
+    int *lcd;                /* the leaders' v call's counts, then displacements (Alltoallv: 4 arrays) */
     coll_op_t lop;           /* the reduction as the leaders' phase runs it (kept: pc_op_keep) */
     int lop_set;
     MPI_Comm lcomm;
@@ -1832,6 +1833,7 @@ static void pcoll_free(pcoll_t *p)
     if (p->real != MPI_REQUEST_NULL)
         PMPI_Request_free(&p->real);
     free(p->lfix);
+    free(p->lcd);
     if (p->lop_set)
         pc_op_let_go(&p->lop);
     if (p->sdt != MPI_DATATYPE_NULL)
@@ -1902,6 +1904,35 @@ static void pers_init_now(pcoll_t *p)
         if (p->lcount)
             rc = PMPI_Allreduce_init(MPI_IN_PLACE, p->lfix, p->lcount, dt, p->op, p->lcomm, MPI_INFO_NULL, &p->real);
         break;
+    case COLL_NB_ALLGATHER: /* the nodes' blocks in place (iallgather_hier) */
+        rc = PMPI_Allgatherv_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE,
+                                  p->lcomm, MPI_INFO_NULL, &p->real);
+        break;
+    case COLL_NB_GATHER: /* at the leaders' root the whole result, elsewhere my node's block */
+        if (p->lself)
+            rc = PMPI_Gatherv_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE,
+                                   p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
+        else
+            rc = PMPI_Gatherv_init(p->lfix, p->ldisp, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, p->lroot, p->lcomm,
+                                   MPI_INFO_NULL, &p->real);
+        break;
+    case COLL_NB_SCATTER:
+        if (p->lself)
+            rc = PMPI_Scatterv_init(p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+                                    p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
+        else
+            rc = PMPI_Scatterv_init(NULL, NULL, NULL, MPI_BYTE, p->lfix, p->ldisp, MPI_BYTE, p->lroot, p->lcomm,
+                                    MPI_INFO_NULL, &p->real);
+        break;
+    case COLL_NB_ALLTOALL: { /* the blocks between nodes (ialltoall_hier's far_s, far_r) */
+        int N = p->lcount, *c = p->lcd;
+        rc = PMPI_Alltoallv_init(p->lfix, c, c + N, MPI_BYTE, p->lfix + p->lout_off, c + 2 * N, c + 3 * N, MPI_BYTE,
+                                 p->lcomm, MPI_INFO_NULL, &p->real);
+        break;
+    }
+    case COLL_NB_REDUCE_SCATTER: /* the nodes' blocks, in place: mine lands at the start */
+        rc = PMPI_Reduce_scatter_init(MPI_IN_PLACE, p->lfix, p->lcd, dt, p->op, p->lcomm, MPI_INFO_NULL, &p->real);
+        break;
     default: /* Scan, Exscan: the node totals' prefix (iscan_hier) */
         if (p->lcount)
             rc = PMPI_Exscan_init(p->lfix, p->lfix + p->lout_off, p->lcount, dt, p->op, p->lcomm, MPI_INFO_NULL,
@@ -1947,8 +1978,13 @@ static int pers_lead_start(nb_req_t *q)
     pcoll_t *p = q->pers;
     if (p->queued)
         return MPI_SUCCESS;
+    const char *src = q->lbuf;
+    if (q->a2a) {
+        a2a_pack(q->a2a);
+        src = q->a2a->far_s;
+    }
     if (p->lin)
-        memcpy(p->lfix, q->lbuf, p->lin);
+        memcpy(p->lfix + p->lin_off, src + p->lin_off, p->lin);
     pmpi_real_requests = 1;
     q->real = p->real;
     return PMPI_Start(&q->real);
@@ -1957,8 +1993,37 @@ static int pers_lead_start(nb_req_t *q)
 static void pers_lead_done(nb_req_t *q)
 {
     pcoll_t *p = q->pers;
+    void *dst = p->kind == COLL_NB_SCAN || p->kind == COLL_NB_EXSCAN ? q->se : q->a2a ? q->a2a->far_r : q->lbuf;
     if (p->lout)
-        memcpy(p->kind == COLL_NB_SCAN || p->kind == COLL_NB_EXSCAN ? q->se : q->lbuf, p->lfix + p->lout_off, p->lout);
+        memcpy(dst, p->lfix + p->lout_off, p->lout);
+}
+
+/* A moving call's piece (bytes per rank) if it runs across nodes (as imove_any decides), else -1. */
+static long long pers_move_piece(const pcoll_t *t, const pmpi_comm_t *pc)
+{
+    pc_dt_t sd = {0}, rd = {0};
+    if (!pc->blocked ||
+        move_bad(t->kind, pc, t->sbuf, t->scount, t->sdt, &sd, t->rbuf, t->rcount, t->rdt, &rd, t->root))
+        return -1;
+    size_t b = move_piece(t->kind, pc->rank, t->root, t->sbuf, t->scount, &sd, t->rcount, &rd);
+    if ((long long)b * pc->size * (t->kind == COLL_NB_ALLTOALL ? most_on_a_node(pc) : 1) > INT_MAX)
+        return -1;
+    return (long long)b;
+}
+
+/* Reduce_scatter(_block)'s elements of the op's base type in all (as irs_any decides), else -1. */
+static long long pers_rs_total(const pcoll_t *t, const pmpi_comm_t *pc, coll_op_t *cop, size_t *mult_p)
+{
+    size_t mult = 1;
+    pmpi_why_t why;
+    *mult_p = 1;
+    if (pc_op(t->op, t->rdt, cop, &mult, &why) != 0 || !pc->blocked)
+        return -1;
+    long long total = rs_total(t->rcounts, t->block, pc->size);
+    if (total < 0 || (unsigned long long)total * mult > INT_MAX || cop->tail != cop->extent)
+        return -1;
+    *mult_p = mult;
+    return total * (long long)mult;
 }
 
 /* Whether the starts of this persistent call run across nodes (the same answer on every rank). */
@@ -1977,7 +2042,64 @@ static int pers_hier_ok(const pcoll_t *t, const pmpi_comm_t *pc)
     case COLL_NB_EXSCAN:
         return red_args(t->rcount, t->rdt, t->op, &cop, &n, &why) == 0 &&
                red_hier_why(t->kind, pc, &cop, t->sbuf, t->rbuf, t->root) == PMPI_WHY_NONE;
+    case COLL_NB_ALLGATHER:
+    case COLL_NB_ALLTOALL:
+    case COLL_NB_GATHER:
+    case COLL_NB_SCATTER: return pers_move_piece(t, pc) >= 0;
+    case COLL_NB_REDUCE_SCATTER: return pers_rs_total(t, pc, &cop, &n) >= 0;
     default: return 0;
+    }
+}
+
+/* A moving call's leaders' phase (as the *_hier calls set it): the block's bytes; p->lcount 0 if
+ * nothing moves. */
+static size_t pers_move_plan(pcoll_t *p, const pmpi_comm_t *pc)
+{
+    int me = pc->rank, N = pc->nnodes, myk = pc->leader_rank[me], ns = pc->node_size, n = pc->size;
+    size_t b = (size_t)pers_move_piece(p, pc), nb = (size_t)n * b;
+    if (!b)
+        return 0;
+    p->lcount = N;
+    p->lroot = p->kind == COLL_NB_GATHER || p->kind == COLL_NB_SCATTER ? pc->leader_rank[p->root] : 0;
+    p->lself = (p->kind == COLL_NB_GATHER || p->kind == COLL_NB_SCATTER) && pc->node[p->root] == pc->node[me];
+    size_t mine_off = (size_t)pc->node_first[myk] * b, mine = (size_t)pc->node_count[myk] * b;
+    switch (p->kind) {
+    case COLL_NB_ALLTOALL: {
+        int *c = p->lcd = xmalloc(4 * (size_t)N * sizeof(int));
+        size_t off = 0;
+        for (int k = 0; k < N; k++) { /* (ialltoall_hier's counts) */
+            size_t blk = k == myk ? 0 : (size_t)ns * (size_t)pc->node_count[k] * b;
+            c[k] = c[2 * N + k] = (int)blk;
+            c[N + k] = c[3 * N + k] = (int)off;
+            off += blk;
+        }
+        p->lin = off;
+        p->lout_off = off;
+        p->lout = off;
+        return 2 * off;
+    }
+    case COLL_NB_ALLGATHER:
+        p->lcd = node_blocks(pc, b);
+        p->lin_off = mine_off, p->lin = mine, p->lout = nb;
+        return nb;
+    case COLL_NB_GATHER:
+        if (p->lself) {
+            p->lcd = node_blocks(pc, b);
+            p->lin_off = mine_off, p->lin = mine, p->lout = nb;
+            return nb;
+        }
+        p->ldisp = ns * (int)b;
+        p->lin = (size_t)ns * b;
+        return p->lin;
+    default: /* Scatter */
+        if (p->lself) {
+            p->lcd = node_blocks(pc, b);
+            p->lin = nb;
+            return nb;
+        }
+        p->ldisp = ns * (int)b;
+        p->lout = (size_t)ns * b;
+        return p->lout;
     }
 }
 
@@ -1996,6 +2118,24 @@ static void pers_lead_plan(pcoll_t *p, const pmpi_comm_t *pc)
         p->lroot = pc->leader_rank[p->root];
         p->lin = pc->node[p->root] == pc->node[me] ? bytes : 0;
         p->lout = bytes - p->lin;
+    } else if (p->kind == COLL_NB_ALLGATHER || p->kind == COLL_NB_GATHER || p->kind == COLL_NB_SCATTER ||
+               p->kind == COLL_NB_ALLTOALL) {
+        bytes = pers_move_plan(p, pc);
+    } else if (p->kind == COLL_NB_REDUCE_SCATTER) {
+        size_t mult, total = (size_t)pers_rs_total(p, pc, &p->lop, &mult);
+        pc_op_keep(&p->lop);
+        p->lop_set = 1;
+        int N = pc->nnodes, myk = pc->leader_rank[me];
+        p->lcd = xmalloc((size_t)N * sizeof(int));
+        for (int j = 0; j < N; j++) {
+            size_t kj = 0;
+            for (int r = pc->node_first[j]; r < pc->node_first[j] + pc->node_count[j]; r++)
+                kj += (size_t)p->rcounts[p->block ? 0 : r] * mult;
+            p->lcd[j] = (int)kj;
+        }
+        p->lcount = total ? N : 0;
+        p->lin = bytes = coll_span(&p->lop, total);
+        p->lout = coll_span(&p->lop, (size_t)p->lcd[myk]);
     } else if (p->kind != COLL_NB_BARRIER) {
         size_t n = 0;
         pmpi_why_t why;
