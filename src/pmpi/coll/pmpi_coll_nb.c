@@ -309,6 +309,9 @@ static int pers_lead_start(nb_req_t *q);
 static nb_comm_t *pers_node_channel(struct pcoll *p);
 static void pers_lead_done(nb_req_t *q);
 static void pers_init_now(struct pcoll *p);
+/* A start of the request is in flight (1) or retired (0): the request outlives MPI_Request_free
+ * until then. */
+static void pers_busy(struct pcoll *p, int busy);
 
 /* One look: as far as the steps go now. 1 once all are done. */
 static int hier_advance(nb_req_t *q)
@@ -435,6 +438,8 @@ static void nb_release(p2p_req_t *r)
          * releases only completed requests. */
         return;
     }
+    if (q->pers)
+        pers_busy(q->pers, 0);
     /* (nb_test, which completed it, unstaged and freed its staged input, output and result) */
     if (q->out_held != MPI_DATATYPE_NULL)
         pmpi_dt_release(q->out_held, q->out_user);
@@ -600,6 +605,8 @@ static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_ki
     q->lcomm = pc->leaders_comm;
     q->real = MPI_REQUEST_NULL;
     q->pers = nb_pers;
+    if (nb_pers)
+        pers_busy(nb_pers, 1);
     q->nc = node;
     q->has_c = node && k1 != COLL_NB_N;
     q->has_c2 = node && k2 != COLL_NB_N;
@@ -1763,7 +1770,7 @@ typedef struct pcoll {
      * move) over lfix; a start copies lin bytes of the leaders' phase's input in, and lout bytes of
      * its result out from lout_off. queued: the init waits for its turn; released: the program
      * freed the request meanwhile. */
-    int hier, queued, released;
+    int hier, queued, released, busy;
     MPI_Request real;
     char *lfix;
     size_t lin_off, lin, lout, lout_off; /* in: lfix + lin_off from the same place of the input */
@@ -1866,15 +1873,27 @@ static void pcoll_free(pcoll_t *p)
     free(p);
 }
 
+/* Freed once the program has let it go and nothing of it is pending: its init (queued) or a start
+ * (busy; MPI_Request_free may come while one is in flight, which then completes on its own). */
+static void pers_maybe_free(pcoll_t *p)
+{
+    if (p->released && !p->queued && !p->busy)
+        pcoll_free(p);
+}
+
+static void pers_busy(pcoll_t *p, int busy)
+{
+    p->busy = busy;
+    pers_maybe_free(p);
+}
+
 static void pcoll_release(p2p_req_t *r)
 {
     pcoll_t *p = r->ext;
     if (!p)
         return;
-    if (p->queued) /* its init, still to come, frees it (pers_init_now) */
-        p->released = 1;
-    else
-        pcoll_free(p);
+    p->released = 1;
+    pers_maybe_free(p);
 }
 
 static const p2p_ext_ops_t pcoll_ops = {NULL, pcoll_release, pcoll_start};
@@ -1943,8 +1962,7 @@ static void pers_init_now(pcoll_t *p)
         util_error("the leaders' persistent collective failed to initialise in the real MPI");
         abort();
     }
-    if (p->released)
-        pcoll_free(p);
+    pers_maybe_free(p);
 }
 
 /* Make the leader's real request now, or queue its init behind the leaders' calls of earlier
@@ -2534,6 +2552,7 @@ BOBCAT_EXPORT int MPI_Alltoallw_init(const void *sbuf, const int scounts[], cons
 #else /* no persistent collectives in this MPI: no call has q->pers or q->pinit set */
 static nb_comm_t *pers_node_channel(struct pcoll *p) { return (void)p, NULL; }
 static void pers_init_now(struct pcoll *p) { (void)p; }
+static void pers_busy(struct pcoll *p, int busy) { (void)p, (void)busy; }
 static int pers_lead_start(nb_req_t *q) { return (void)q, MPI_ERR_INTERN; }
 static void pers_lead_done(nb_req_t *q) { (void)q; }
 #endif
