@@ -2264,13 +2264,7 @@ static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
             pers_lead_plan(p, pcoll_span);
         pcoll_span = NULL;
     }
-    r->kind = P2P_K_PERSIST;
-    r->persistent = 1;
-    r->active = 0;
-    r->comm = comm;
-    r->ext_ops = &pcoll_ops;
-    r->ext = p;
-    *req = p2p_handle_of(r);
+    *req = p2p_persist_ext(r, &pcoll_ops, p, comm);
     return MPI_SUCCESS;
 }
 

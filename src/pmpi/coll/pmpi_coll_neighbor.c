@@ -563,13 +563,7 @@ static int npers_init(pmpi_stat_t *st, const nbr_args_t *a, MPI_Comm comm, MPI_R
         p->a.stype = hold(a->stype);
         p->a.rtype = hold(a->rtype);
     }
-    r->kind = P2P_K_PERSIST;
-    r->persistent = 1;
-    r->active = 0;
-    r->comm = comm;
-    r->ext_ops = &npers_ops;
-    r->ext = p;
-    *req = p2p_handle_of(r);
+    *req = p2p_persist_ext(r, &npers_ops, p, comm);
     return 1;
 }
 #endif

@@ -179,6 +179,18 @@ int p2p_req_pin_comm(p2p_comm_t *c);
 p2p_req_t *p2p_req_done(int mode);
 p2p_req_t *p2p_req_of(MPI_Request h); /* NULL for real requests and MPI_REQUEST_NULL */
 MPI_Request p2p_handle_of(p2p_req_t *r);
+/* r made a persistent request of a room above (kind P2P_K_PERSIST, inactive until MPI_Start, which
+ * calls ops->start), and its handle. */
+static inline MPI_Request p2p_persist_ext(p2p_req_t *r, const p2p_ext_ops_t *ops, void *ext, MPI_Comm comm)
+{
+    r->kind = P2P_K_PERSIST;
+    r->persistent = 1;
+    r->active = 0;
+    r->comm = comm;
+    r->ext_ops = ops;
+    r->ext = ext;
+    return p2p_handle_of(r);
+}
 /* Matched-probe messages of bobcat's (a p2p_req_t whose buf is the msg_unexp_t) */
 p2p_req_t *p2p_msg_of(MPI_Message h);
 MPI_Message p2p_msghandle_of(p2p_req_t *m);
