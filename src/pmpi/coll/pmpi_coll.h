@@ -140,5 +140,23 @@ int pc_nbv_hier_start(pmpi_comm_t *pc, struct nb_comm *node, const uint64_t *tab
 int pc_nbv_iallgatherv_hier(pmpi_comm_t *pc, struct nb_comm *node, const void *mine, size_t bytes,
                             const uint64_t *tab, char *W, size_t total, int *lcd, const pc_nbv_ops_t *ops, void *st,
                             MPI_Comm comm, MPI_Request *req);
+/* A persistent v/w collective's start (pmpi_coll_nb.c keeps the arguments, its channel set): the
+ * nonblocking call, kind GATHERV, SCATTERV, ALLGATHERV or ALLTOALLV (w: Alltoallw, with the types
+ * per peer). pmpi_coll_nbv.c sets the hook. */
+typedef struct {
+    coll_nb_kind_t kind;
+    int w, root;
+    const void *sbuf;
+    int scount;
+    const int *scnt, *sdsp;
+    MPI_Datatype sdt;
+    const MPI_Datatype *stypes;
+    void *rbuf;
+    int rcount;
+    const int *rcnt, *rdsp;
+    MPI_Datatype rdt;
+    const MPI_Datatype *rtypes;
+} pc_nbv_args_t;
+extern int (*pc_nbv_persist_start)(const pc_nbv_args_t *a, MPI_Comm comm, MPI_Request *req);
 
 #endif

@@ -60,6 +60,7 @@ typedef struct nb_comm {
 
 /* While a persistent request starts its call: the channel it runs on instead of the main ring. */
 static nb_comm_t *nb_channel;
+int (*pc_nbv_persist_start)(const pc_nbv_args_t *a, MPI_Comm comm, MPI_Request *req);
 /* ... and on a communicator across nodes, the request (its node channel, its leaders' request). */
 struct pcoll;
 static struct pcoll *nb_pers;
@@ -1817,16 +1818,15 @@ static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner)
     case COLL_NB_REDUCE_SCATTER:
         return irs_any(p->block ? &st_irsb : &st_irs, p->sbuf, p->rbuf, p->rcounts, p->block, p->rdt, p->op, comm, inner);
     case COLL_NB_GATHERV:
-        return MPI_Igatherv(p->sbuf, p->scount, p->sdt, p->rbuf, p->rcnt, p->rdsp, p->rdt, p->root, comm, inner);
     case COLL_NB_SCATTERV:
-        return MPI_Iscatterv(p->sbuf, p->scnt, p->sdsp, p->sdt, p->rbuf, p->rcount, p->rdt, p->root, comm, inner);
     case COLL_NB_ALLGATHERV:
-        return MPI_Iallgatherv(p->sbuf, p->scount, p->sdt, p->rbuf, p->rcnt, p->rdsp, p->rdt, comm, inner);
-    case COLL_NB_ALLTOALLV:
-        if (p->w)
-            return MPI_Ialltoallw(p->sbuf, p->scnt, p->sdsp, p->vtypes, p->rbuf, p->rcnt, p->rdsp,
-                                  p->vtypes + p->vn, comm, inner);
-        return MPI_Ialltoallv(p->sbuf, p->scnt, p->sdsp, p->sdt, p->rbuf, p->rcnt, p->rdsp, p->rdt, comm, inner);
+    case COLL_NB_ALLTOALLV: {
+        pc_nbv_args_t a = {.kind = p->kind, .w = p->w, .root = p->root, .sbuf = p->sbuf, .scount = p->scount,
+                           .scnt = p->scnt, .sdsp = p->sdsp, .sdt = p->sdt, .stypes = p->vtypes, .rbuf = p->rbuf,
+                           .rcount = p->rcount, .rcnt = p->rcnt, .rdsp = p->rdsp, .rdt = p->rdt,
+                           .rtypes = p->vtypes ? p->vtypes + p->vn : NULL};
+        return pc_nbv_persist_start(&a, comm, inner);
+    }
     default:
         return imove_any(p->kind,
                          p->kind == COLL_NB_ALLGATHER ? &st_iallgather : p->kind == COLL_NB_ALLTOALL ? &st_ialltoall

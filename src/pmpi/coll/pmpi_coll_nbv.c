@@ -864,3 +864,23 @@ BOBCAT_EXPORT int MPI_Ialltoallw(const void *sbuf, const int scounts[], const in
     PMPI_GUARD();
     return ialltoallvw(&st_ialltoallw, 1, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, req);
 }
+
+/* A persistent v/w collective's start (pmpi_coll_nb.c): the nonblocking call on its channel. */
+static int persist_start(const pc_nbv_args_t *a, MPI_Comm comm, MPI_Request *req)
+{
+    switch (a->kind) {
+    case COLL_NB_GATHERV:
+        return MPI_Igatherv(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcnt, a->rdsp, a->rdt, a->root, comm, req);
+    case COLL_NB_SCATTERV:
+        return MPI_Iscatterv(a->sbuf, a->scnt, a->sdsp, a->sdt, a->rbuf, a->rcount, a->rdt, a->root, comm, req);
+    case COLL_NB_ALLGATHERV:
+        return MPI_Iallgatherv(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcnt, a->rdsp, a->rdt, comm, req);
+    default:
+        if (a->w)
+            return MPI_Ialltoallw(a->sbuf, a->scnt, a->sdsp, a->stypes, a->rbuf, a->rcnt, a->rdsp, a->rtypes, comm,
+                                  req);
+        return MPI_Ialltoallv(a->sbuf, a->scnt, a->sdsp, a->sdt, a->rbuf, a->rcnt, a->rdsp, a->rdt, comm, req);
+    }
+}
+
+__attribute__((constructor)) static void persist_hook(void) { pc_nbv_persist_start = persist_start; }
