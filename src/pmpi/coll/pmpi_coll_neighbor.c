@@ -485,15 +485,15 @@ static int npers_init(pmpi_stat_t *st, const nbr_args_t *a, MPI_Comm comm, MPI_R
 {
     MPI_Comm sh = MPI_COMM_NULL;
     pmpi_why_t why;
-    p2p_comm_t *c = NULL;
-    nbr_t *nb = (nbr_t *)nbr_setup(comm, a, &sh, &why);
-    if (nb)
-        c = p2p_comm_lookup(comm);
-    int stride = nb && nb->kind == A_CART ? (nb->outdeg > 0 ? nb->outdeg : 1) : 1;
-    long long tag0 = nb ? (long long)stride * (nb->pinits + 1LL) : 0;
-    if (nb)
-        nb->pinits++;
-    if (!nb || !c || tag0 + stride - 1 > tag_ub()) {
+    const nbr_t *nb = nbr_setup(comm, a, &sh, &why);
+    /* Counted on the communicator's lists whatever this call's arguments (an erroneous count on one
+     * rank must not shift the others' tags): nbr_setup built them if the communicator has a shadow. */
+    p2p_comm_t *c = pmpi_layer.on && comm != MPI_COMM_NULL ? p2p_comm_lookup(comm) : NULL;
+    nbr_t *cnt = c ? c->nbr : NULL;
+    long long k = cnt ? cnt->pinits++ : 0;
+    int stride = nb && nb->kind == A_CART && nb->outdeg > 0 ? nb->outdeg : 1;
+    long long tag0 = (long long)stride * (k + 1);
+    if (!nb || tag0 + stride - 1 > tag_ub()) {
         pmpi_stat_mpi(st, nb ? PMPI_WHY_VARIANT : why, 0);
         pmpi_real_requests = 1; /* the real MPI's persistent request */
         return 0;
