@@ -273,6 +273,12 @@ MPI_Datatype pmpi_dt_hold(MPI_Datatype t)
     return d;
 }
 
+MPI_Datatype pmpi_dt_keep(MPI_Datatype t)
+{
+    MPI_Datatype h = t == MPI_DATATYPE_NULL ? t : pmpi_dt_hold(t);
+    return h == MPI_DATATYPE_NULL ? t : h;
+}
+
 int pmpi_dt_free(MPI_Datatype *t)
 {
     pmpi_dt_cache_n = 0; /* the handle may name another type next time */

@@ -67,6 +67,9 @@ static inline const pmpi_dt_info_t *pmpi_dt_get(MPI_Datatype t)
  * request owns (MPI_DATATYPE_NULL if the MPI refused). pmpi_dt_release frees what hold made. */
 MPI_Datatype pmpi_dt_hold(MPI_Datatype t);
 void pmpi_dt_release(MPI_Datatype held, MPI_Datatype user);
+/* pmpi_dt_hold for an argument a persistent request passes to every start: t itself where nothing
+ * is held (MPI_DATATYPE_NULL, or the MPI refused: the start's call reports it). */
+MPI_Datatype pmpi_dt_keep(MPI_Datatype t);
 /* For a type a user's op is handed later (the op's function gets the program's own handle, which
  * it may compare with its types, so no duplicate): referenced, a program's MPI_Type_free of it
  * waits for the last pmpi_dt_unref. Nothing for predefined types. */

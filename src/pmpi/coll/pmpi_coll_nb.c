@@ -314,6 +314,26 @@ static void pers_init_now(struct pcoll *p);
  * until then. */
 static void pers_busy(struct pcoll *p, int busy);
 
+/* Whether e is a leaders' call on lcomm that has not been made yet and that later calls there
+ * must wait for (every collective's but a persistent one's start: those match by init). */
+static int leaders_call_pending(const nb_req_t *e, MPI_Comm lcomm)
+{
+    return e->lcomm == lcomm && e->leader && e->step <= 1 && e->real == MPI_REQUEST_NULL && !e->pers;
+}
+
+/* Put q at the tail of the calls across nodes in flight (the list is in start order), which
+ * progress advances. */
+static void hier_append(nb_req_t *q)
+{
+    p2p_ext_progress = nb_progress_all; /* (a rank alone on its node has no ring that set it) */
+    q->hnext = NULL;
+    nb_req_t **pp = &hier_head;
+    while (*pp)
+        pp = &(*pp)->hnext;
+    *pp = q;
+    p2p_ext_pending = 1;
+}
+
 /* One look: as far as the steps go now. 1 once all are done. */
 static int hier_advance(nb_req_t *q)
 {
@@ -330,8 +350,7 @@ static int hier_advance(nb_req_t *q)
              * matches them by init), so they neither wait nor are waited for. */
             if (q->real == MPI_REQUEST_NULL && !q->pers)
                 for (nb_req_t *e = hier_head; e && e != q; e = e->hnext)
-                    if (e->lcomm == q->lcomm && e->leader && e->step <= 1 && e->real == MPI_REQUEST_NULL &&
-                        !e->pers)
+                    if (leaders_call_pending(e, q->lcomm))
                         return 0;
             if (q->pinit) {
                 pers_init_now(q->pinit);
@@ -624,13 +643,7 @@ static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_ki
     }
     if (node)
         nb_activate(node);
-    p2p_ext_progress = nb_progress_all; /* (a rank alone on its node has no ring that set it) */
-    q->hnext = NULL; /* at the tail: the list is in start order */
-    nb_req_t **pp = &hier_head;
-    while (*pp)
-        pp = &(*pp)->hnext;
-    *pp = q;
-    p2p_ext_pending = 1;
+    hier_append(q);
     if (q->leader)
         p2p_agent_wanted();
 }
@@ -888,6 +901,38 @@ static int *node_blocks(const pmpi_comm_t *pc, size_t b)
         cd[nn + k] = pc->node_first[k] * (int)b;
     }
     return cd;
+}
+
+/* The leaders' Reduce_scatter counts: each node's elements of the result (rcounts[r] of rank r, or
+ * rcounts[0] of every rank when block; mult base elements each; the comm is blocked). */
+static int *node_counts(const pmpi_comm_t *pc, const int *rcounts, int block, size_t mult)
+{
+    int N = pc->nnodes, *cnt = xmalloc((size_t)N * sizeof(int));
+    for (int j = 0; j < N; j++) {
+        size_t kj = 0;
+        for (int r = pc->node_first[j]; r < pc->node_first[j] + pc->node_count[j]; r++)
+            kj += (size_t)rcounts[block ? 0 : r] * mult;
+        cnt[j] = (int)kj;
+    }
+    return cnt;
+}
+
+/* The leaders' Alltoallv of an Ialltoall across nodes (b bytes a block): to and from node k, my
+ * node's ranks' blocks for node k's ranks (none for my own node), packed by node: counts and
+ * displacements to send, then the same to receive ([dest][source] per node; a2a_pack). *far_p: the
+ * bytes each way. */
+static int *far_counts(const pmpi_comm_t *pc, size_t b, size_t *far_p)
+{
+    int N = pc->nnodes, myk = pc->leader_rank[pc->rank], *c = xmalloc(4 * (size_t)N * sizeof(int));
+    size_t off = 0;
+    for (int k = 0; k < N; k++) {
+        size_t blk = k == myk ? 0 : (size_t)pc->node_size * (size_t)pc->node_count[k] * b;
+        c[k] = c[2 * N + k] = (int)blk;
+        c[N + k] = c[3 * N + k] = (int)off;
+        off += blk;
+    }
+    *far_p = off;
+    return c;
 }
 
 /* A rooted call whose root does not lead its node: on the root's node the leader stands in for it in
@@ -1195,13 +1240,7 @@ static int irs_hier(pmpi_stat_t *st, pmpi_comm_t *pc, nb_comm_t *node, const voi
         char *base = q->scratch = xmalloc(tab + span), *L = base + tab;
         if (!node) /* alone on my node: my input is the node's partial result */
             memcpy(L, in, span);
-        q->lcd = xmalloc((size_t)N * sizeof(int));
-        for (int j = 0; j < N; j++) {
-            size_t kj = 0;
-            for (int r = pc->node_first[j]; r < pc->node_first[j] + pc->node_count[j]; r++)
-                kj += K(r);
-            q->lcd[j] = (int)kj;
-        }
+        q->lcd = node_counts(pc, rcounts, block, mult);
         if (!block) {
             uint64_t *t = (uint64_t *)base;
             size_t off = 0;
@@ -1565,14 +1604,8 @@ static int ialltoall_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, in
         } else {
             a->A = R;
         }
-        a->cnt = xmalloc(4 * (size_t)N * sizeof(int));
-        size_t off = 0;
-        for (int k = 0; k < N; k++) {
-            size_t blk = k == a->myk ? 0 : (size_t)ns * (size_t)a->count[k] * b;
-            a->cnt[k] = a->cnt[2 * N + k] = (int)blk;     /* to node k and from it: [dest][source] */
-            a->cnt[N + k] = a->cnt[3 * N + k] = (int)off;
-            off += blk;
-        }
+        size_t off;
+        a->cnt = far_counts(pc, b, &off);
         a->far_s = xmalloc(off);
         a->far_r = xmalloc(off);
         q->a2a = a;
@@ -1734,16 +1767,16 @@ BOBCAT_EXPORT int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype,
  * inner request, on a channel of its own (MPI 4.0 matches persistent collectives by the order of
  * their inits, not of their starts):
  * - on a communicator on one node, a channel of the communicator's ring;
- * - across nodes (Barrier, Bcast, Reduce, Allreduce, Scan, Exscan), a channel of the node's ring for
- *   the node phases, and for the leaders' phase the real MPI's own persistent request on the
- *   leaders' communicator, made at the init over a fixed block of the leader's (each start copies
- *   the node's part in and the result out). That init is a collective on the leaders'
- *   communicator: it takes its turn behind the leaders' calls of earlier nonblocking collectives
- *   still waiting for their node phases (pers_queue).
+ * - across nodes (all but the v/w forms, wherever the nonblocking call runs hierarchically), a
+ *   channel of the node's ring for the node phases, and for the leaders' phase the real MPI's own
+ *   persistent request on the leaders' communicator, made at the init over a fixed block of the
+ *   leader's (each start copies the node's part in and the result out). That init is a collective
+ *   on the leaders' communicator: it takes its turn behind the leaders' calls of earlier
+ *   nonblocking collectives still waiting for their node phases (pers_queue).
  * The v/w forms (Gatherv, Scatterv, Allgatherv, Alltoallv, Alltoallw) keep copies of their arrays,
- * and run here on one node only. Past COLL_NB_CHANNELS per communicator, and for the other forms
- * across nodes, the real MPI's persistent request serves the call whole. Open MPI 4.1 has none of these (its MPIX_ forms are
- * not intercepted). */
+ * and run here on one node only. Past COLL_NB_CHANNELS per communicator, and for the v/w forms
+ * across nodes, the real MPI's persistent request serves the call whole. Open MPI 4.1 has none of
+ * these (its MPIX_ forms are not intercepted). */
 #if MPI_VERSION >= 4
 static nb_comm_t *pcoll_chan;   /* the channel pcoll_ours found, for the pcoll_new that follows */
 static pmpi_comm_t *pcoll_span; /* ... and the communicator, if the starts run across nodes */
@@ -1862,8 +1895,7 @@ static void pcoll_free(pcoll_t *p)
     free(p->rcounts);
     if (p->vtypes)
         for (int i = 0; i < 2 * p->vn; i++)
-            if (p->vtypes[i] != MPI_DATATYPE_NULL)
-                pmpi_dt_release(p->vtypes[i], p->vtypes_user[i]);
+            pmpi_dt_release(p->vtypes[i], p->vtypes_user[i]);
     free(p->vtypes);
     free(p->vtypes_user);
     free(p->scnt);
@@ -1971,7 +2003,7 @@ static void pers_queue(pcoll_t *p)
 {
     int wait = 0;
     for (nb_req_t *e = hier_head; e && !wait; e = e->hnext)
-        wait = e->lcomm == p->lcomm && e->leader && e->step <= 1 && e->real == MPI_REQUEST_NULL && !e->pers;
+        wait = leaders_call_pending(e, p->lcomm);
     if (!wait) {
         pers_init_now(p);
         return;
@@ -1982,12 +2014,7 @@ static void pers_queue(pcoll_t *p)
     q->lcomm = p->lcomm;
     q->real = MPI_REQUEST_NULL;
     q->pinit = p;
-    nb_req_t **pp = &hier_head;
-    while (*pp)
-        pp = &(*pp)->hnext;
-    *pp = q;
-    p2p_ext_progress = nb_progress_all;
-    p2p_ext_pending = 1;
+    hier_append(q);
 }
 
 /* A start's leaders' phase: the node's part into the fixed block, the real request started. */
@@ -2083,14 +2110,8 @@ static size_t pers_move_plan(pcoll_t *p, const pmpi_comm_t *pc)
     size_t mine_off = (size_t)pc->node_first[myk] * b, mine = (size_t)pc->node_count[myk] * b;
     switch (p->kind) {
     case COLL_NB_ALLTOALL: {
-        int *c = p->lcd = xmalloc(4 * (size_t)N * sizeof(int));
-        size_t off = 0;
-        for (int k = 0; k < N; k++) { /* (ialltoall_hier's counts) */
-            size_t blk = k == myk ? 0 : (size_t)ns * (size_t)pc->node_count[k] * b;
-            c[k] = c[2 * N + k] = (int)blk;
-            c[N + k] = c[3 * N + k] = (int)off;
-            off += blk;
-        }
+        size_t off;
+        p->lcd = far_counts(pc, b, &off);
         p->lin = off;
         p->lout_off = off;
         p->lout = off;
@@ -2143,17 +2164,10 @@ static void pers_lead_plan(pcoll_t *p, const pmpi_comm_t *pc)
         size_t mult, total = (size_t)pers_rs_total(p, pc, &p->lop, &mult);
         pc_op_keep(&p->lop);
         p->lop_set = 1;
-        int N = pc->nnodes, myk = pc->leader_rank[me];
-        p->lcd = xmalloc((size_t)N * sizeof(int));
-        for (int j = 0; j < N; j++) {
-            size_t kj = 0;
-            for (int r = pc->node_first[j]; r < pc->node_first[j] + pc->node_count[j]; r++)
-                kj += (size_t)p->rcounts[p->block ? 0 : r] * mult;
-            p->lcd[j] = (int)kj;
-        }
-        p->lcount = total ? N : 0;
+        p->lcd = node_counts(pc, p->rcounts, p->block, mult);
+        p->lcount = total ? pc->nnodes : 0;
         p->lin = bytes = coll_span(&p->lop, total);
-        p->lout = coll_span(&p->lop, (size_t)p->lcd[myk]);
+        p->lout = coll_span(&p->lop, (size_t)p->lcd[pc->leader_rank[me]]);
     } else if (p->kind != COLL_NB_BARRIER) {
         size_t n = 0;
         pmpi_why_t why;
@@ -2176,15 +2190,6 @@ static void pers_lead_plan(pcoll_t *p, const pmpi_comm_t *pc)
         p->lfix = util_alloc_or_die(bytes, "a persistent collective's leaders' phase");
     if (p->lcount || p->kind == COLL_NB_BARRIER)
         pers_queue(p);
-}
-
-/* A datatype argument the starts use (MPI_DATATYPE_NULL stays: the start's call reports it). */
-static MPI_Datatype hold(MPI_Datatype dt)
-{
-    if (dt == MPI_DATATYPE_NULL)
-        return dt;
-    MPI_Datatype h = pmpi_dt_hold(dt);
-    return h == MPI_DATATYPE_NULL ? dt : h;
 }
 
 /* Channel k of a ring of `size` ranks (a group of depth 1 over its own part of the ring's area). */
@@ -2250,12 +2255,12 @@ static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
     pcoll_chan = NULL;
     p->sdt_user = t->sdt;
     p->rdt_user = t->rdt;
-    p->sdt = hold(t->sdt);
+    p->sdt = pmpi_dt_keep(t->sdt);
     if (pred_kind(t->kind)) { /* the user's op is handed the program's own handle: referenced */
         pmpi_dt_ref(t->rdt);
         p->rdt = t->rdt;
     } else {
-        p->rdt = hold(t->rdt);
+        p->rdt = pmpi_dt_keep(t->rdt);
     }
     p->real = MPI_REQUEST_NULL;
     if (pcoll_span) {
@@ -2539,7 +2544,7 @@ BOBCAT_EXPORT int MPI_Alltoallw_init(const void *sbuf, const int scounts[], cons
         t.vtypes_user[n + q] = rtypes ? rtypes[q] : MPI_DATATYPE_NULL;
     }
     for (int q = 0; q < 2 * n; q++)
-        t.vtypes[q] = hold(t.vtypes_user[q]);
+        t.vtypes[q] = pmpi_dt_keep(t.vtypes_user[q]);
     return pcoll_new(&t, comm, req);
 }
 

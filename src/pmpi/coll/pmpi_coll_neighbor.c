@@ -435,18 +435,6 @@ static int npers_start(p2p_req_t *r, MPI_Request *inner)
     return run_nonblocking(p->st, nb, sh, &p->a, r->comm, inner, p->tag0);
 }
 
-static MPI_Datatype hold(MPI_Datatype dt)
-{
-    MPI_Datatype h = dt == MPI_DATATYPE_NULL ? dt : pmpi_dt_hold(dt);
-    return h == MPI_DATATYPE_NULL ? dt : h;
-}
-
-static void let_go(MPI_Datatype held, MPI_Datatype user)
-{
-    if (held != MPI_DATATYPE_NULL)
-        pmpi_dt_release(held, user);
-}
-
 static void npers_release(p2p_req_t *r)
 {
     npers_t *p = r->ext;
@@ -454,12 +442,12 @@ static void npers_release(p2p_req_t *r)
         return;
     if (p->a.kind == K_A2AW) {
         for (int i = 0; i < p->outdeg; i++)
-            let_go(((MPI_Datatype *)p->a.stypes)[i], p->stypes_user[i]);
+            pmpi_dt_release(((MPI_Datatype *)p->a.stypes)[i], p->stypes_user[i]);
         for (int i = 0; i < p->indeg; i++)
-            let_go(((MPI_Datatype *)p->a.rtypes)[i], p->rtypes_user[i]);
+            pmpi_dt_release(((MPI_Datatype *)p->a.rtypes)[i], p->rtypes_user[i]);
     } else {
-        let_go(p->a.stype, p->stype_user);
-        let_go(p->a.rtype, p->rtype_user);
+        pmpi_dt_release(p->a.stype, p->stype_user);
+        pmpi_dt_release(p->a.rtype, p->rtype_user);
     }
     free(p->arrays);
     free(p);
@@ -550,9 +538,9 @@ static int npers_init(pmpi_stat_t *st, const nbr_args_t *a, MPI_Comm comm, MPI_R
         p->a.rdispw = ap + out;
         MPI_Datatype *tp = (MPI_Datatype *)(void *)(ap + out + in), *up = tp + out + in;
         for (int i = 0; i < out; i++)
-            up[i] = a->stypes[i], tp[i] = hold(a->stypes[i]);
+            up[i] = a->stypes[i], tp[i] = pmpi_dt_keep(a->stypes[i]);
         for (int i = 0; i < in; i++)
-            up[out + i] = a->rtypes[i], tp[out + i] = hold(a->rtypes[i]);
+            up[out + i] = a->rtypes[i], tp[out + i] = pmpi_dt_keep(a->rtypes[i]);
         p->a.stypes = tp;
         p->a.rtypes = tp + out;
         p->stypes_user = up;
@@ -560,8 +548,8 @@ static int npers_init(pmpi_stat_t *st, const nbr_args_t *a, MPI_Comm comm, MPI_R
     } else {
         p->stype_user = a->stype;
         p->rtype_user = a->rtype;
-        p->a.stype = hold(a->stype);
-        p->a.rtype = hold(a->rtype);
+        p->a.stype = pmpi_dt_keep(a->stype);
+        p->a.rtype = pmpi_dt_keep(a->rtype);
     }
     *req = p2p_persist_ext(r, &npers_ops, p, comm);
     return 1;
