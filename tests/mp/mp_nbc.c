@@ -14,9 +14,9 @@
  * arrays that mix a nonblocking collective with bobcat's point-to-point requests and real-MPI
  * requests (MPI_Comm_idup's, and an Ibarrier on the communicator it made, which bobcat leaves to
  * the real MPI); one user datatype freed right after the start. MPI 4.0 persistent collectives
- * (MPICH): six requests restarted 60 times with new data, one by one and with MPI_Startall; across
- * nodes, Reduce/Allreduce/Scan on a fresh communicator, and inits that wait for their turn behind a
- * nonblocking collective's leaders' phase.
+ * (MPICH, and Open MPI 4.1 as MPIX_: mp_pcoll.h): six requests restarted 60 times with new data,
+ * one by one and with MPI_Startall; across nodes, Reduce/Allreduce/Scan on a fresh communicator,
+ * and inits that wait for their turn behind a nonblocking collective's leaders' phase.
  *
  * Overlap without a progress thread: rank 0 starts an Ialltoall and an Iallreduce and then computes
  * without calling MPI until every other rank has seen its call complete (they tell it through the
@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include <bobcat/smartmap.h>
+#include "mp_pcoll.h"
 #include "mp_util.h"
 
 static int wrank, wsize, layer_on;
@@ -576,12 +577,15 @@ static void case_overlap(MPI_Comm comm, const char *cn, int *flags_local)
     free(s), free(d), free(x), free(y);
 }
 
-/* MPI 4.0 persistent collectives (MPICH; Open MPI 4.1 has only MPIX_ forms): requests made once
+/* Open MPI's own persistent requests serve (mp_pcoll.h): their types and ops are freed after them. */
+#define NOREF_OWN (MP_PCOLL_NOREF && !layer_on)
+
+/* MPI 4.0 persistent collectives (MPICH; Open MPI 4.1 as MPIX_, mp_pcoll.h): requests made once
  * and started many times with new data each time, alone and with MPI_Startall, on stack and heap
  * buffers, a datatype freed after the init; then freed. */
 static void case_persistent(MPI_Comm comm, const char *cn)
 {
-#if MPI_VERSION >= 4
+#ifdef MP_PCOLL
     int n, me;
     MPI_Comm_size(comm, &n);
     MPI_Comm_rank(comm, &me);
@@ -595,7 +599,8 @@ static void case_persistent(MPI_Comm comm, const char *cn)
     MPI_Allreduce_init(x, y, 7, MPI_DOUBLE, MPI_SUM, comm, MPI_INFO_NULL, &r[0]);
     MPI_Allreduce_init(&a, &sum, 1, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &r[1]);
     MPI_Bcast_init(bc, 1, t, n - 1, comm, MPI_INFO_NULL, &r[2]);
-    MPI_Type_free(&t);
+    if (!NOREF_OWN)
+        MPI_Type_free(&t);
     MPI_Barrier_init(comm, MPI_INFO_NULL, &r[3]);
     MPI_Alltoall_init(s, 40, MPI_INT, d, 40, MPI_INT, comm, MPI_INFO_NULL, &r[4]);
     MPI_Reduce_scatter_block_init(rsin, rsb, 3, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &r[5]);
@@ -640,6 +645,8 @@ static void case_persistent(MPI_Comm comm, const char *cn)
         MPI_Request_free(&r[k]);
         CHECK(r[k] == MPI_REQUEST_NULL, "%s: MPI_Request_free left a handle", cn);
     }
+    if (NOREF_OWN)
+        MPI_Type_free(&t);
     /* Persistent collectives match in init order, whatever the order of their starts (MPI 4.0):
      * rank 0 starts them one way round, the others the other. */
     int v[3] = {-1, -1, -1}, w = me + 1, wsum = 0;
@@ -670,7 +677,7 @@ static void case_persistent(MPI_Comm comm, const char *cn)
 
 static void pair_sum(void *in, void *inout, int *len, MPI_Datatype *dt);
 static void pair_make(MPI_Datatype *t, MPI_Op *op);
-/* Persistent moving collectives and Reduce_scatter(_block) across nodes (MPICH), on a fresh dup of
+/* Persistent moving collectives and Reduce_scatter(_block) across nodes, on a fresh dup of
  * the world: Allgather (in place on even ranks), Alltoall, Gather and Scatter at root 1 (not a
  * leader with two ranks per node) and at the last rank, Reduce_scatter with uneven counts (zeros
  * among them) and Reduce_scatter_block, each restarted IT times with new data, odd ranks starting
@@ -681,7 +688,7 @@ static void pair_make(MPI_Datatype *t, MPI_Op *op);
  * reference run of it. */
 static void case_persistent_span_move(const char *cn, int stats, int single)
 {
-#if MPI_VERSION >= 4
+#ifdef MP_PCOLL
     if (!layer_on)
         return;
     enum { IT = 6, B = 5, NR = 8 };
@@ -780,7 +787,7 @@ static void case_persistent_span_move(const char *cn, int stats, int single)
 #endif
 }
 
-/* Persistent collectives across nodes (MPICH): a start's node phases run on the request's own
+/* Persistent collectives across nodes: a start's node phases run on the request's own
  * channel of the node's ring, and the leaders' phase is the real MPI's persistent request made at
  * the init. On a fresh dup of the world, in this order:
  * - an init that must wait for its turn: each node's leader starts an Iallreduce and then makes a
@@ -795,7 +802,7 @@ static void case_persistent_span_move(const char *cn, int stats, int single)
  * hierarchical. */
 static void case_persistent_span(const char *cn, int stats, int single)
 {
-#if MPI_VERSION >= 4
+#ifdef MP_PCOLL
     enum { IT = 12, K = 6 };
     MPI_Comm comm, node;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -839,8 +846,10 @@ static void case_persistent_span(const char *cn, int stats, int single)
     MPI_Scan_init(sin, sout, K, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &req[5]);
     MPI_Exscan_init(ein, eout, K, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &req[6]);
     req[7] = pq;
-    MPI_Type_free(&pt);
-    MPI_Op_free(&pop);
+    if (!NOREF_OWN) {
+        MPI_Type_free(&pt);
+        MPI_Op_free(&pop);
+    }
     int bad = 0;
     for (int it = 0; it < IT; it++) {
         for (int i = 0; i < K; i++) {
@@ -887,6 +896,10 @@ static void case_persistent_span(const char *cn, int stats, int single)
     }
     for (int k = 0; k < 8; k++)
         MPI_Request_free(&req[k]);
+    if (NOREF_OWN) {
+        MPI_Type_free(&pt);
+        MPI_Op_free(&pop);
+    }
     MPI_Comm_free(&node);
     MPI_Comm_free(&comm);
 #else
@@ -961,15 +974,18 @@ static void case_freed_op(MPI_Comm comm, const char *cn)
             CHECK(!bad, "%s: %s of %d pairs, op and type freed before the wait, root %d: %d wrong", cn,
                   root < 0 ? "Iallreduce" : "Ireduce", cnt, root, bad);
         }
-#if MPI_VERSION >= 4
+#ifdef MP_PCOLL
     /* persistent: freed after the init, started twice */
     MPI_Datatype t;
     MPI_Op op;
     pair_make(&t, &op);
     MPI_Request p;
     MPI_Allreduce_init(s, d, PAIRS, t, op, comm, MPI_INFO_NULL, &p);
-    MPI_Op_free(&op);
-    MPI_Type_free(&t);
+    int late = NOREF_OWN;
+    if (!late) {
+        MPI_Op_free(&op);
+        MPI_Type_free(&t);
+    }
     for (int it = 0; it < 2; it++) {
         for (int i = 0; i < 2 * PAIRS; i++)
             s[i] = iv(me, (size_t)i, it), d[i] = -1;
@@ -979,6 +995,10 @@ static void case_freed_op(MPI_Comm comm, const char *cn)
         CHECK(!bad, "%s: persistent Allreduce, op and type freed after the init, start %d: %d wrong", cn, it, bad);
     }
     MPI_Request_free(&p);
+    if (late) {
+        MPI_Op_free(&op);
+        MPI_Type_free(&t);
+    }
 #endif
     CHECK(pair_wrong_type == 0, "%s: the user op was handed another datatype than the program's %d times", cn,
           pair_wrong_type);

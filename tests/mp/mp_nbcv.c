@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include <bobcat/smartmap.h>
+#include "mp_pcoll.h"
 #include "mp_util.h"
 
 static int wrank, wsize, layer_on;
@@ -368,7 +369,7 @@ static void call_start(call_t *c, MPI_Comm comm)
     int rc_call;
     const void *sarg = c->sb;
     void *rarg = c->rb;
-#if MPI_VERSION >= 4
+#ifdef MP_PCOLL
     if (c->pers) {
         MPI_Info in = MPI_INFO_NULL;
         if (ip_me && f == F_SCATTERV)
@@ -385,7 +386,10 @@ static void call_start(call_t *c, MPI_Comm comm)
         default: rc_call = MPI_Alltoallw_init(sarg, sc, sd, st, rarg, rc, rd, rt, comm, in, &c->req); break;
         }
         CHECK(rc_call == MPI_SUCCESS, "%s: init rc %d", c->label, rc_call);
-        if (dup != MPI_DATATYPE_NULL) /* (the request holds what it needs) */
+        /* (Open MPI's own requests need it, mp_pcoll.h: bobcat's serve on one node only) */
+        if (MP_PCOLL_NOREF && (!layer_on || n == 1 || !mp_on_node(comm)))
+            c->dup = dup;
+        else if (dup != MPI_DATATYPE_NULL) /* (the request holds what it needs) */
             MPI_Type_free(&dup);
         return;
     }
@@ -599,7 +603,7 @@ static void run_comm(MPI_Comm comm, const char *cn)
  * every start on bobcat's path (the rows' inplace + staged grow by the starts, mpi not at all). */
 static void run_persistent(MPI_Comm comm, const char *cn, int count)
 {
-#if MPI_VERSION >= 4
+#ifdef MP_PCOLL
     enum { NP = F_N * 4, IT = 3 };
     int n, me;
     MPI_Comm_size(comm, &n);

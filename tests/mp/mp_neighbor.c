@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mp_pcoll.h"
 #include "mp_util.h"
 
 static int wrank, wsize, layer_on, stats_on; /* stats_on: BOBCAT_STATS on, and the calls bobcat's */
@@ -340,7 +341,7 @@ static int case_start(case_t *c, MPI_Request *req)
     int rc;
     if (getenv("MP_NEIGHBOR_TRACE"))
         fprintf(stderr, "rank %d: %s\n", wrank, c->label);
-#if MPI_VERSION >= 4
+#ifdef MP_PCOLL
     if (c->nb == 2) { /* the persistent request, not started */
         MPI_Info in = MPI_INFO_NULL;
         switch (c->op) {
@@ -540,17 +541,23 @@ static void run_one(const topo_t *t, int op, int nb, int mult, int strided, int 
 #define RESTARTS 3
 static void run_persistent(const topo_t *t, int op, int mult, int strided, int salt)
 {
-#if MPI_VERSION >= 4
+#ifdef MP_PCOLL
     case_t c;
     MPI_Datatype keep = ty[T_VEC2];
     MPI_Type_dup(keep, &ty[T_VEC2]);
     int live = case_init(&c, t, op, 2, mult, strided, salt);
     MPI_Request r = MPI_REQUEST_NULL;
     int rc = live ? case_start(&c, &r) : MPI_ERR_OTHER;
-    MPI_Type_free(&ty[T_VEC2]);
+    /* (Open MPI's own requests need it until they are freed: mp_pcoll.h) */
+    MPI_Datatype late = MP_PCOLL_NOREF && !layer_on ? ty[T_VEC2] : MPI_DATATYPE_NULL;
+    if (late == MPI_DATATYPE_NULL)
+        MPI_Type_free(&ty[T_VEC2]);
     ty[T_VEC2] = keep;
-    if (!live)
+    if (!live) {
+        if (late != MPI_DATATYPE_NULL)
+            MPI_Type_free(&late);
         return;
+    }
     char row[64];
     snprintf(row, sizeof row, "Ineighbor_%s", op_names[op]);
     long long ours0 = mp_stat(row, "inplace") + mp_stat(row, "staged");
@@ -569,6 +576,8 @@ static void run_persistent(const topo_t *t, int op, int mult, int strided, int s
     long long ours = mp_stat(row, "inplace") + mp_stat(row, "staged") - ours0;
     CHECK(!stats_on || ours == RESTARTS, "%s: %lld of %d starts on bobcat's path", c.label, ours, RESTARTS);
     MPI_Request_free(&r);
+    if (late != MPI_DATATYPE_NULL)
+        MPI_Type_free(&late);
     c.skip_digest = 1; /* (checked above) */
     case_finish(&c);
 #else
@@ -580,7 +589,7 @@ static void run_persistent(const topo_t *t, int op, int mult, int strided, int s
  * MPI 4.0 pairs them by init, so each must get its own blocks. */
 static void run_persistent_order(const topo_t *t)
 {
-#if MPI_VERSION >= 4
+#ifdef MP_PCOLL
     case_t c[2];
     MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     int live[2], me;

@@ -11,7 +11,8 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src" / "pmpi"
 # MPI_Init* start the layer (nothing to guard yet); the Fortran entry points call these C ones.
 EXEMPT = {"MPI_Init", "MPI_Init_thread"}
-DEF = re.compile(r"^BOBCAT_EXPORT\s+[\w ]+?\**\s*(?:SFX\()?(MPI_\w+)\)?\s*\(", re.M)
+# MPI_X, SFX(MPI_X), or PCOLL(X): the persistent collectives, MPI_X_init or MPIX_X_init (pmpi_coll.h)
+DEF = re.compile(r"^BOBCAT_EXPORT\s+[\w ]+?\**\s*(?:(?:SFX\()?(MPI_\w+)\)?|PCOLL\((\w+)\))\s*\(", re.M)
 
 
 def _entry_points():
@@ -20,7 +21,7 @@ def _entry_points():
             continue
         text = f.read_text()
         for m in DEF.finditer(text):
-            name = m.group(1)
+            name = m.group(1) or f"MPI_{m.group(2)}_init"
             if name in EXEMPT:
                 continue
             brace = text.index("{", m.end())
@@ -32,7 +33,7 @@ def test_entry_points_found():
     names = {n for _, n, _ in _entry_points()}
     # the scan sees the layer's routines of every room (a broken pattern would pass vacuously)
     for must in ("MPI_Send", "MPI_Waitall", "MPI_Allreduce", "MPI_Comm_split", "MPI_Finalize",
-                 "MPI_Win_allocate_shared", "MPI_Type_free"):
+                 "MPI_Win_allocate_shared", "MPI_Type_free", "MPI_Allreduce_init", "MPI_Neighbor_alltoallw_init"):
         assert must in names, f"{must} not found by the scan"
     assert len(names) > 60
 

@@ -8,6 +8,22 @@
 
 #include <string.h>
 
+/* Persistent collectives (pmpi_coll_nb.c, pmpi_coll_neighbor.c), under the names the MPI gives them:
+ * MPI 4.0's MPI_X_init (MPICH 4 and 5, Intel MPI, and Open MPI 5, whose MPI_VERSION is still 3), or
+ * Open MPI 4's pcollreq extension, the same calls named MPIX_X_init with PMPIX_X_init profiling
+ * entries (mpi-ext.h). PCOLL(X) is the entry point the layer defines (gen/gen_pass.py reads it as
+ * MPI_X_init), PCOLL_REAL(X) the MPI's own; neither is defined for an MPI that has none. */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define PCOLL(x) MPI_##x##_init
+#define PCOLL_REAL(x) PMPI_##x##_init
+#elif defined(OPEN_MPI)
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define PCOLL(x) MPIX_##x##_init
+#define PCOLL_REAL(x) PMPIX_##x##_init
+#endif
+#endif
+
 /* Algorithm choice per collective, fixed at MPI_Init from the knobs. */
 typedef enum { PC_AUTO, PC_INPLACE, PC_SERIAL, PC_PARALLEL, PC_MPI, PC_FUSED, PC_SPLIT, PC_AUTO_PARALLEL } pc_alg_t;
 typedef struct {

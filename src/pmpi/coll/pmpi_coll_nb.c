@@ -1775,9 +1775,9 @@ BOBCAT_EXPORT int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype,
  *   nonblocking collectives still waiting for their node phases (pers_queue).
  * The v/w forms (Gatherv, Scatterv, Allgatherv, Alltoallv, Alltoallw) keep copies of their arrays,
  * and run here on one node only. Past COLL_NB_CHANNELS per communicator, and for the v/w forms
- * across nodes, the real MPI's persistent request serves the call whole. Open MPI 4.1 has none of
- * these (its MPIX_ forms are not intercepted). */
-#if MPI_VERSION >= 4
+ * across nodes, the real MPI's persistent request serves the call whole. The entry points are
+ * PCOLL(X): MPI_X_init, or Open MPI 4's MPIX_X_init (pmpi_coll.h). */
+#ifdef PCOLL
 static nb_comm_t *pcoll_chan;   /* the channel pcoll_ours found, for the pcoll_new that follows */
 static pmpi_comm_t *pcoll_span; /* ... and the communicator, if the starts run across nodes */
 
@@ -1941,52 +1941,52 @@ static void pers_init_now(pcoll_t *p)
     MPI_Datatype dt = p->lop_set ? pc_op_base(&p->lop) : MPI_BYTE;
     p->queued = 0;
     switch (p->kind) {
-    case COLL_NB_BARRIER: rc = PMPI_Barrier_init(p->lcomm, MPI_INFO_NULL, &p->real); break;
+    case COLL_NB_BARRIER: rc = PCOLL_REAL(Barrier)(p->lcomm, MPI_INFO_NULL, &p->real); break;
     case COLL_NB_BCAST:
         if (p->lcount)
-            rc = PMPI_Bcast_init(p->lfix, p->lcount, MPI_BYTE, p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
+            rc = PCOLL_REAL(Bcast)(p->lfix, p->lcount, MPI_BYTE, p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
         break;
     case COLL_NB_REDUCE:
         if (p->lcount)
-            rc = PMPI_Reduce_init(p->lself ? MPI_IN_PLACE : p->lfix, p->lself ? p->lfix : NULL, p->lcount, dt, p->op,
+            rc = PCOLL_REAL(Reduce)(p->lself ? MPI_IN_PLACE : p->lfix, p->lself ? p->lfix : NULL, p->lcount, dt, p->op,
                                   p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
         break;
     case COLL_NB_ALLREDUCE:
         if (p->lcount)
-            rc = PMPI_Allreduce_init(MPI_IN_PLACE, p->lfix, p->lcount, dt, p->op, p->lcomm, MPI_INFO_NULL, &p->real);
+            rc = PCOLL_REAL(Allreduce)(MPI_IN_PLACE, p->lfix, p->lcount, dt, p->op, p->lcomm, MPI_INFO_NULL, &p->real);
         break;
     case COLL_NB_ALLGATHER: /* the nodes' blocks in place (iallgather_hier) */
-        rc = PMPI_Allgatherv_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE,
+        rc = PCOLL_REAL(Allgatherv)(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE,
                                   p->lcomm, MPI_INFO_NULL, &p->real);
         break;
     case COLL_NB_GATHER: /* at the leaders' root the whole result, elsewhere my node's block */
         if (p->lself)
-            rc = PMPI_Gatherv_init(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE,
+            rc = PCOLL_REAL(Gatherv)(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE,
                                    p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
         else
-            rc = PMPI_Gatherv_init(p->lfix, p->ldisp, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, p->lroot, p->lcomm,
+            rc = PCOLL_REAL(Gatherv)(p->lfix, p->ldisp, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, p->lroot, p->lcomm,
                                    MPI_INFO_NULL, &p->real);
         break;
     case COLL_NB_SCATTER:
         if (p->lself)
-            rc = PMPI_Scatterv_init(p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+            rc = PCOLL_REAL(Scatterv)(p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
                                     p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
         else
-            rc = PMPI_Scatterv_init(NULL, NULL, NULL, MPI_BYTE, p->lfix, p->ldisp, MPI_BYTE, p->lroot, p->lcomm,
+            rc = PCOLL_REAL(Scatterv)(NULL, NULL, NULL, MPI_BYTE, p->lfix, p->ldisp, MPI_BYTE, p->lroot, p->lcomm,
                                     MPI_INFO_NULL, &p->real);
         break;
     case COLL_NB_ALLTOALL: { /* the blocks between nodes (ialltoall_hier's far_s, far_r) */
         int N = p->lcount, *c = p->lcd;
-        rc = PMPI_Alltoallv_init(p->lfix, c, c + N, MPI_BYTE, p->lfix + p->lout_off, c + 2 * N, c + 3 * N, MPI_BYTE,
+        rc = PCOLL_REAL(Alltoallv)(p->lfix, c, c + N, MPI_BYTE, p->lfix + p->lout_off, c + 2 * N, c + 3 * N, MPI_BYTE,
                                  p->lcomm, MPI_INFO_NULL, &p->real);
         break;
     }
     case COLL_NB_REDUCE_SCATTER: /* the nodes' blocks, in place: mine lands at the start */
-        rc = PMPI_Reduce_scatter_init(MPI_IN_PLACE, p->lfix, p->lcd, dt, p->op, p->lcomm, MPI_INFO_NULL, &p->real);
+        rc = PCOLL_REAL(Reduce_scatter)(MPI_IN_PLACE, p->lfix, p->lcd, dt, p->op, p->lcomm, MPI_INFO_NULL, &p->real);
         break;
     default: /* Scan, Exscan: the node totals' prefix (iscan_hier) */
         if (p->lcount)
-            rc = PMPI_Exscan_init(p->lfix, p->lfix + p->lout_off, p->lcount, dt, p->op, p->lcomm, MPI_INFO_NULL,
+            rc = PCOLL_REAL(Exscan)(p->lfix, p->lfix + p->lout_off, p->lcount, dt, p->op, p->lcomm, MPI_INFO_NULL,
                                   &p->real);
         break;
     }
@@ -2273,22 +2273,22 @@ static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
     return MPI_SUCCESS;
 }
 
-BOBCAT_EXPORT int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req)
+BOBCAT_EXPORT int PCOLL(Barrier)(MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = {.kind = COLL_NB_BARRIER, .sdt = MPI_DATATYPE_NULL, .rdt = MPI_DATATYPE_NULL};
     if (!pcoll_ours(&t, comm))
-        return PMPI_Barrier_init(comm, info, req);
+        return PCOLL_REAL(Barrier)(comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Bcast_init(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Info info,
+BOBCAT_EXPORT int PCOLL(Bcast)(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Info info,
                                  MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = {.kind = COLL_NB_BCAST, .rbuf = buf, .rcount = count, .rdt = dt, .sdt = MPI_DATATYPE_NULL, .root = root};
     if (!pcoll_ours(&t, comm))
-        return PMPI_Bcast_init(buf, count, dt, root, comm, info, req);
+        return PCOLL_REAL(Bcast)(buf, count, dt, root, comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
@@ -2307,43 +2307,43 @@ static pcoll_t pmove_args(coll_nb_kind_t kind, const void *sbuf, int scount, MPI
                      .rdt = rtype, .root = root};
 }
 
-BOBCAT_EXPORT int MPI_Reduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+BOBCAT_EXPORT int PCOLL(Reduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                                   MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pred_args(COLL_NB_REDUCE, sbuf, rbuf, count, dt, op, root);
     if (!pcoll_ours(&t, comm))
-        return PMPI_Reduce_init(sbuf, rbuf, count, dt, op, root, comm, info, req);
+        return PCOLL_REAL(Reduce)(sbuf, rbuf, count, dt, op, root, comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Allreduce_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+BOBCAT_EXPORT int PCOLL(Allreduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                                      MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pred_args(COLL_NB_ALLREDUCE, sbuf, rbuf, count, dt, op, 0);
     if (!pcoll_ours(&t, comm))
-        return PMPI_Allreduce_init(sbuf, rbuf, count, dt, op, comm, info, req);
+        return PCOLL_REAL(Allreduce)(sbuf, rbuf, count, dt, op, comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Scan_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+BOBCAT_EXPORT int PCOLL(Scan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                                 MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pred_args(COLL_NB_SCAN, sbuf, rbuf, count, dt, op, 0);
     if (!pcoll_ours(&t, comm))
-        return PMPI_Scan_init(sbuf, rbuf, count, dt, op, comm, info, req);
+        return PCOLL_REAL(Scan)(sbuf, rbuf, count, dt, op, comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Exscan_init(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+BOBCAT_EXPORT int PCOLL(Exscan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                                   MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pred_args(COLL_NB_EXSCAN, sbuf, rbuf, count, dt, op, 0);
     if (!pcoll_ours(&t, comm))
-        return PMPI_Exscan_init(sbuf, rbuf, count, dt, op, comm, info, req);
+        return PCOLL_REAL(Exscan)(sbuf, rbuf, count, dt, op, comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
@@ -2377,63 +2377,63 @@ static int prs_init(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
     return rc;
 }
 
-BOBCAT_EXPORT int MPI_Reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt, MPI_Op op,
+BOBCAT_EXPORT int PCOLL(Reduce_scatter_block)(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt, MPI_Op op,
                                                 MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = prs_args(sbuf, rbuf, &rcount, 1, dt, op);
     if (!pcoll_ours(&t, comm))
-        return PMPI_Reduce_scatter_block_init(sbuf, rbuf, rcount, dt, op, comm, info, req);
+        return PCOLL_REAL(Reduce_scatter_block)(sbuf, rbuf, rcount, dt, op, comm, info, req);
     return prs_init(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Reduce_scatter_init(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
+BOBCAT_EXPORT int PCOLL(Reduce_scatter)(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
                                           MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = prs_args(sbuf, rbuf, rcounts, 0, dt, op);
     if (!pcoll_ours(&t, comm))
-        return PMPI_Reduce_scatter_init(sbuf, rbuf, rcounts, dt, op, comm, info, req);
+        return PCOLL_REAL(Reduce_scatter)(sbuf, rbuf, rcounts, dt, op, comm, info, req);
     return prs_init(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Allgather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+BOBCAT_EXPORT int PCOLL(Allgather)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                      MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pmove_args(COLL_NB_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, 0);
     if (!pcoll_ours(&t, comm))
-        return PMPI_Allgather_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
+        return PCOLL_REAL(Allgather)(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Alltoall_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+BOBCAT_EXPORT int PCOLL(Alltoall)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                     MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pmove_args(COLL_NB_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, 0);
     if (!pcoll_ours(&t, comm))
-        return PMPI_Alltoall_init(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
+        return PCOLL_REAL(Alltoall)(sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Gather_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+BOBCAT_EXPORT int PCOLL(Gather)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                   MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pmove_args(COLL_NB_GATHER, sbuf, scount, stype, rbuf, rcount, rtype, root);
     if (!pcoll_ours(&t, comm))
-        return PMPI_Gather_init(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req);
+        return PCOLL_REAL(Gather)(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Scatter_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+BOBCAT_EXPORT int PCOLL(Scatter)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                    MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pmove_args(COLL_NB_SCATTER, sbuf, scount, stype, rbuf, rcount, rtype, root);
     if (!pcoll_ours(&t, comm))
-        return PMPI_Scatter_init(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req);
+        return PCOLL_REAL(Scatter)(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req);
     return pcoll_new(&t, comm, req);
 }
 
@@ -2456,7 +2456,7 @@ static int comm_n(MPI_Comm comm, int *me)
     return n;
 }
 
-BOBCAT_EXPORT int MPI_Gatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+BOBCAT_EXPORT int PCOLL(Gatherv)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
                                    const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
                                    MPI_Request *req)
 {
@@ -2465,7 +2465,7 @@ BOBCAT_EXPORT int MPI_Gatherv_init(const void *sbuf, int scount, MPI_Datatype st
     pcoll_t t = {.kind = COLL_NB_GATHERV, .sbuf = sbuf, .scount = scount, .rbuf = rbuf, .root = root,
                  .sdt = at && sbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : stype, .rdt = at ? rtype : MPI_DATATYPE_NULL};
     if (!pcoll_ours(&t, comm))
-        return PMPI_Gatherv_init(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, info, req);
+        return PCOLL_REAL(Gatherv)(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, info, req);
     if (at) {
         t.rcnt = icopy(rcounts, n);
         t.rdsp = icopy(displs, n);
@@ -2473,7 +2473,7 @@ BOBCAT_EXPORT int MPI_Gatherv_init(const void *sbuf, int scount, MPI_Datatype st
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Scatterv_init(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
+BOBCAT_EXPORT int PCOLL(Scatterv)(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
                                     void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
                                     MPI_Request *req)
 {
@@ -2482,7 +2482,7 @@ BOBCAT_EXPORT int MPI_Scatterv_init(const void *sbuf, const int scounts[], const
     pcoll_t t = {.kind = COLL_NB_SCATTERV, .sbuf = sbuf, .rbuf = rbuf, .rcount = rcount, .root = root,
                  .sdt = at ? stype : MPI_DATATYPE_NULL, .rdt = at && rbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : rtype};
     if (!pcoll_ours(&t, comm))
-        return PMPI_Scatterv_init(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, info, req);
+        return PCOLL_REAL(Scatterv)(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, info, req);
     if (at) {
         t.scnt = icopy(scounts, n);
         t.sdsp = icopy(displs, n);
@@ -2490,7 +2490,7 @@ BOBCAT_EXPORT int MPI_Scatterv_init(const void *sbuf, const int scounts[], const
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Allgatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+BOBCAT_EXPORT int PCOLL(Allgatherv)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                                       const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm,
                                       MPI_Info info, MPI_Request *req)
 {
@@ -2499,13 +2499,13 @@ BOBCAT_EXPORT int MPI_Allgatherv_init(const void *sbuf, int scount, MPI_Datatype
     pcoll_t t = {.kind = COLL_NB_ALLGATHERV, .sbuf = sbuf, .scount = scount, .rbuf = rbuf, .rdt = rtype,
                  .sdt = sbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : stype};
     if (!pcoll_ours(&t, comm))
-        return PMPI_Allgatherv_init(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req);
+        return PCOLL_REAL(Allgatherv)(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req);
     t.rcnt = icopy(rcounts, n);
     t.rdsp = icopy(displs, n);
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Alltoallv_init(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
+BOBCAT_EXPORT int PCOLL(Alltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
                                      void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
                                      MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
@@ -2514,7 +2514,7 @@ BOBCAT_EXPORT int MPI_Alltoallv_init(const void *sbuf, const int scounts[], cons
     pcoll_t t = {.kind = COLL_NB_ALLTOALLV, .sbuf = sbuf, .rbuf = rbuf, .rdt = rtype,
                  .sdt = ip ? MPI_DATATYPE_NULL : stype};
     if (!pcoll_ours(&t, comm))
-        return PMPI_Alltoallv_init(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, info, req);
+        return PCOLL_REAL(Alltoallv)(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, info, req);
     t.scnt = ip ? NULL : icopy(scounts, n);
     t.sdsp = ip ? NULL : icopy(sdispls, n);
     t.rcnt = icopy(rcounts, n);
@@ -2522,7 +2522,7 @@ BOBCAT_EXPORT int MPI_Alltoallv_init(const void *sbuf, const int scounts[], cons
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Alltoallw_init(const void *sbuf, const int scounts[], const int sdispls[],
+BOBCAT_EXPORT int PCOLL(Alltoallw)(const void *sbuf, const int scounts[], const int sdispls[],
                                      const MPI_Datatype stypes[], void *rbuf, const int rcounts[], const int rdispls[],
                                      const MPI_Datatype rtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
@@ -2531,7 +2531,7 @@ BOBCAT_EXPORT int MPI_Alltoallw_init(const void *sbuf, const int scounts[], cons
     pcoll_t t = {.kind = COLL_NB_ALLTOALLV, .w = 1, .sbuf = sbuf, .rbuf = rbuf, .sdt = MPI_DATATYPE_NULL,
                  .rdt = MPI_DATATYPE_NULL};
     if (!pcoll_ours(&t, comm))
-        return PMPI_Alltoallw_init(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, info, req);
+        return PCOLL_REAL(Alltoallw)(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, info, req);
     t.scnt = ip ? NULL : icopy(scounts, n);
     t.sdsp = ip ? NULL : icopy(sdispls, n);
     t.rcnt = icopy(rcounts, n);

@@ -413,7 +413,7 @@ static int run_nonblocking(pmpi_stat_t *st, const nbr_t *nb, MPI_Comm sh, const 
  * `stride` tags after the k-th (stride: the nonblocking calls' tags, 0 .. stride - 1), and calls of
  * different requests never pair whatever order ranks start them in. Past the MPI's tag bound, and
  * wherever the nonblocking call would not run here, the real MPI's persistent request serves it. */
-#if MPI_VERSION >= 4
+#ifdef PCOLL
 typedef struct {
     nbr_args_t a;         /* the arrays point into `arrays`; the datatypes are held */
     const MPI_Datatype *stypes_user, *rtypes_user;
@@ -694,8 +694,8 @@ BOBCAT_EXPORT int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcou
 }
 
 /* ---- the persistent forms' entry points (MPI 4.0; the info argument carries no hint we use) ---- */
-#if MPI_VERSION >= 4
-BOBCAT_EXPORT int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+#ifdef PCOLL
+BOBCAT_EXPORT int PCOLL(Neighbor_allgather)(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                               int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                               MPI_Request *request)
 {
@@ -704,11 +704,11 @@ BOBCAT_EXPORT int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount
                     .rcount = recvcount, .rtype = recvtype};
     if (npers_init(&st_iag, &a, comm, request))
         return MPI_SUCCESS;
-    return PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
+    return PCOLL_REAL(Neighbor_allgather)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
                                         request);
 }
 
-BOBCAT_EXPORT int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+BOBCAT_EXPORT int PCOLL(Neighbor_allgatherv)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                                void *recvbuf, const int recvcounts[], const int displs[],
                                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                                MPI_Request *request)
@@ -718,11 +718,11 @@ BOBCAT_EXPORT int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcoun
                     .rcounts = recvcounts, .rdispls = displs, .rtype = recvtype};
     if (npers_init(&st_iagv, &a, comm, request))
         return MPI_SUCCESS;
-    return PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+    return PCOLL_REAL(Neighbor_allgatherv)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
                                          info, request);
 }
 
-BOBCAT_EXPORT int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+BOBCAT_EXPORT int PCOLL(Neighbor_alltoall)(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                                              int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                              MPI_Request *request)
 {
@@ -731,11 +731,11 @@ BOBCAT_EXPORT int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount,
                     .rcount = recvcount, .rtype = recvtype};
     if (npers_init(&st_ia2a, &a, comm, request))
         return MPI_SUCCESS;
-    return PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
+    return PCOLL_REAL(Neighbor_alltoall)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
                                        request);
 }
 
-BOBCAT_EXPORT int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+BOBCAT_EXPORT int PCOLL(Neighbor_alltoallv)(const void *sendbuf, const int sendcounts[], const int sdispls[],
                                               MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                                               const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                                               MPI_Info info, MPI_Request *request)
@@ -745,11 +745,11 @@ BOBCAT_EXPORT int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sen
                     .rbuf = recvbuf, .rcounts = recvcounts, .rdispls = rdispls, .rtype = recvtype};
     if (npers_init(&st_ia2av, &a, comm, request))
         return MPI_SUCCESS;
-    return PMPI_Neighbor_alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    return PCOLL_REAL(Neighbor_alltoallv)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                         recvtype, comm, info, request);
 }
 
-BOBCAT_EXPORT int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+BOBCAT_EXPORT int PCOLL(Neighbor_alltoallw)(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
                                               const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                                               const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                                               MPI_Info info, MPI_Request *request)
@@ -759,7 +759,7 @@ BOBCAT_EXPORT int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sen
                     .rbuf = recvbuf, .rcounts = recvcounts, .rdispw = rdispls, .rtypes = recvtypes};
     if (npers_init(&st_ia2aw, &a, comm, request))
         return MPI_SUCCESS;
-    return PMPI_Neighbor_alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+    return PCOLL_REAL(Neighbor_alltoallw)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                                         recvtypes, comm, info, request);
 }
 #endif

@@ -27,7 +27,8 @@ import subprocess
 import sys
 
 PROTO = re.compile(r"\bint\s+PMPI_(\w+)\s*\(([^()]*)\)")
-DEFINED = re.compile(r"BOBCAT_EXPORT\s+int\s+(SFX\(\s*)?MPI_(\w+)\s*\)?\s*\(")
+# MPI_X, SFX(MPI_X) (and MPI_X_c), or PCOLL(X) (MPI_X_init, coll/pmpi_coll.h)
+DEFINED = re.compile(r"BOBCAT_EXPORT\s+int\s+(?:(SFX\(\s*)?MPI_(\w+)\s*\)?|PCOLL\(\s*(\w+)\s*\))\s*\(")
 CONVERSION = re.compile(r"_(c2f|f2c|f082c|c2f08|f082f|f2f08)$")
 COUNTS = {"int", "MPI_Count"}
 # Nonblocking and request-based communication (for the account's "moves data" flag) ...
@@ -50,6 +51,9 @@ def defined_in(sources):
     done = set()
     for path in sources:
         for m in DEFINED.finditer(open(path).read()):
+            if m.group(3):
+                done.add(m.group(3) + "_init")
+                continue
             done.add(m.group(2))
             if m.group(1):  # SFX(MPI_X): also MPI_X_c (the count-typed twin)
                 done.add(m.group(2) + "_c")
