@@ -16,7 +16,8 @@
  * the real MPI); one user datatype freed right after the start. MPI 4.0 persistent collectives
  * (MPICH, and Open MPI 4.1 as MPIX_: mp_pcoll.h): six requests restarted 60 times with new data,
  * one by one and with MPI_Startall; across nodes, Reduce/Allreduce/Scan on a fresh communicator,
- * and inits that wait for their turn behind a nonblocking collective's leaders' phase.
+ * and inits (Alltoallv and Allgatherv ones too) that wait for their turn behind a nonblocking
+ * collective's leaders' phase.
  *
  * Overlap without a progress thread: rank 0 starts an Ialltoall and an Iallreduce and then computes
  * without calling MPI until every other rank has seen its call complete (they tell it through the
@@ -907,6 +908,88 @@ static void case_persistent_span(const char *cn, int stats, int single)
 #endif
 }
 
+/* Persistent v/w collectives across nodes, on a fresh dup of the world: each node's leader starts an
+ * Iallreduce and makes an Alltoallv_init and an Allgatherv_init before its node mates enter the
+ * Iallreduce, so both inits wait for their turn behind its leaders' call; then both are started IT
+ * times with new data, odd ranks in the other order (they match by init). Alltoallv's counts are
+ * uneven, zeros among them, with gaps between the blocks. With stats on and the world across
+ * nodes, each start counts as hierarchical. */
+static void case_persistent_span_vw(const char *cn, int stats, int single)
+{
+#ifdef MP_PCOLL
+    enum { IT = 6 };
+    MPI_Comm comm, node;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int n, me, nme, nn;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_rank(node, &nme);
+    MPI_Comm_size(node, &nn);
+    long long h0 = mp_stat("Ialltoallv", "alg.hier"), g0 = mp_stat("Iallgatherv", "alg.hier");
+    int *sc = malloc(sizeof(int) * 6 * (size_t)n), *sd = sc + n, *rc = sd + n, *rd = rc + n, *gc = rd + n,
+        *gd = gc + n;
+    int stot = 0, rtot = 0, gtot = 0;
+    for (int q = 0; q < n; q++) {
+        sc[q] = (me + 2 * q) % 4, rc[q] = (q + 2 * me) % 4; /* (what q sends me) */
+        sd[q] = stot, rd[q] = rtot, gd[q] = gtot;
+        stot += sc[q] + 1, rtot += rc[q] + 2, gtot += (gc[q] = q + 1);
+    }
+    int *sb = malloc(sizeof(int) * (size_t)(stot + rtot + gtot + me + 1));
+    int *rb = sb + stot, *gr = rb + rtot, *gs = gr + gtot;
+    int x = 1, xs = 0;
+    MPI_Request ia, r[2];
+    if (nme > 0)
+        MPI_Recv(NULL, 0, MPI_BYTE, 0, 8, node, MPI_STATUS_IGNORE);
+    MPI_Iallreduce(&x, &xs, 1, MPI_INT, MPI_SUM, comm, &ia);
+    MPI_Alltoallv_init(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, comm, MPI_INFO_NULL, &r[0]);
+    MPI_Allgatherv_init(gs, me + 1, MPI_INT, gr, gc, gd, MPI_INT, comm, MPI_INFO_NULL, &r[1]);
+    if (nme == 0)
+        for (int k = 1; k < nn; k++)
+            MPI_Send(NULL, 0, MPI_BYTE, k, 8, node);
+    MPI_Wait(&ia, MPI_STATUS_IGNORE);
+    CHECK(xs == n, "%s: Iallreduce before the queued v/w inits: %d", cn, xs);
+    int bad = 0;
+    for (int it = 0; it < IT; it++) {
+        for (int q = 0; q < n; q++)
+            for (int i = 0; i < sc[q]; i++)
+                sb[sd[q] + i] = iv(me, (size_t)(q * 10 + i), it);
+        for (int i = 0; i < rtot; i++)
+            rb[i] = -1;
+        for (int i = 0; i <= me; i++)
+            gs[i] = iv(me, (size_t)i, it + 7);
+        if (me % 2) {
+            MPI_Start(&r[1]);
+            MPI_Start(&r[0]);
+        } else {
+            MPI_Startall(2, r);
+        }
+        MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+        for (int q = 0; q < n; q++) {
+            for (int i = 0; i < rc[q]; i++)
+                bad += rb[rd[q] + i] != iv(q, (size_t)(me * 10 + i), it);
+            bad += rb[rd[q] + rc[q]] != -1 || rb[rd[q] + rc[q] + 1] != -1; /* the gaps stay */
+            for (int i = 0; i < gc[q]; i++)
+                bad += gr[gd[q] + i] != iv(q, (size_t)i, it + 7);
+        }
+    }
+    CHECK(!bad, "%s: persistent Alltoallv and Allgatherv, queued inits, restarted %d times: %d wrong", cn, IT, bad);
+    dig("persistent-span-vw", rb, sizeof(int) * (size_t)rtot);
+    if (stats && !single) {
+        long long a = mp_stat("Ialltoallv", "alg.hier") - h0, g = mp_stat("Iallgatherv", "alg.hier") - g0;
+        CHECK(a == IT && g == IT, "%s: persistent v/w starts across nodes: Alltoallv %lld, Allgatherv %lld, want %d",
+              cn, a, g, IT);
+    }
+    MPI_Request_free(&r[0]);
+    MPI_Request_free(&r[1]);
+    free(sb), free(sc);
+    MPI_Comm_free(&node);
+    MPI_Comm_free(&comm);
+#else
+    (void)cn, (void)stats, (void)single;
+#endif
+}
+
 /* A user op on a pair of ints, which also checks that it is handed the program's own datatype. */
 static MPI_Datatype pair_type;
 static int pair_wrong_type;
@@ -1118,6 +1201,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&rev);
     case_persistent_span("world dup", stats && !forced, single);
     case_persistent_span_move("world dup", stats && !forced, single);
+    case_persistent_span_vw("world dup", stats && !forced, single);
     long long m1 = mp_stat("Iallreduce", "mpi");
     if (stats && single && !forced)
         CHECK(m1 == m0, "one node: Iallreduce went to the real MPI (%lld calls)", m1 - m0);

@@ -310,6 +310,8 @@ static int pers_lead_start(nb_req_t *q);
 static nb_comm_t *pers_node_channel(struct pcoll *p);
 static void pers_lead_done(nb_req_t *q);
 static void pers_init_now(struct pcoll *p);
+/* 1 once that init is complete (a v/w form's: its leaders' communicator made). */
+static int pers_inited(struct pcoll *p);
 /* A start of the request is in flight (1) or retired (0): the request outlives MPI_Request_free
  * until then. */
 static void pers_busy(struct pcoll *p, int busy);
@@ -353,7 +355,9 @@ static int hier_advance(nb_req_t *q)
                     if (leaders_call_pending(e, q->lcomm))
                         return 0;
             if (q->pinit) {
-                pers_init_now(q->pinit);
+                pers_init_now(q->pinit); /* (once: it does nothing after that) */
+                if (!pers_inited(q->pinit))
+                    return 0;
                 q->step = 3;
                 return 1;
             }
@@ -1767,15 +1771,17 @@ BOBCAT_EXPORT int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype,
  * inner request, on a channel of its own (MPI 4.0 matches persistent collectives by the order of
  * their inits, not of their starts):
  * - on a communicator on one node, a channel of the communicator's ring;
- * - across nodes (all but the v/w forms, wherever the nonblocking call runs hierarchically), a
- *   channel of the node's ring for the node phases, and for the leaders' phase the real MPI's own
- *   persistent request on the leaders' communicator, made at the init over a fixed block of the
- *   leader's (each start copies the node's part in and the result out). That init is a collective
- *   on the leaders' communicator: it takes its turn behind the leaders' calls of earlier
- *   nonblocking collectives still waiting for their node phases (pers_queue).
- * The v/w forms (Gatherv, Scatterv, Allgatherv, Alltoallv, Alltoallw) keep copies of their arrays,
- * and run here on one node only. Past COLL_NB_CHANNELS per communicator, and for the v/w forms
- * across nodes, the real MPI's persistent request serves the call whole. The entry points are
+ * - across nodes (wherever the nonblocking call runs hierarchically), a channel of the node's ring
+ *   for the node phases, and for the leaders' phase the real MPI's own persistent request on the
+ *   leaders' communicator, made at the init over a fixed block of the leader's (each start copies
+ *   the node's part in and the result out). That init is a collective on the leaders'
+ *   communicator: it takes its turn behind the leaders' calls of earlier nonblocking collectives
+ *   still waiting for their node phases (pers_queue).
+ * The v/w forms (Gatherv, Scatterv, Allgatherv, Alltoallv, Alltoallw) keep copies of their arrays.
+ * Across nodes a leader cannot make their real request at the init (the counts it needs are its
+ * node mates'), so their init makes a copy of the leaders' communicator instead, in the same turn,
+ * and each start runs the nonblocking call's own leaders' phase on it. Past COLL_NB_CHANNELS per
+ * communicator the real MPI's persistent request serves the call whole. The entry points are
  * PCOLL(X): MPI_X_init, or Open MPI 4's MPIX_X_init (pmpi_coll.h). */
 #ifdef PCOLL
 static nb_comm_t *pcoll_chan;   /* the channel pcoll_ours found, for the pcoll_new that follows */
@@ -1802,9 +1808,9 @@ typedef struct pcoll {
     int vn;
     /* Across nodes (hier), a leader: the real persistent request (MPI_REQUEST_NULL: nothing to
      * move) over lfix; a start copies lin bytes of the leaders' phase's input in, and lout bytes of
-     * its result out from lout_off. queued: the init waits for its turn; released: the program
-     * freed the request meanwhile. */
-    int hier, queued, released, busy;
+     * its result out from lout_off. queued: the init waits for its turn; made: it has had it;
+     * released: the program freed the request meanwhile. */
+    int hier, queued, made, released, busy;
     MPI_Request real;
     char *lfix;
     size_t lin_off, lin, lout, lout_off; /* in: lfix + lin_off from the same place of the input */
@@ -1813,9 +1819,23 @@ typedef struct pcoll {
     coll_op_t lop;           /* the reduction as the leaders' phase runs it (kept: pc_op_keep) */
     int lop_set;
     MPI_Comm lcomm;
+    /* The v/w forms across nodes, a leader: no real persistent request (the counts are the node
+     * mates', known at the start), but the nonblocking call's leaders' phase on a copy of the
+     * leaders' communicator of the request's own (vcomm, made at the init by MPI_Comm_idup: vdup,
+     * vpending), so that each start's leaders' call pairs with the same request's on the other
+     * leaders whatever order ranks start requests in. */
+    MPI_Comm vcomm;
+    MPI_Request vdup;
+    int vpending;
 } pcoll_t;
 
 static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner);
+
+/* The v/w forms (Alltoallw: ALLTOALLV with w set). */
+static int vw_kind(coll_nb_kind_t k)
+{
+    return k == COLL_NB_GATHERV || k == COLL_NB_SCATTERV || k == COLL_NB_ALLGATHERV || k == COLL_NB_ALLTOALLV;
+}
 
 static int pred_kind(coll_nb_kind_t k)
 {
@@ -1872,6 +1892,8 @@ static void pcoll_free(pcoll_t *p)
 {
     if (p->real != MPI_REQUEST_NULL)
         PMPI_Request_free(&p->real);
+    if (p->vcomm != MPI_COMM_NULL)
+        PMPI_Comm_free(&p->vcomm);
     free(p->lfix);
     free(p->lcd);
     if (p->lop_set)
@@ -1905,11 +1927,12 @@ static void pcoll_free(pcoll_t *p)
     free(p);
 }
 
-/* Freed once the program has let it go and nothing of it is pending: its init (queued) or a start
- * (busy; MPI_Request_free may come while one is in flight, which then completes on its own). */
+/* Freed once the program has let it go and nothing of it is pending: its init (queued, or a v/w
+ * form's communicator still being made) or a start (busy; MPI_Request_free may come while one is in
+ * flight, which then completes on its own). */
 static void pers_maybe_free(pcoll_t *p)
 {
-    if (p->released && !p->queued && !p->busy)
+    if (p->released && !p->queued && !p->vpending && !p->busy)
         pcoll_free(p);
 }
 
@@ -1939,6 +1962,9 @@ static void pers_init_now(pcoll_t *p)
 {
     int rc = MPI_SUCCESS;
     MPI_Datatype dt = p->lop_set ? pc_op_base(&p->lop) : MPI_BYTE;
+    if (p->made)
+        return;
+    p->made = 1;
     p->queued = 0;
     switch (p->kind) {
     case COLL_NB_BARRIER: rc = PCOLL_REAL(Barrier)(p->lcomm, MPI_INFO_NULL, &p->real); break;
@@ -1984,6 +2010,13 @@ static void pers_init_now(pcoll_t *p)
     case COLL_NB_REDUCE_SCATTER: /* the nodes' blocks, in place: mine lands at the start */
         rc = PCOLL_REAL(Reduce_scatter)(MPI_IN_PLACE, p->lfix, p->lcd, dt, p->op, p->lcomm, MPI_INFO_NULL, &p->real);
         break;
+    case COLL_NB_GATHERV:
+    case COLL_NB_SCATTERV:
+    case COLL_NB_ALLGATHERV:
+    case COLL_NB_ALLTOALLV: /* (a collective on lcomm, made in its turn like the requests above) */
+        rc = PMPI_Comm_idup(p->lcomm, &p->vcomm, &p->vdup);
+        p->vpending = rc == MPI_SUCCESS;
+        break;
     default: /* Scan, Exscan: the node totals' prefix (iscan_hier) */
         if (p->lcount)
             rc = PCOLL_REAL(Exscan)(p->lfix, p->lfix + p->lout_off, p->lcount, dt, p->op, p->lcomm, MPI_INFO_NULL,
@@ -1997,8 +2030,22 @@ static void pers_init_now(pcoll_t *p)
     pers_maybe_free(p);
 }
 
+static int pers_inited(pcoll_t *p)
+{
+    if (p->vpending) {
+        int done = 0;
+        PMPI_Test(&p->vdup, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            return 0;
+        p->vpending = 0;
+        pers_maybe_free(p);
+    }
+    return !p->queued;
+}
+
 /* Make the leader's real request now, or queue its init behind the leaders' calls of earlier
- * nonblocking collectives that have not started yet (they wait for their node phases). */
+ * nonblocking collectives that have not started yet (they wait for their node phases). A v/w
+ * form's communicator, made now, stays on the list until it is complete (progress completes it). */
 static void pers_queue(pcoll_t *p)
 {
     int wait = 0;
@@ -2006,9 +2053,11 @@ static void pers_queue(pcoll_t *p)
         wait = leaders_call_pending(e, p->lcomm);
     if (!wait) {
         pers_init_now(p);
-        return;
+        if (!p->vpending)
+            return;
+    } else {
+        p->queued = 1;
     }
-    p->queued = 1;
     nb_req_t *q = req_new();
     q->hier = q->leader = q->step = 1;
     q->lcomm = p->lcomm;
@@ -2023,6 +2072,12 @@ static int pers_lead_start(nb_req_t *q)
     pcoll_t *p = q->pers;
     if (p->queued)
         return MPI_SUCCESS;
+    if (vw_kind(p->kind)) { /* the nonblocking call's own leaders' call, on the request's communicator */
+        if (!pers_inited(p))
+            return MPI_SUCCESS;
+        q->lcomm = p->vcomm;
+        return leaders_start(q);
+    }
     const char *src = q->lbuf;
     if (q->a2a) {
         a2a_pack(q->a2a);
@@ -2092,7 +2147,15 @@ static int pers_hier_ok(const pcoll_t *t, const pmpi_comm_t *pc)
     case COLL_NB_GATHER:
     case COLL_NB_SCATTER: return pers_move_piece(t, pc) >= 0;
     case COLL_NB_REDUCE_SCATTER: return pers_rs_total(t, pc, &cop, &n) >= 0;
-    default: return 0;
+    case COLL_NB_ALLGATHERV: { /* (as MPI_Iallgatherv decides: the leaders' ints of bytes) */
+        long long all = 0;
+        if (pc_dt(t->rdt, &d) != 0)
+            return 0;
+        for (int q = 0; q < pc->size; q++)
+            all += (long long)t->rcnt[q] * (long long)d.size;
+        return all <= INT_MAX;
+    }
+    default: return vw_kind(t->kind);
     }
 }
 
@@ -2149,6 +2212,10 @@ static void pers_lead_plan(pcoll_t *p, const pmpi_comm_t *pc)
     int me = pc->rank;
     size_t bytes = 0;
     p->lcomm = pc->leaders_comm;
+    if (vw_kind(p->kind)) {
+        pers_queue(p);
+        return;
+    }
     if (p->kind == COLL_NB_BCAST) {
         pc_dt_t d;
         pc_dt(p->rdt, &d);
@@ -2262,7 +2329,9 @@ static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
     } else {
         p->rdt = pmpi_dt_keep(t->rdt);
     }
-    p->real = MPI_REQUEST_NULL;
+    p->real = p->vdup = MPI_REQUEST_NULL;
+    p->vcomm = MPI_COMM_NULL;
+    p->vpending = 0;
     if (pcoll_span) {
         p->hier = 1;
         if (pcoll_span->leader == pcoll_span->rank)
@@ -2437,7 +2506,7 @@ BOBCAT_EXPORT int PCOLL(Scatter)(const void *sbuf, int scount, MPI_Datatype styp
     return pcoll_new(&t, comm, req);
 }
 
-/* ---- the v/w forms: on one node only (across nodes the real MPI's persistent request) ---- */
+/* ---- the v/w forms (across nodes: pers_lead_start) ---- */
 
 static int *icopy(const int *a, int n)
 {
@@ -2497,7 +2566,7 @@ BOBCAT_EXPORT int PCOLL(Allgatherv)(const void *sbuf, int scount, MPI_Datatype s
     PMPI_GUARD();
     int me, n = comm_n(comm, &me);
     pcoll_t t = {.kind = COLL_NB_ALLGATHERV, .sbuf = sbuf, .scount = scount, .rbuf = rbuf, .rdt = rtype,
-                 .sdt = sbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : stype};
+                 .sdt = sbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : stype, .rcnt = (int *)rcounts};
     if (!pcoll_ours(&t, comm))
         return PCOLL_REAL(Allgatherv)(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req);
     t.rcnt = icopy(rcounts, n);
@@ -2551,6 +2620,7 @@ BOBCAT_EXPORT int PCOLL(Alltoallw)(const void *sbuf, const int scounts[], const 
 #else /* no persistent collectives in this MPI: no call has q->pers or q->pinit set */
 static nb_comm_t *pers_node_channel(struct pcoll *p) { return (void)p, NULL; }
 static void pers_init_now(struct pcoll *p) { (void)p; }
+static int pers_inited(struct pcoll *p) { return (void)p, 1; }
 static void pers_busy(struct pcoll *p, int busy) { (void)p, (void)busy; }
 static int pers_lead_start(nb_req_t *q) { return (void)q, MPI_ERR_INTERN; }
 static void pers_lead_done(nb_req_t *q) { (void)q; }
