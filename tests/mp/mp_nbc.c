@@ -909,11 +909,11 @@ static void case_persistent_span(const char *cn, int stats, int single)
 }
 
 /* Persistent v/w collectives across nodes, on a fresh dup of the world: each node's leader starts an
- * Iallreduce and makes an Alltoallv_init and an Allgatherv_init before its node mates enter the
- * Iallreduce, so both inits wait for their turn behind its leaders' call; then both are started IT
- * times with new data, odd ranks in the other order (they match by init). Alltoallv's counts are
- * uneven, zeros among them, with gaps between the blocks. With stats on and the world across
- * nodes, each start counts as hierarchical. */
+ * Iallreduce and makes an Alltoallv_init and an Allgatherv_init (and a third, freed at once) before
+ * its node mates enter the Iallreduce, so the inits wait for their turn behind its leaders' call;
+ * then the first two are started IT times with new data, odd ranks in the other order (they match
+ * by init). Alltoallv's counts are uneven, zeros among them, with gaps between the blocks. With
+ * stats on and the world across nodes, each start counts as hierarchical. */
 static void case_persistent_span_vw(const char *cn, int stats, int single)
 {
 #ifdef MP_PCOLL
@@ -944,6 +944,9 @@ static void case_persistent_span_vw(const char *cn, int stats, int single)
     MPI_Iallreduce(&x, &xs, 1, MPI_INT, MPI_SUM, comm, &ia);
     MPI_Alltoallv_init(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, comm, MPI_INFO_NULL, &r[0]);
     MPI_Allgatherv_init(gs, me + 1, MPI_INT, gr, gc, gd, MPI_INT, comm, MPI_INFO_NULL, &r[1]);
+    MPI_Request gone; /* freed before its init's turn (its communicator is made after all) */
+    MPI_Alltoallv_init(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, comm, MPI_INFO_NULL, &gone);
+    MPI_Request_free(&gone);
     if (nme == 0)
         for (int k = 1; k < nn; k++)
             MPI_Send(NULL, 0, MPI_BYTE, k, 8, node);

@@ -2038,7 +2038,8 @@ static int pers_inited(pcoll_t *p)
         if (!done)
             return 0;
         p->vpending = 0;
-        pers_maybe_free(p);
+        pers_maybe_free(p); /* (made, so not queued: 1 whether p is freed now or not) */
+        return 1;
     }
     return !p->queued;
 }
