@@ -236,11 +236,12 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
     pmpi_why_t why;
     size_t mult;
     pmpi_comm_t *pc = red_setup(comm, pc_knobs.reduce, count, dt, op, &cop, &mult, &why, 1);
-    /* Erroneous arguments (the real MPI reports them): a bad root, MPI_IN_PLACE off the root,
-     * the same buffer twice without MPI_IN_PLACE. */
-    if (pc && (root < 0 || root >= pc->size || (pc->rank != root && sbuf == MPI_IN_PLACE) ||
-               (pc->rank == root && sbuf == rbuf)))
+    /* Erroneous arguments (the real MPI reports them): a bad root, MPI_IN_PLACE off the root; the
+     * same buffer twice at the root is reported here (pc_alias_error). */
+    if (pc && (root < 0 || root >= pc->size || (pc->rank != root && sbuf == MPI_IN_PLACE)))
         pc = NULL, why = PMPI_WHY_VARIANT;
+    if (pc && pc->rank == root && sbuf == rbuf)
+        return pc_alias_error(&st_reduce, comm, NULL);
     if (!pc) {
         pmpi_stat_mpi(&st_reduce, why, 0);
         return reduce_pmpi(sbuf, rbuf, count, dt, op, root, comm);

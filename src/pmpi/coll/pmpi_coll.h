@@ -24,6 +24,19 @@
 #endif
 #endif
 
+/* A rooted collective whose root passed one buffer as both its input and its result (erroneous:
+ * MPI_IN_PLACE is the way): reported at the root itself, MPI_ERR_BUFFER through the communicator's
+ * error handler, as MPICH does, while the other ranks go on as bobcat's path would. Handing the call
+ * to the real MPI at the root alone would hang with an MPI that does not check (Open MPI runs its
+ * Gather and waits for ranks that wait in bobcat). A request argument becomes MPI_REQUEST_NULL. */
+static inline int pc_alias_error(pmpi_stat_t *st, MPI_Comm comm, MPI_Request *req)
+{
+    pmpi_stat_mpi(st, PMPI_WHY_VARIANT, 0);
+    if (req)
+        *req = MPI_REQUEST_NULL;
+    return PMPI_Comm_call_errhandler(comm, MPI_ERR_BUFFER), MPI_ERR_BUFFER;
+}
+
 /* Algorithm choice per collective, fixed at MPI_Init from the knobs. */
 typedef enum { PC_AUTO, PC_INPLACE, PC_SERIAL, PC_PARALLEL, PC_MPI, PC_FUSED, PC_SPLIT, PC_AUTO_PARALLEL } pc_alg_t;
 typedef struct {

@@ -129,8 +129,10 @@ BOBCAT_EXPORT int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, v
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.gather, &why);
     pc_dt_t sd = {0}, rd = {0};
     int me = pc ? pc->rank : 0, in_place = sbuf == MPI_IN_PLACE;
-    if (pc && (root < 0 || root >= pc->size || (me != root && in_place) || (me == root && sbuf == rbuf)))
+    if (pc && (root < 0 || root >= pc->size || (me != root && in_place)))
         pc = NULL, why = PMPI_WHY_VARIANT; /* erroneous: the real MPI reports it */
+    if (pc && me == root && sbuf == rbuf && scount > 0)
+        return pc_alias_error(&st_gather, comm, NULL);
     if (pc) {
         /* The piece's byte count, from what this rank knows (equal on all ranks by MPI's rules). */
         int bad = me == root ? (pc_dt(rtype, &rd) || !fits(rcount, pc->size) || (!in_place && pc_dt(stype, &sd)))
@@ -173,8 +175,10 @@ BOBCAT_EXPORT int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, 
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.scatter, &why);
     pc_dt_t sd = {0}, rd = {0};
     int me = pc ? pc->rank : 0, in_place = rbuf == MPI_IN_PLACE;
-    if (pc && (root < 0 || root >= pc->size || (me != root && in_place) || (me == root && sbuf == rbuf)))
+    if (pc && (root < 0 || root >= pc->size || (me != root && in_place)))
         pc = NULL, why = PMPI_WHY_VARIANT;
+    if (pc && me == root && sbuf == rbuf && rcount > 0)
+        return pc_alias_error(&st_scatter, comm, NULL);
     if (pc) {
         int bad = me == root ? (pc_dt(stype, &sd) || !fits(scount, pc->size) || (!in_place && pc_dt(rtype, &rd)))
                              : pc_dt(rtype, &rd);
@@ -265,9 +269,11 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
         pc = NULL, why = PMPI_WHY_VARIANT;
     /* The root's own piece may alias its receive buffer when it is empty (mpi4py passes NULL for
      * both): legal, and a root that fell back alone would wait in the real MPI while the others
-     * wait here. Only a non-empty aliased piece is erroneous (the real MPI reports it). */
-    if (pc && me == root && !in_place && sbuf == rbuf && (long long)scount * sd.size > 0)
-        pc = NULL, why = PMPI_WHY_VARIANT;
+     * wait here. Only a non-empty aliased piece is erroneous (pc_alias_error). */
+    if (pc && me == root && !in_place && sbuf == rbuf && (long long)scount * sd.size > 0) {
+        vlayout_free(&v);
+        return pc_alias_error(&st_gatherv, comm, NULL);
+    }
     if (!pc) {
         vlayout_free(&v);
         pmpi_stat_mpi(&st_gatherv, why, 0);
@@ -339,9 +345,11 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
         pc = NULL, why = PMPI_WHY_VARIANT;
     /* The root's own piece may alias its receive buffer when it is empty (mpi4py passes NULL for
      * both): legal, and a root that fell back alone would wait in the real MPI while the others
-     * wait here. Only a non-empty aliased piece is erroneous (the real MPI reports it). */
-    if (pc && me == root && !in_place && sbuf == rbuf && (long long)rcount * rd.size > 0)
-        pc = NULL, why = PMPI_WHY_VARIANT;
+     * wait here. Only a non-empty aliased piece is erroneous (pc_alias_error). */
+    if (pc && me == root && !in_place && sbuf == rbuf && (long long)rcount * rd.size > 0) {
+        vlayout_free(&v);
+        return pc_alias_error(&st_scatterv, comm, NULL);
+    }
     if (!pc) {
         vlayout_free(&v);
         pmpi_stat_mpi(&st_scatterv, why, 0);
@@ -429,8 +437,10 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
             dsp[r] = rcounts ? displs[r] : (fits(rcount, r) ? rcount * r : -1);
         }
         long long mine = in_place ? 0 : (long long)scount * (pc_dt(stype, &sd) ? -1 : sd.size);
-        /* An empty piece may alias rbuf (legal; see Gatherv); a non-empty one is erroneous. */
-        if (!in_place && sbuf == rbuf && mine != 0)
+        /* An empty piece may alias rbuf (legal; see Gatherv); a non-empty one is erroneous, at rbuf
+         * or at my own block in it (MPI_IN_PLACE's place: MPICH reports both, every rank alike). */
+        if (!in_place && mine > 0 && !pc_dt(rtype, &rd) && dsp[me] >= 0 &&
+            (sbuf == rbuf || sbuf == (const char *)rbuf + (MPI_Aint)dsp[me] * rd.extent))
             mine = -1;
         if (pc_dt(rtype, &rd) || mine < 0 || vlayout(&v, n, cnt, dsp, &rd) || !v.total || (!rcounts && !fits(rcount, n)) ||
             (pc->nnodes > 1 && v.total > INT_MAX))

@@ -1098,6 +1098,16 @@ static int iscan_hier(coll_nb_kind_t kind, pmpi_stat_t *st, pmpi_comm_t *pc, nb_
     return req_out(q, comm, req);
 }
 
+/* A reduction's buffers as the standard forbids them, for the real MPI to report (MPICH:
+ * MPI_ERR_BUFFER): in place off the root, the same buffer as input and result where both count,
+ * MPI_IN_PLACE as the result. */
+static int red_alias(coll_nb_kind_t kind, int me, const void *sbuf, const void *rbuf, int root)
+{
+    if (kind == COLL_NB_REDUCE) /* (in place is sbuf's sign, and only at the root) */
+        return me == root ? sbuf == rbuf || rbuf == MPI_IN_PLACE : sbuf == MPI_IN_PLACE;
+    return sbuf == rbuf || rbuf == MPI_IN_PLACE;
+}
+
 /* Whether a reduction across nodes runs hierarchically (PMPI_WHY_NONE), else why not: the same
  * answer on every rank of a correct call. */
 static pmpi_why_t red_hier_why(coll_nb_kind_t kind, const pmpi_comm_t *pc, const coll_op_t *cop, const void *sbuf,
@@ -1106,12 +1116,9 @@ static pmpi_why_t red_hier_why(coll_nb_kind_t kind, const pmpi_comm_t *pc, const
     int scanlike = kind == COLL_NB_SCAN || kind == COLL_NB_EXSCAN;
     if ((!cop->commutative || scanlike) && !pc->blocked)
         return PMPI_WHY_ORDER;
-    if (kind == COLL_NB_REDUCE) /* (in place is sbuf's sign, and only at the root) */
-        return root < 0 || root >= pc->size ||
-                       (pc->rank == root ? sbuf == rbuf || rbuf == MPI_IN_PLACE : sbuf == MPI_IN_PLACE)
-                   ? PMPI_WHY_VARIANT
-                   : PMPI_WHY_NONE;
-    return sbuf != rbuf && rbuf != MPI_IN_PLACE ? PMPI_WHY_NONE : PMPI_WHY_VARIANT;
+    if (kind == COLL_NB_REDUCE && (root < 0 || root >= pc->size))
+        return PMPI_WHY_VARIANT;
+    return red_alias(kind, pc->rank, sbuf, rbuf, root) ? PMPI_WHY_VARIANT : PMPI_WHY_NONE;
 }
 
 static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, void *rbuf, int count,
@@ -1122,6 +1129,9 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
     coll_op_t cop;
     size_t n = 0;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
+    if (kind == COLL_NB_REDUCE && sbuf == rbuf && sbuf != MPI_IN_PLACE && count > 0 &&
+        (nc || why == PMPI_WHY_MULTINODE) && pc && pc->rank == root)
+        return pc_alias_error(st, comm, req);
     if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 &&
         red_args(count, dt, op, &cop, &n, &why) == 0 &&
         (why = red_hier_why(kind, pc, &cop, sbuf, rbuf, root)) == PMPI_WHY_NONE) {
@@ -1135,6 +1145,10 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
                (kind == COLL_NB_REDUCE && (root < 0 || root >= pc->size))))
         nc = NULL;
     if (nc && (kind == COLL_NB_REDUCE ? pc->rank != root && sbuf == MPI_IN_PLACE : 0)) {
+        nc = NULL;
+        why = PMPI_WHY_VARIANT;
+    }
+    if (nc && n && red_alias(kind, pc->rank, sbuf, rbuf, root)) { /* (as the blocking ones) */
         nc = NULL;
         why = PMPI_WHY_VARIANT;
     }
@@ -1280,6 +1294,13 @@ static int irs_hier(pmpi_stat_t *st, pmpi_comm_t *pc, nb_comm_t *node, const voi
 }
 #undef K
 
+/* Reduce_scatter(_block)'s buffers as the standard forbids them (as the blocking ones: the real MPI
+ * reports it): MPI_IN_PLACE as the result, or the result aliasing the input where I receive some. */
+static int rs_alias(const void *sbuf, const void *rbuf, int mine)
+{
+    return rbuf == MPI_IN_PLACE || (sbuf == rbuf && mine > 0);
+}
+
 static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rcounts, int block, MPI_Datatype dt,
                    MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
@@ -1295,7 +1316,8 @@ static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rco
         total = rs_total(rcounts, block, pc->size);
         if (!pc->blocked)
             why = PMPI_WHY_ORDER;
-        else if (total < 0 || (unsigned long long)total * mult > INT_MAX || cop.tail != cop.extent)
+        else if (total < 0 || (unsigned long long)total * mult > INT_MAX || cop.tail != cop.extent ||
+                 rs_alias(sbuf, rbuf, block ? rcounts[0] : rcounts[pc->rank]))
             why = PMPI_WHY_VARIANT;
         else
             return irs_hier(st, pc, node, sbuf, rbuf, rcounts, block, mult, (size_t)total * mult, &cop, op, comm,
@@ -1306,7 +1328,8 @@ static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rco
             nc = NULL;
         } else {
             total = rs_total(rcounts, block, pc->size);
-            if (total < 0 || (unsigned long long)total * mult > INT_MAX) {
+            if (total < 0 || (unsigned long long)total * mult > INT_MAX ||
+                rs_alias(sbuf, rbuf, block ? rcounts[0] : rcounts[pc->rank])) {
                 nc = NULL;
                 why = PMPI_WHY_VARIANT;
             }
@@ -1370,6 +1393,13 @@ static int move_bad(coll_nb_kind_t kind, const pmpi_comm_t *pc, const void *sbuf
         bad = 1;
     if (!bad && rbuf != MPI_IN_PLACE && !(kind == COLL_NB_GATHER && me != root) &&
         (rcount < 0 || pc_dt(rtype, rd) != 0))
+        bad = 1;
+    /* the same buffer on both sides where both count (erroneous, as in the blocking calls: the real
+     * MPI reports it), Iallgather's also at my own block (MPI_IN_PLACE's place); an empty piece may
+     * alias (mpi4py passes NULL for both) */
+    if (!bad && sends && recvs && (long long)scount * sd->size > 0 &&
+        (sbuf == rbuf ||
+         (kind == COLL_NB_ALLGATHER && sbuf == (const char *)rbuf + (MPI_Aint)me * rcount * rd->extent)))
         bad = 1;
     /* The whole buffer (n pieces) must fit an int count for the staging calls. */
     return bad || (long long)scount * n > INT_MAX || (long long)rcount * n > INT_MAX;
@@ -1634,6 +1664,9 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
     pmpi_why_t why;
     pc_dt_t sd = {0}, rd = {0};
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
+    if ((kind == COLL_NB_GATHER || kind == COLL_NB_SCATTER) && sbuf == rbuf && sbuf != MPI_IN_PLACE &&
+        (kind == COLL_NB_GATHER ? scount : rcount) > 0 && (nc || why == PMPI_WHY_MULTINODE) && pc && pc->rank == root)
+        return pc_alias_error(st, comm, req);
     if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0) {
         /* (the same facts on every rank: the communicator's layout, the root, the signature's bytes) */
         if (!pc->blocked)

@@ -518,8 +518,9 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
         if (!bad && !in_place)
             bad = side(scount, stype, &sd) != 0;
         if (!bad && me == root)
-            bad = vside(rcounts, displs, n, rtype, &rd) != 0 ||
-                  (!in_place && sbuf == rbuf && (size_t)scount * (size_t)sd.size > 0);
+            bad = vside(rcounts, displs, n, rtype, &rd) != 0;
+        if (!bad && me == root && !in_place && sbuf == rbuf && (size_t)scount * (size_t)sd.size > 0)
+            return pc_alias_error(&st_igatherv, comm, req);
         if (bad)
             ring = NULL, hier = 0, why = PMPI_WHY_VARIANT; /* erroneous: the real MPI reports it */
     }
@@ -584,8 +585,9 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
         if (!bad && !in_place)
             bad = side(rcount, rtype, &rd) != 0;
         if (!bad && me == root)
-            bad = vside(scounts, displs, n, stype, &sd) != 0 ||
-                  (!in_place && sbuf == rbuf && (size_t)rcount * (size_t)rd.size > 0);
+            bad = vside(scounts, displs, n, stype, &sd) != 0;
+        if (!bad && me == root && !in_place && sbuf == rbuf && (size_t)rcount * (size_t)rd.size > 0)
+            return pc_alias_error(&st_iscatterv, comm, req);
         if (bad)
             ring = NULL, hier = 0, why = PMPI_WHY_VARIANT;
     }
@@ -721,8 +723,10 @@ BOBCAT_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype sty
     int in_place = sbuf == MPI_IN_PLACE;
     if (ring || hier) {
         int bad = rbuf == MPI_IN_PLACE || vside(rcounts, displs, pc->size, rtype, &d[0]) != 0;
-        if (!bad && !in_place)
-            bad = side(scount, stype, &d[1]) != 0 || (sbuf == rbuf && (size_t)scount * (size_t)d[1].size > 0);
+        if (!bad && !in_place) /* (aliasing rbuf or my own block in it: erroneous, as Iallgather) */
+            bad = side(scount, stype, &d[1]) != 0 ||
+                  ((size_t)scount * (size_t)d[1].size > 0 &&
+                   (sbuf == rbuf || sbuf == (const char *)rbuf + (MPI_Aint)displs[pc->rank] * d[0].extent));
         if (!bad && hier) { /* the leaders' counts and displacements are ints of bytes */
             long long all = 0;
             for (int q = 0; q < pc->size; q++)
