@@ -1,0 +1,143 @@
+/* Erroneous aliased buffers in collectives: one buffer passed as both input and result where
+ * MPI_IN_PLACE is the way. MPI says it is erroneous; MPICH reports it (MPI_ERR_BUFFER) without
+ * communicating, Open MPI runs most such calls. With the layer on, neither may hang:
+ *
+ * - a rooted call (Reduce, Gather, Scatter, Gatherv, Scatterv, blocking and nonblocking) whose root
+ *   alone aliases: the root gets MPI_ERR_BUFFER at once (a nonblocking call's request is
+ *   MPI_REQUEST_NULL) and makes the call again correctly, which the other ranks' one call joins
+ *   (MPICH's test/mpi errors/coll noalias does this); the values are checked;
+ * - Allgather and Iallgather with each rank's input at its own block of the result: every rank gets
+ *   the same answer (an error everywhere, or the gathered values), as from the real MPI alone.
+ *
+ * At two roots (0, the last), on MPI_COMM_WORLD with MPI_ERRORS_RETURN. The run under yod must end;
+ * the test's CTest time-out is what a hang would hit. */
+#include <mpi.h>
+
+#include "mp_util.h"
+
+enum { K = 2 };
+
+static int me, n;
+
+static int err_class(int err)
+{
+    int c = MPI_SUCCESS;
+    if (err != MPI_SUCCESS)
+        MPI_Error_class(err, &c);
+    return c;
+}
+
+typedef enum { C_REDUCE, C_GATHER, C_SCATTER, C_GATHERV, C_SCATTERV, C_N } call_t;
+static const char *names[C_N] = {"Reduce", "Gather", "Scatter", "Gatherv", "Scatterv"};
+
+/* One call: aliased (the root's sbuf == rbuf) or correct; nb: the nonblocking form, waited for. */
+static int call(call_t c, int nb, int root, const int *sb, int *rb, const int *cnt, const int *dsp)
+{
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_Comm w = MPI_COMM_WORLD;
+    int rc;
+    switch (c) {
+    case C_REDUCE:
+        rc = nb ? MPI_Ireduce(sb, rb, K, MPI_INT, MPI_SUM, root, w, &r)
+                : MPI_Reduce(sb, rb, K, MPI_INT, MPI_SUM, root, w);
+        break;
+    case C_GATHER:
+        rc = nb ? MPI_Igather(sb, K, MPI_INT, rb, K, MPI_INT, root, w, &r)
+                : MPI_Gather(sb, K, MPI_INT, rb, K, MPI_INT, root, w);
+        break;
+    case C_SCATTER:
+        rc = nb ? MPI_Iscatter(sb, K, MPI_INT, rb, K, MPI_INT, root, w, &r)
+                : MPI_Scatter(sb, K, MPI_INT, rb, K, MPI_INT, root, w);
+        break;
+    case C_GATHERV:
+        rc = nb ? MPI_Igatherv(sb, K, MPI_INT, rb, cnt, dsp, MPI_INT, root, w, &r)
+                : MPI_Gatherv(sb, K, MPI_INT, rb, cnt, dsp, MPI_INT, root, w);
+        break;
+    default:
+        rc = nb ? MPI_Iscatterv(sb, cnt, dsp, MPI_INT, rb, K, MPI_INT, root, w, &r)
+                : MPI_Scatterv(sb, cnt, dsp, MPI_INT, rb, K, MPI_INT, root, w);
+        break;
+    }
+    if (nb && rc == MPI_SUCCESS)
+        rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    else if (nb)
+        CHECK(r == MPI_REQUEST_NULL, "%s (nonblocking) failed but left a request", names[c]);
+    return rc;
+}
+
+static void rooted(call_t c, int nb, int root)
+{
+    int *sb = malloc(sizeof(int) * K * (size_t)n), *rb = malloc(sizeof(int) * K * (size_t)n);
+    int *cnt = malloc(sizeof(int) * 2 * (size_t)n), *dsp = cnt + n;
+    for (int q = 0; q < n; q++)
+        cnt[q] = K, dsp[q] = K * q;
+    for (int i = 0; i < K * n; i++)
+        sb[i] = me == root && (c == C_SCATTER || c == C_SCATTERV) ? 1000 + i : (me + 1) * 10 + i % K, rb[i] = -1;
+    if (me == root) {
+        int rc = call(c, nb, root, sb, sb, cnt, dsp); /* the same buffer twice */
+        CHECK(err_class(rc) == MPI_ERR_BUFFER, "%s%s at root %d with one buffer twice: error class %d, want "
+              "MPI_ERR_BUFFER", nb ? " (nonblocking)" : "", names[c], root, err_class(rc));
+    }
+    int rc = call(c, nb, root, sb, rb, cnt, dsp);
+    CHECK(rc == MPI_SUCCESS, "%s%s at root %d: rc %d", nb ? " (nonblocking)" : "", names[c], root, rc);
+    int bad = 0;
+    if (c == C_REDUCE && me == root)
+        for (int i = 0; i < K; i++)
+            bad += rb[i] != 10 * n * (n + 1) / 2 + n * i;
+    if ((c == C_GATHER || c == C_GATHERV) && me == root)
+        for (int q = 0; q < n; q++)
+            for (int i = 0; i < K; i++)
+                bad += rb[K * q + i] != (q + 1) * 10 + i;
+    if (c == C_SCATTER || c == C_SCATTERV)
+        for (int i = 0; i < K; i++)
+            bad += rb[i] != 1000 + K * me + i;
+    CHECK(!bad, "%s%s at root %d: %d wrong values", nb ? " (nonblocking)" : "", names[c], root, bad);
+    free(sb), free(rb), free(cnt);
+}
+
+static void own_block(int nb)
+{
+    int *buf = malloc(sizeof(int) * K * (size_t)n);
+    for (int i = 0; i < K * n; i++)
+        buf[i] = i / K == me ? me * 7 + i % K : -1;
+    MPI_Request r = MPI_REQUEST_NULL;
+    int rc = nb ? MPI_Iallgather(buf + K * me, K, MPI_INT, buf, K, MPI_INT, MPI_COMM_WORLD, &r)
+                : MPI_Allgather(buf + K * me, K, MPI_INT, buf, K, MPI_INT, MPI_COMM_WORLD);
+    if (nb && rc == MPI_SUCCESS)
+        rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    int failed = rc != MPI_SUCCESS, all = 0;
+    MPI_Allreduce(&failed, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(all == 0 || all == n, "%sAllgather with each input at its own block: %d of %d ranks failed", nb ? "I" : "",
+          all, n);
+    if (!failed) {
+        int bad = 0;
+        for (int i = 0; i < K * n; i++)
+            bad += buf[i] != (i / K) * 7 + i % K;
+        CHECK(!bad, "%sAllgather with each input at its own block: %d wrong values", nb ? "I" : "", bad);
+    }
+    free(buf);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int layer = mp_stat("Gather", "calls") >= 0 && !mp_env_is("BOBCAT_MPI", "off", "0");
+    CHECK(layer, "the MPI layer is not on: this test checks bobcat's answer (run it under yod)");
+    int roots[2] = {0, n - 1};
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < C_N; c++)
+            for (int nb = 0; nb < 2; nb++)
+                rooted((call_t)c, nb, roots[k]);
+    for (int nb = 0; nb < 2; nb++)
+        own_block(nb);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int all = 0;
+    MPI_Allreduce(&mp_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0)
+        printf("mp_alias: %d ranks: %s\n", n, all ? "FAILED" : "ok");
+    MPI_Finalize();
+    return all != 0;
+}
