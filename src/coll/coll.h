@@ -166,10 +166,13 @@ BOBCAT_LAYER_API int coll_reduce_scatter(coll_node_t *cn, const void *sbuf, void
                         const coll_op_t *op);
 /* Every rank's sbuf shared (may equal rbuf). exclusive: rank 0's rbuf untouched. */
 BOBCAT_LAYER_API int coll_scan(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op, int exclusive);
-/* Each rank writes its piece at the root: root's rbuf shared. sbuf NULL at the root = in place. */
-BOBCAT_LAYER_API void coll_gather(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf);
-/* Each rank reads its piece at the root: root's sbuf shared. rbuf NULL at the root = in place. */
-BOBCAT_LAYER_API void coll_scatter(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf);
+/* Each rank writes its piece at the root: root's rbuf shared. sbuf NULL at the root = in place.
+ * The pieces lie at the root's piece size; a rank whose own differs (erroneous: the signatures
+ * must match) moves the fewer bytes and gets 1 if its piece did not fit (else 0). */
+BOBCAT_LAYER_API int coll_gather(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf);
+/* Each rank reads its piece at the root: root's sbuf shared. rbuf NULL at the root = in place.
+ * As coll_gather: 1 at a rank whose piece was smaller than the root's (truncated). */
+BOBCAT_LAYER_API int coll_scatter(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf);
 /* Root reads every piece: non-roots' sbuf shared; piece r lands at rbuf + displs[r] (bytes). */
 BOBCAT_LAYER_API void coll_gatherv(coll_node_t *cn, int root, const void *sbuf, size_t sbytes, void *rbuf, const size_t *bytes,
                   const size_t *displs);

@@ -449,40 +449,44 @@ int coll_scan(coll_node_t *cn, const void *sbuf, void *rbuf, size_t count, const
     return 0;
 }
 
-void coll_gather(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf)
+int coll_gather(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf)
 {
     if (cn->rank == root && sbuf)
         util_copy((char *)rbuf + (size_t)root * bytes, sbuf, bytes);
     if (cn->size == 1 || !bytes)
-        return;
+        return 0;
     cn->seq++;
     if (cn->rank == root) {
-        uint64_t w[7] = {W(rbuf)};
-        coll_publish(cn, w, 1);
+        uint64_t w[7] = {W(rbuf), bytes};
+        coll_publish(cn, w, 2);
         coll_wait_all_done(cn);
-    } else {
-        char *dst = coll_peer(cn, root, coll_pub_of(cn, root)->word[0]);
-        util_copy(dst + (size_t)cn->rank * bytes, sbuf, bytes);
-        coll_signal_done(cn);
+        return 0;
     }
+    const coll_pub_t *p = coll_pub_of(cn, root);
+    size_t rb = p->word[1]; /* the root's piece: where mine lies, and how much of it fits */
+    util_copy((char *)coll_peer(cn, root, p->word[0]) + (size_t)cn->rank * rb, sbuf, bytes < rb ? bytes : rb);
+    coll_signal_done(cn);
+    return bytes > rb;
 }
 
-void coll_scatter(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf)
+int coll_scatter(coll_node_t *cn, int root, const void *sbuf, size_t bytes, void *rbuf)
 {
     if (cn->rank == root && rbuf)
         util_copy(rbuf, (const char *)sbuf + (size_t)root * bytes, bytes);
     if (cn->size == 1 || !bytes)
-        return;
+        return 0;
     cn->seq++;
     if (cn->rank == root) {
-        uint64_t w[7] = {W(sbuf)};
-        coll_publish(cn, w, 1);
+        uint64_t w[7] = {W(sbuf), bytes};
+        coll_publish(cn, w, 2);
         coll_wait_all_done(cn);
-    } else {
-        const char *src = coll_peer(cn, root, coll_pub_of(cn, root)->word[0]);
-        util_copy(rbuf, src + (size_t)cn->rank * bytes, bytes);
-        coll_signal_done(cn);
+        return 0;
     }
+    const coll_pub_t *p = coll_pub_of(cn, root);
+    size_t sb = p->word[1]; /* the root's piece: where mine lies, and how much it holds */
+    util_copy(rbuf, (const char *)coll_peer(cn, root, p->word[0]) + (size_t)cn->rank * sb, bytes < sb ? bytes : sb);
+    coll_signal_done(cn);
+    return sb > bytes;
 }
 
 void coll_gatherv(coll_node_t *cn, int root, const void *sbuf, size_t sbytes, void *rbuf, const size_t *bytes,

@@ -322,12 +322,16 @@ static void unit(coll_nb_t *c, int p)
             }
         }
         break;
-    case COLL_NB_GATHER:
-        util_copy(pptr(g, s, c->root, 1) + (size_t)p * c->bytes, pptr(g, s, p, 0), c->bytes);
+    case COLL_NB_GATHER: { /* at the root's piece size; mismatched pieces (erroneous) move the fewer bytes */
+        size_t rb = pbytes(g, s, c->root), pb = pbytes(g, s, p);
+        util_copy(pptr(g, s, c->root, 1) + (size_t)p * rb, pptr(g, s, p, 0), pb < rb ? pb : rb);
         break;
-    case COLL_NB_SCATTER:
-        util_copy(pptr(g, s, p, 1), pptr(g, s, c->root, 0) + (size_t)p * c->bytes, c->bytes);
+    }
+    case COLL_NB_SCATTER: {
+        size_t rb = pbytes(g, s, c->root), pb = pbytes(g, s, p);
+        util_copy(pptr(g, s, p, 1), pptr(g, s, c->root, 0) + (size_t)p * rb, pb < rb ? pb : rb);
         break;
+    }
     case COLL_NB_REDUCE_SCATTER: {
         size_t off = 0;
         for (int r = 0; r < p; r++)
@@ -476,6 +480,12 @@ static void publish(coll_nb_t *c)
         w[1] = W(c->rbuf);
         w[2] = c->bytes;
         w[3] = W(c->tab);
+        break;
+    case COLL_NB_GATHER: /* (the piece's bytes: see the units) */
+    case COLL_NB_SCATTER:
+        w[0] = W(c->sbuf);
+        w[1] = W(c->rbuf);
+        w[2] = c->bytes;
         break;
     default:
         w[0] = W(c->sbuf);

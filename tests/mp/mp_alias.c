@@ -9,6 +9,8 @@
  * - Allgather and Iallgather with each rank's input at its own block of the result: every rank gets
  *   the same answer (an error everywhere, or the gathered values), as from the real MPI alone.
  *
+ * - mismatched piece sizes in Gather/Scatter and their I forms, on one node (mismatch, below).
+ *
  * At two roots (0, the last), on MPI_COMM_WORLD with MPI_ERRORS_RETURN. The run under yod must end;
  * the test's CTest time-out is what a hang would hit. */
 #include <mpi.h>
@@ -118,6 +120,51 @@ static void own_block(int nb)
     free(buf);
 }
 
+/* Mismatched piece sizes (erroneous too), on one node: Gather/Igather whose root takes 1 int per
+ * rank while every rank sends 3: the root reports MPI_ERR_TRUNCATE (its own piece did not fit),
+ * each piece's first int lands in its place and nothing past the root's buffer is written;
+ * Scatter/Iscatter whose root sends 3 ints per rank and takes only 1 itself: MPI_ERR_TRUNCATE at
+ * the root, the others get their 3. (Across nodes the hierarchical paths still size the pieces
+ * each rank by its own count.) */
+static void mismatch(int nb, int scatter)
+{
+    enum { G = 3, CANARY = 8 };
+    int root = n - 1, bad = 0;
+    int *sb = malloc(sizeof(int) * G * (size_t)n), *rb = malloc(sizeof(int) * (G * (size_t)n + CANARY));
+    for (int i = 0; i < G * n; i++)
+        sb[i] = scatter ? 500 + i : me * 10 + i;
+    for (int i = 0; i < G * n + CANARY; i++)
+        rb[i] = -7;
+    MPI_Request r = MPI_REQUEST_NULL;
+    int rc, take = me == root ? 1 : G;
+    if (scatter)
+        rc = nb ? MPI_Iscatter(sb, G, MPI_INT, rb, take, MPI_INT, root, MPI_COMM_WORLD, &r)
+                : MPI_Scatter(sb, G, MPI_INT, rb, take, MPI_INT, root, MPI_COMM_WORLD);
+    else
+        rc = nb ? MPI_Igather(sb, G, MPI_INT, rb, take, MPI_INT, root, MPI_COMM_WORLD, &r)
+                : MPI_Gather(sb, G, MPI_INT, rb, take, MPI_INT, root, MPI_COMM_WORLD);
+    if (nb && rc == MPI_SUCCESS)
+        rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    const char *what = scatter ? (nb ? "Iscatter" : "Scatter") : (nb ? "Igather" : "Gather");
+    if (me == root)
+        CHECK(err_class(rc) == MPI_ERR_TRUNCATE, "%s, the root's own piece mismatched: error class %d, want "
+              "MPI_ERR_TRUNCATE", what, err_class(rc));
+    if (!scatter && me == root) {
+        for (int q = 0; q < n; q++)
+            bad += rb[q] != q * 10;
+        for (int i = n; i < n + CANARY; i++)
+            bad += rb[i] != -7;
+    }
+    if (scatter) {
+        for (int i = 0; i < take; i++)
+            bad += rb[i] != 500 + G * me + i;
+        for (int i = take; i < take + CANARY; i++)
+            bad += rb[i] != -7;
+    }
+    CHECK(!bad, "%s with mismatched pieces: %d wrong values or bytes written past the buffer", what, bad);
+    free(sb), free(rb);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -133,6 +180,15 @@ int main(int argc, char **argv)
                 rooted((call_t)c, nb, roots[k]);
     for (int nb = 0; nb < 2; nb++)
         own_block(nb);
+    int one_node = 0;
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &one_node);
+    one_node = one_node == n;
+    MPI_Comm_free(&node);
+    for (int nb = 0; nb < 2 && one_node; nb++)
+        for (int sc = 0; sc < 2; sc++)
+            mismatch(nb, sc);
     MPI_Barrier(MPI_COMM_WORLD);
     int all = 0;
     MPI_Allreduce(&mp_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

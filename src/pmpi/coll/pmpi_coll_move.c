@@ -160,11 +160,17 @@ BOBCAT_EXPORT int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, v
         if (pc_in(&in, sbuf, scount, stype, &sd, 0))
             oom(bytes);
     }
-    coll_gather(&pc->cn, root, in_place ? NULL : in.p, bytes, out.p);
+    /* Mismatched pieces (erroneous): the fewer bytes move, nothing is overrun, and the rank whose
+     * piece did not fit (the root for its own) reports MPI_ERR_TRUNCATE, as MPICH does. */
+    size_t own = me == root && !in_place ? (size_t)scount * (size_t)sd.size : bytes;
+    int trunc = own > bytes;
+    if (own != bytes)
+        memcpy((char *)out.p + (size_t)root * bytes, in.p, own < bytes ? own : bytes);
+    trunc |= coll_gather(&pc->cn, root, in_place || own != bytes ? NULL : in.p, bytes, out.p);
     pmpi_stat_path(&st_gather, in.tmp || out.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes, 0);
     pc_in_done(&in);
     pc_out_done(&out);
-    return MPI_SUCCESS;
+    return trunc ? (PMPI_Comm_call_errhandler(comm, MPI_ERR_TRUNCATE), MPI_ERR_TRUNCATE) : MPI_SUCCESS;
 }
 
 BOBCAT_EXPORT int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
@@ -205,11 +211,17 @@ BOBCAT_EXPORT int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, 
         if (pc_out(&out, rbuf, rcount, rtype, &rd, 0, 0))
             oom(bytes);
     }
-    coll_scatter(&pc->cn, root, in.p, bytes, in_place ? NULL : out.p);
+    /* Mismatched pieces (erroneous): as MPI_Gather, the rank whose piece was too small (the root
+     * for its own) reports MPI_ERR_TRUNCATE. */
+    size_t own = me == root && !in_place ? (size_t)rcount * (size_t)rd.size : bytes;
+    int trunc = own < bytes;
+    if (own != bytes)
+        memcpy(out.p, (const char *)in.p + (size_t)root * bytes, own < bytes ? own : bytes);
+    trunc |= coll_scatter(&pc->cn, root, in.p, bytes, in_place || own != bytes ? NULL : out.p);
     pmpi_stat_path(&st_scatter, in.tmp || out.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes, 0);
     pc_in_done(&in);
     pc_out_done(&out);
-    return MPI_SUCCESS;
+    return trunc ? (PMPI_Comm_call_errhandler(comm, MPI_ERR_TRUNCATE), MPI_ERR_TRUNCATE) : MPI_SUCCESS;
 }
 
 /* Byte counts and displacements of the v-variants, for a dense type (in place) or for packed

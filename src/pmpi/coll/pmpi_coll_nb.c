@@ -188,6 +188,8 @@ typedef struct nb_req {
                                 real MPI's persistent request made at its init (pers_lead_start) */
     struct pcoll *pinit;     /* not a call: that request's init, waiting for its turn among the
                                 leaders' calls (pers_queue) */
+    int err;                 /* what its completion reports (MPI_ERR_TRUNCATE: a root's own piece
+                                did not fit) */
 } nb_req_t;
 
 /* ---- across nodes: node phase, leaders' phase, node phase --------------------------------------- */
@@ -420,6 +422,7 @@ static int nb_test(p2p_req_t *r, int *err_p)
     *err_p = MPI_SUCCESS;
     if (q->hier ? !hier_advance(q) : !q->local_done && !coll_nb_test(&q->c))
         return 0;
+    *err_p = q->err;
     if (q->hier)
         for (nb_req_t **pp = &hier_head; *pp; pp = &(*pp)->hnext)
             if (*pp == q) {
@@ -1704,6 +1707,17 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
     int n = pc->size, me = pc->rank;
     nb_req_t *q = req_new();
     size_t b = move_piece(kind, me, root, sbuf, scount, &sd, rcount, &rd);
+    /* A root's own piece (Igather: sent, Iscatter: received) against the piece size its buffer is
+     * laid out in (b): mismatched (erroneous), the fewer bytes move and a too big one is reported at
+     * the completion (MPI_ERR_TRUNCATE), as the blocking calls do. */
+    size_t own = b;
+    if (me == root && kind == COLL_NB_GATHER && sbuf != MPI_IN_PLACE)
+        b = (size_t)rcount * (size_t)rd.size;
+    else if (me == root && kind == COLL_NB_SCATTER && rbuf != MPI_IN_PLACE)
+        own = (size_t)rcount * (size_t)rd.size;
+    if (kind == COLL_NB_GATHER ? own > b : own < b)
+        q->err = MPI_ERR_TRUNCATE;
+    size_t own_b = own < b ? own : b;
     if (!b)
         return nothing_to_move(q, st, comm, req);
     q->c.bytes = b;
@@ -1742,7 +1756,7 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
         if (me == root) {
             q->c.rbuf = stage_out(q, rbuf, rcount * n, rtype, &rd, 1, sbuf == MPI_IN_PLACE);
             if (sbuf != MPI_IN_PLACE) {
-                memcpy((char *)q->c.rbuf + (size_t)me * b, stage_in(q, sbuf, scount, stype, &sd, 0), b);
+                memcpy((char *)q->c.rbuf + (size_t)me * b, stage_in(q, sbuf, scount, stype, &sd, 0), own_b);
                 pc_in_done(&q->in);
             }
         } else {
@@ -1757,7 +1771,7 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
                 pc_buf_t own;
                 if (pc_out(&own, rbuf, rcount, rtype, &rd, 0, 0))
                     util_out_of_memory("a nonblocking collective's result", b);
-                memcpy(own.p, (const char *)q->c.sbuf + (size_t)me * b, b);
+                memcpy(own.p, (const char *)q->c.sbuf + (size_t)me * b, own_b);
                 pc_out_done(&own);
             }
         } else {
