@@ -154,8 +154,9 @@ typedef enum { COLL_ALG_SERIAL, COLL_ALG_PARALLEL, COLL_ALG_FUSED } coll_alg_t;
 
 BOBCAT_LAYER_API void coll_barrier(coll_node_t *cn);
 /* root's buf shared; others may be private (a private one is not pushed into: its owner copies
- * all of it). */
-BOBCAT_LAYER_API void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes);
+ * all of it). 0, or at a receiver whose bytes differ from the root's (the fewer moved) 1 if the
+ * root sent more, 2 if less. */
+BOBCAT_LAYER_API int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes);
 /* Every rank's sbuf shared (at the root sbuf may equal rbuf: in place). Parallel: root's rbuf shared. */
 BOBCAT_LAYER_API void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op, coll_alg_t alg);
 /* Every rank's sbuf shared (may equal rbuf). rbuf private ok (FUSED: a private one costs a second

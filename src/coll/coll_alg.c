@@ -92,17 +92,23 @@ static size_t share_end(uint64_t dst, size_t bytes, int k, int n)
  * the root waits. Split: each receiver also publishes its buffer (0 if private); the root pushes
  * share k into receiver k (k = distance from the root) while that receiver pulls the other shares,
  * so two cores move each receiver's data; the root signals done after its pushes and every
- * receiver waits for that (it also keeps a receiver from republishing its slot too early). */
-void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
+ * receiver waits for that (it also keeps a receiver from republishing its slot too early).
+ * The root's words say its bytes: inline, word 0 is the count (at most INLINE_MAX) and the data
+ * follows; else word 0 is its buffer (an address, never that small) and word 1 the count. A
+ * receiver follows the root's choices (inline, split) and moves the fewer bytes when its own count
+ * differs (erroneous: the signatures must match), so nobody's buffer is overrun; it gets 1 if the
+ * root sent more than its buffer holds, 2 if less (else 0). */
+int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
 {
     if (cn->size == 1 || !bytes)
-        return;
+        return 0;
     cn->seq++;
-    int split = bytes > INLINE_MAX && coll_tune.split_min && bytes >= coll_tune.split_min;
     if (cn->rank == root) {
-        uint64_t w[7] = {W(buf)};
-        int n = 1;
+        int split = bytes > INLINE_MAX && coll_tune.split_min && bytes >= coll_tune.split_min;
+        uint64_t w[7] = {W(buf), bytes};
+        int n = 2;
         if (bytes <= INLINE_MAX) {
+            w[0] = bytes;
             memcpy(&w[1], buf, bytes);
             n = 1 + (int)((bytes + 7) / 8);
         }
@@ -120,16 +126,21 @@ void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
             coll_signal_done(cn);
         }
         coll_wait_all_done(cn);
-        return;
+        return 0;
     }
-    uint64_t mine = split && smap_is_shared(buf) ? W(buf) : 0;
+    const coll_pub_t *p = coll_pub_of(cn, root);
+    int inl = p->word[0] <= INLINE_MAX;
+    size_t rb = inl ? p->word[0] : p->word[1]; /* the root's bytes */
+    int split = rb > INLINE_MAX && coll_tune.split_min && rb >= coll_tune.split_min;
+    uint64_t mine = split && rb == bytes && smap_is_shared(buf) ? W(buf) : 0; /* (the root pushes into it) */
     if (split) {
         uint64_t w[7] = {mine};
         coll_publish(cn, w, 1);
     }
-    const coll_pub_t *p = coll_pub_of(cn, root);
-    const char *src = bytes <= INLINE_MAX ? (const char *)&p->word[1] : (const char *)coll_peer(cn, root, p->word[0]);
-    if (mine) {
+    const char *src = inl ? (const char *)&p->word[1] : (const char *)coll_peer(cn, root, p->word[0]);
+    if (rb != bytes) {
+        util_copy(buf, src, rb < bytes ? rb : bytes);
+    } else if (mine) {
         int k = (cn->rank - root + cn->size) % cn->size;
         size_t lo = share_end(mine, bytes, k, cn->size), hi = share_end(mine, bytes, k + 1, cn->size);
         /* Pull what the root does not push: after its share first (the root starts at the front of
@@ -144,6 +155,7 @@ void coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
     coll_signal_done(cn);
     if (split)
         coll_wait_done(cn, root);
+    return rb == bytes ? 0 : rb > bytes ? 1 : 2;
 }
 
 /* acc = x[hi] op ... op x[lo] folded from the top: acc starts as a copy of x[hi]. in(i) is rank

@@ -9,7 +9,8 @@
  * - Allgather and Iallgather with each rank's input at its own block of the result: every rank gets
  *   the same answer (an error everywhere, or the gathered values), as from the real MPI alone.
  *
- * - mismatched piece sizes in Gather/Scatter and their I forms, on one node (mismatch, below).
+ * - mismatched piece sizes in Gather/Scatter and their I forms, and mismatched counts in Bcast, on
+ *   one node (mismatch, bcast_mismatch below).
  *
  * At two roots (0, the last), on MPI_COMM_WORLD with MPI_ERRORS_RETURN. The run under yod must end;
  * the test's CTest time-out is what a hang would hit. */
@@ -165,6 +166,30 @@ static void mismatch(int nb, int scatter)
     free(sb), free(rb);
 }
 
+/* Bcast with mismatched counts, on one node: the root sends `sent` ints, the others expect `want`:
+ * each receiver gets the fewer, nothing past its buffer, and an error (MPI_ERR_TRUNCATE when the
+ * root sent more, any error when less), as MPICH's errors/coll bcastlength asks. */
+static void bcast_mismatch(int sent, int want)
+{
+    enum { CANARY = 8 };
+    int root = n - 1, bad = 0, take = me == root ? sent : want;
+    int *b = malloc(sizeof(int) * (size_t)(take + CANARY));
+    for (int i = 0; i < take + CANARY; i++)
+        b[i] = me == root && i < take ? 300 + i : -7;
+    int rc = MPI_Bcast(b, take, MPI_INT, root, MPI_COMM_WORLD);
+    if (me != root) {
+        int got = sent < want ? sent : want;
+        CHECK(rc != MPI_SUCCESS && (sent < want || err_class(rc) == MPI_ERR_TRUNCATE),
+              "Bcast of %d ints into %d: error class %d", sent, want, err_class(rc));
+        for (int i = 0; i < got; i++)
+            bad += b[i] != 300 + i;
+        for (int i = want; i < want + CANARY; i++)
+            bad += b[i] != -7;
+    }
+    CHECK(!bad, "Bcast of %d ints into %d: %d wrong values or bytes written past the buffer", sent, want, bad);
+    free(b);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -189,6 +214,9 @@ int main(int argc, char **argv)
     for (int nb = 0; nb < 2 && one_node; nb++)
         for (int sc = 0; sc < 2; sc++)
             mismatch(nb, sc);
+    static const int bc[][2] = {{1, 10}, {10, 1}, {4, 40}, {40, 4}, {3000, 30000}, {30000, 3000}};
+    for (size_t k = 0; k < sizeof bc / sizeof bc[0] && one_node; k++) /* inline, slot, big */
+        bcast_mismatch(bc[k][0], bc[k][1]);
     MPI_Barrier(MPI_COMM_WORLD);
     int all = 0;
     MPI_Allreduce(&mp_failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

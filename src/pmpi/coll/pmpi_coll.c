@@ -140,8 +140,9 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
         util_error("out of heap for a %zu-byte broadcast: raise the heap (yod --heap)", bytes);
         abort();
     }
+    int mism = 0; /* (one node: a receiver whose count differs from the root's, erroneous) */
     if (!hier) {
-        coll_bcast(&pc->cn, root, b.p, bytes);
+        mism = coll_bcast(&pc->cn, root, b.p, bytes);
     } else {
         int rnode = pc->node[root];
         if (pc->node[me] == rnode)
@@ -157,6 +158,10 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
         pc_in_done(&b);
     else
         pc_out_done(&b);
+    /* as MPICH: more than my buffer holds is MPI_ERR_TRUNCATE, less a size mismatch (MPI_ERR_OTHER) */
+    if (mism)
+        return PMPI_Comm_call_errhandler(comm, mism == 1 ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER),
+               mism == 1 ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
     return MPI_SUCCESS;
 }
 
