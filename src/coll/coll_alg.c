@@ -116,8 +116,9 @@ int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
         if (split) {
             for (int k = 1; k < cn->size; k++) {
                 int r = (root + k) % cn->size;
-                uint64_t d = coll_pub_of(cn, r)->word[0];
-                if (!d)
+                const coll_pub_t *q = coll_pub_of(cn, r);
+                uint64_t d = q->word[0];
+                if (!d || q->word[1] != bytes) /* (private, or not this many bytes: it copies) */
                     continue;
                 size_t lo = share_end(d, bytes, k, cn->size), hi = share_end(d, bytes, k + 1, cn->size);
                 if (hi > lo)
@@ -128,19 +129,25 @@ int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
         coll_wait_all_done(cn);
         return 0;
     }
+    /* Published before the root's words are read (as early as it can be): my buffer and bytes. */
+    int split_me = bytes > INLINE_MAX && coll_tune.split_min && bytes >= coll_tune.split_min;
+    uint64_t mine = split_me && smap_is_shared(buf) ? W(buf) : 0;
+    if (split_me) {
+        uint64_t w[7] = {mine, bytes};
+        coll_publish(cn, w, 2);
+    }
     const coll_pub_t *p = coll_pub_of(cn, root);
     int inl = p->word[0] <= INLINE_MAX;
     size_t rb = inl ? p->word[0] : p->word[1]; /* the root's bytes */
     int split = rb > INLINE_MAX && coll_tune.split_min && rb >= coll_tune.split_min;
-    uint64_t mine = split && rb == bytes && smap_is_shared(buf) ? W(buf) : 0; /* (the root pushes into it) */
-    if (split) {
-        uint64_t w[7] = {mine};
-        coll_publish(cn, w, 1);
+    if (split && !split_me) { /* (counts differ: the root waits for my words, and pushes nothing) */
+        uint64_t w[7] = {0, bytes};
+        coll_publish(cn, w, 2);
     }
     const char *src = inl ? (const char *)&p->word[1] : (const char *)coll_peer(cn, root, p->word[0]);
     if (rb != bytes) {
         util_copy(buf, src, rb < bytes ? rb : bytes);
-    } else if (mine) {
+    } else if (mine) { /* (then split too: the same bytes) */
         int k = (cn->rank - root + cn->size) % cn->size;
         size_t lo = share_end(mine, bytes, k, cn->size), hi = share_end(mine, bytes, k + 1, cn->size);
         /* Pull what the root does not push: after its share first (the root starts at the front of
