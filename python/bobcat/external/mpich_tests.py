@@ -92,10 +92,14 @@ def skip_reason(e: dict, mpi: str) -> str | None:
     return None
 
 
-def read_entries(builddir: str, directory: str, lists: list[str]) -> list[dict]:
+def read_entries(builddir: str, directory: str, lists: list[str], srcdir: str = "") -> list[dict]:
+    """The entries of a directory's lists: as configure wrote them into the build tree, else (a list
+    with no testlist.in, which configure does not copy: errors/coll's) the source tree's own."""
     entries = []
     for ln in lists:
         path = os.path.join(builddir, directory, ln)
+        if not os.path.isfile(path) and srcdir:
+            path = os.path.join(srcdir, directory, ln)
         if os.path.isfile(path):
             entries += parse_testlist(open(path).read(), directory, ln)
     # ids unique across the directory's lists too
