@@ -88,6 +88,12 @@ static size_t share_end(uint64_t dst, size_t bytes, int k, int n)
     return end < bytes ? end : bytes;
 }
 
+/* Whether a broadcast of `bytes` splits its copies between root and receiver (below). */
+static int bcast_splits(size_t bytes)
+{
+    return bytes > INLINE_MAX && coll_tune.split_min && bytes >= coll_tune.split_min;
+}
+
 /* Old (split_min == 0 or below it): every receiver copies the whole buffer from the root's while
  * the root waits. Split: each receiver also publishes its buffer (0 if private); the root pushes
  * share k into receiver k (k = distance from the root) while that receiver pulls the other shares,
@@ -104,7 +110,7 @@ int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
         return 0;
     cn->seq++;
     if (cn->rank == root) {
-        int split = bytes > INLINE_MAX && coll_tune.split_min && bytes >= coll_tune.split_min;
+        int split = bcast_splits(bytes);
         uint64_t w[7] = {W(buf), bytes};
         int n = 2;
         if (bytes <= INLINE_MAX) {
@@ -130,7 +136,7 @@ int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
         return 0;
     }
     /* Published before the root's words are read (as early as it can be): my buffer and bytes. */
-    int split_me = bytes > INLINE_MAX && coll_tune.split_min && bytes >= coll_tune.split_min;
+    int split_me = bcast_splits(bytes);
     uint64_t mine = split_me && smap_is_shared(buf) ? W(buf) : 0;
     if (split_me) {
         uint64_t w[7] = {mine, bytes};
@@ -139,7 +145,7 @@ int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
     const coll_pub_t *p = coll_pub_of(cn, root);
     int inl = p->word[0] <= INLINE_MAX;
     size_t rb = inl ? p->word[0] : p->word[1]; /* the root's bytes */
-    int split = rb > INLINE_MAX && coll_tune.split_min && rb >= coll_tune.split_min;
+    int split = bcast_splits(rb);
     if (split && !split_me) { /* (counts differ: the root waits for my words, and pushes nothing) */
         uint64_t w[7] = {0, bytes};
         coll_publish(cn, w, 2);

@@ -476,16 +476,12 @@ static void publish(coll_nb_t *c)
     case COLL_NB_GATHERV:
     case COLL_NB_SCATTERV:
     case COLL_NB_ALLGATHERV:
-        w[0] = W(c->sbuf);
-        w[1] = W(c->rbuf);
-        w[2] = c->bytes;
-        w[3] = W(c->tab);
-        break;
-    case COLL_NB_GATHER: /* (the piece's bytes: see the units) */
+    case COLL_NB_GATHER: /* (the piece's bytes, which the units read; no table: 0) */
     case COLL_NB_SCATTER:
         w[0] = W(c->sbuf);
         w[1] = W(c->rbuf);
         w[2] = c->bytes;
+        w[3] = W(c->tab);
         break;
     default:
         w[0] = W(c->sbuf);

@@ -159,10 +159,8 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
     else
         pc_out_done(&b);
     /* as MPICH: more than my buffer holds is MPI_ERR_TRUNCATE, less a size mismatch (MPI_ERR_OTHER) */
-    if (mism)
-        return PMPI_Comm_call_errhandler(comm, mism == 1 ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER),
-               mism == 1 ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
-    return MPI_SUCCESS;
+    int err = mism == 0 ? MPI_SUCCESS : mism == 1 ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
+    return err == MPI_SUCCESS ? err : (PMPI_Comm_call_errhandler(comm, err), err);
 }
 
 /* Common checks of the reductions: NULL (and the reason) when the real MPI must do it. */

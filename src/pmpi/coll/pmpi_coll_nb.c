@@ -1147,11 +1147,9 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
     if (nc && (red_args(count, dt, op, &cop, &n, &why) != 0 ||
                (kind == COLL_NB_REDUCE && (root < 0 || root >= pc->size))))
         nc = NULL;
-    if (nc && (kind == COLL_NB_REDUCE ? pc->rank != root && sbuf == MPI_IN_PLACE : 0)) {
-        nc = NULL;
-        why = PMPI_WHY_VARIANT;
-    }
-    if (nc && n && red_alias(kind, pc->rank, sbuf, rbuf, root)) { /* (as the blocking ones) */
+    /* erroneous buffers, as the blocking ones (in place off a Reduce's root even with nothing to move) */
+    if (nc && ((kind == COLL_NB_REDUCE && pc->rank != root && sbuf == MPI_IN_PLACE) ||
+               (n && red_alias(kind, pc->rank, sbuf, rbuf, root)))) {
         nc = NULL;
         why = PMPI_WHY_VARIANT;
     }
@@ -1869,11 +1867,10 @@ typedef struct pcoll {
     /* The v/w forms across nodes, a leader: no real persistent request (the counts are the node
      * mates', known at the start), but the nonblocking call's leaders' phase on a copy of the
      * leaders' communicator of the request's own (vcomm, made at the init by MPI_Comm_idup: vdup,
-     * vpending), so that each start's leaders' call pairs with the same request's on the other
-     * leaders whatever order ranks start requests in. */
+     * MPI_REQUEST_NULL once complete), so that each start's leaders' call pairs with the same
+     * request's on the other leaders whatever order ranks start requests in. */
     MPI_Comm vcomm;
     MPI_Request vdup;
-    int vpending;
 } pcoll_t;
 
 static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner);
@@ -1979,7 +1976,7 @@ static void pcoll_free(pcoll_t *p)
  * flight, which then completes on its own). */
 static void pers_maybe_free(pcoll_t *p)
 {
-    if (p->released && !p->queued && !p->vpending && !p->busy)
+    if (p->released && !p->queued && p->vdup == MPI_REQUEST_NULL && !p->busy)
         pcoll_free(p);
 }
 
@@ -2022,7 +2019,7 @@ static void pers_init_now(pcoll_t *p)
     case COLL_NB_REDUCE:
         if (p->lcount)
             rc = PCOLL_REAL(Reduce)(p->lself ? MPI_IN_PLACE : p->lfix, p->lself ? p->lfix : NULL, p->lcount, dt, p->op,
-                                  p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
+                                    p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
         break;
     case COLL_NB_ALLREDUCE:
         if (p->lcount)
@@ -2030,28 +2027,28 @@ static void pers_init_now(pcoll_t *p)
         break;
     case COLL_NB_ALLGATHER: /* the nodes' blocks in place (iallgather_hier) */
         rc = PCOLL_REAL(Allgatherv)(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE,
-                                  p->lcomm, MPI_INFO_NULL, &p->real);
+                                    p->lcomm, MPI_INFO_NULL, &p->real);
         break;
     case COLL_NB_GATHER: /* at the leaders' root the whole result, elsewhere my node's block */
         if (p->lself)
             rc = PCOLL_REAL(Gatherv)(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE,
-                                   p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
+                                     p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
         else
             rc = PCOLL_REAL(Gatherv)(p->lfix, p->ldisp, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, p->lroot, p->lcomm,
-                                   MPI_INFO_NULL, &p->real);
+                                     MPI_INFO_NULL, &p->real);
         break;
     case COLL_NB_SCATTER:
         if (p->lself)
             rc = PCOLL_REAL(Scatterv)(p->lfix, p->lcd, p->lcd + p->lcount, MPI_BYTE, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
-                                    p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
+                                      p->lroot, p->lcomm, MPI_INFO_NULL, &p->real);
         else
             rc = PCOLL_REAL(Scatterv)(NULL, NULL, NULL, MPI_BYTE, p->lfix, p->ldisp, MPI_BYTE, p->lroot, p->lcomm,
-                                    MPI_INFO_NULL, &p->real);
+                                      MPI_INFO_NULL, &p->real);
         break;
     case COLL_NB_ALLTOALL: { /* the blocks between nodes (ialltoall_hier's far_s, far_r) */
         int N = p->lcount, *c = p->lcd;
         rc = PCOLL_REAL(Alltoallv)(p->lfix, c, c + N, MPI_BYTE, p->lfix + p->lout_off, c + 2 * N, c + 3 * N, MPI_BYTE,
-                                 p->lcomm, MPI_INFO_NULL, &p->real);
+                                   p->lcomm, MPI_INFO_NULL, &p->real);
         break;
     }
     case COLL_NB_REDUCE_SCATTER: /* the nodes' blocks, in place: mine lands at the start */
@@ -2062,12 +2059,11 @@ static void pers_init_now(pcoll_t *p)
     case COLL_NB_ALLGATHERV:
     case COLL_NB_ALLTOALLV: /* (a collective on lcomm, made in its turn like the requests above) */
         rc = PMPI_Comm_idup(p->lcomm, &p->vcomm, &p->vdup);
-        p->vpending = rc == MPI_SUCCESS;
         break;
     default: /* Scan, Exscan: the node totals' prefix (iscan_hier) */
         if (p->lcount)
             rc = PCOLL_REAL(Exscan)(p->lfix, p->lfix + p->lout_off, p->lcount, dt, p->op, p->lcomm, MPI_INFO_NULL,
-                                  &p->real);
+                                    &p->real);
         break;
     }
     if (rc != MPI_SUCCESS) {
@@ -2079,12 +2075,11 @@ static void pers_init_now(pcoll_t *p)
 
 static int pers_inited(pcoll_t *p)
 {
-    if (p->vpending) {
+    if (p->vdup != MPI_REQUEST_NULL) {
         int done = 0;
-        PMPI_Test(&p->vdup, &done, MPI_STATUS_IGNORE);
+        PMPI_Test(&p->vdup, &done, MPI_STATUS_IGNORE); /* (done: vdup is MPI_REQUEST_NULL) */
         if (!done)
             return 0;
-        p->vpending = 0;
         pers_maybe_free(p); /* (made, so not queued: 1 whether p is freed now or not) */
         return 1;
     }
@@ -2101,7 +2096,7 @@ static void pers_queue(pcoll_t *p)
         wait = leaders_call_pending(e, p->lcomm);
     if (!wait) {
         pers_init_now(p);
-        if (!p->vpending)
+        if (p->vdup == MPI_REQUEST_NULL)
             return;
     } else {
         p->queued = 1;
@@ -2379,7 +2374,6 @@ static int pcoll_new(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
     }
     p->real = p->vdup = MPI_REQUEST_NULL;
     p->vcomm = MPI_COMM_NULL;
-    p->vpending = 0;
     if (pcoll_span) {
         p->hier = 1;
         if (pcoll_span->leader == pcoll_span->rank)
@@ -2400,7 +2394,7 @@ BOBCAT_EXPORT int PCOLL(Barrier)(MPI_Comm comm, MPI_Info info, MPI_Request *req)
 }
 
 BOBCAT_EXPORT int PCOLL(Bcast)(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Info info,
-                                 MPI_Request *req)
+                               MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = {.kind = COLL_NB_BCAST, .rbuf = buf, .rcount = count, .rdt = dt, .sdt = MPI_DATATYPE_NULL, .root = root};
@@ -2425,7 +2419,7 @@ static pcoll_t pmove_args(coll_nb_kind_t kind, const void *sbuf, int scount, MPI
 }
 
 BOBCAT_EXPORT int PCOLL(Reduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
-                                  MPI_Comm comm, MPI_Info info, MPI_Request *req)
+                                MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pred_args(COLL_NB_REDUCE, sbuf, rbuf, count, dt, op, root);
@@ -2435,7 +2429,7 @@ BOBCAT_EXPORT int PCOLL(Reduce)(const void *sbuf, void *rbuf, int count, MPI_Dat
 }
 
 BOBCAT_EXPORT int PCOLL(Allreduce)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
-                                     MPI_Comm comm, MPI_Info info, MPI_Request *req)
+                                   MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pred_args(COLL_NB_ALLREDUCE, sbuf, rbuf, count, dt, op, 0);
@@ -2445,7 +2439,7 @@ BOBCAT_EXPORT int PCOLL(Allreduce)(const void *sbuf, void *rbuf, int count, MPI_
 }
 
 BOBCAT_EXPORT int PCOLL(Scan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                                MPI_Info info, MPI_Request *req)
+                              MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pred_args(COLL_NB_SCAN, sbuf, rbuf, count, dt, op, 0);
@@ -2455,7 +2449,7 @@ BOBCAT_EXPORT int PCOLL(Scan)(const void *sbuf, void *rbuf, int count, MPI_Datat
 }
 
 BOBCAT_EXPORT int PCOLL(Exscan)(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
-                                  MPI_Info info, MPI_Request *req)
+                                MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pred_args(COLL_NB_EXSCAN, sbuf, rbuf, count, dt, op, 0);
@@ -2495,7 +2489,7 @@ static int prs_init(pcoll_t *t, MPI_Comm comm, MPI_Request *req)
 }
 
 BOBCAT_EXPORT int PCOLL(Reduce_scatter_block)(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dt, MPI_Op op,
-                                                MPI_Comm comm, MPI_Info info, MPI_Request *req)
+                                              MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = prs_args(sbuf, rbuf, &rcount, 1, dt, op);
@@ -2505,7 +2499,7 @@ BOBCAT_EXPORT int PCOLL(Reduce_scatter_block)(const void *sbuf, void *rbuf, int 
 }
 
 BOBCAT_EXPORT int PCOLL(Reduce_scatter)(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
-                                          MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+                                        MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = prs_args(sbuf, rbuf, rcounts, 0, dt, op);
@@ -2515,7 +2509,7 @@ BOBCAT_EXPORT int PCOLL(Reduce_scatter)(const void *sbuf, void *rbuf, const int 
 }
 
 BOBCAT_EXPORT int PCOLL(Allgather)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                                     MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+                                   MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pmove_args(COLL_NB_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, 0);
@@ -2525,7 +2519,7 @@ BOBCAT_EXPORT int PCOLL(Allgather)(const void *sbuf, int scount, MPI_Datatype st
 }
 
 BOBCAT_EXPORT int PCOLL(Alltoall)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                                    MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+                                  MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pmove_args(COLL_NB_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, 0);
@@ -2535,7 +2529,7 @@ BOBCAT_EXPORT int PCOLL(Alltoall)(const void *sbuf, int scount, MPI_Datatype sty
 }
 
 BOBCAT_EXPORT int PCOLL(Gather)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                                  MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+                                MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pmove_args(COLL_NB_GATHER, sbuf, scount, stype, rbuf, rcount, rtype, root);
@@ -2545,7 +2539,7 @@ BOBCAT_EXPORT int PCOLL(Gather)(const void *sbuf, int scount, MPI_Datatype stype
 }
 
 BOBCAT_EXPORT int PCOLL(Scatter)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                                   MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+                                 MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     pcoll_t t = pmove_args(COLL_NB_SCATTER, sbuf, scount, stype, rbuf, rcount, rtype, root);
@@ -2574,8 +2568,8 @@ static int comm_n(MPI_Comm comm, int *me)
 }
 
 BOBCAT_EXPORT int PCOLL(Gatherv)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
-                                   const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
-                                   MPI_Request *req)
+                                 const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
+                                 MPI_Request *req)
 {
     PMPI_GUARD();
     int me, n = comm_n(comm, &me), at = me == root;
@@ -2591,8 +2585,8 @@ BOBCAT_EXPORT int PCOLL(Gatherv)(const void *sbuf, int scount, MPI_Datatype styp
 }
 
 BOBCAT_EXPORT int PCOLL(Scatterv)(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
-                                    void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
-                                    MPI_Request *req)
+                                  void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
+                                  MPI_Request *req)
 {
     PMPI_GUARD();
     int me, n = comm_n(comm, &me), at = me == root;
@@ -2608,8 +2602,8 @@ BOBCAT_EXPORT int PCOLL(Scatterv)(const void *sbuf, const int scounts[], const i
 }
 
 BOBCAT_EXPORT int PCOLL(Allgatherv)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                                      const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm,
-                                      MPI_Info info, MPI_Request *req)
+                                    const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm,
+                                    MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     int me, n = comm_n(comm, &me);
@@ -2623,8 +2617,8 @@ BOBCAT_EXPORT int PCOLL(Allgatherv)(const void *sbuf, int scount, MPI_Datatype s
 }
 
 BOBCAT_EXPORT int PCOLL(Alltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
-                                     void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
-                                     MPI_Comm comm, MPI_Info info, MPI_Request *req)
+                                   void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
+                                   MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     int me, n = comm_n(comm, &me), ip = sbuf == MPI_IN_PLACE;
@@ -2640,8 +2634,8 @@ BOBCAT_EXPORT int PCOLL(Alltoallv)(const void *sbuf, const int scounts[], const 
 }
 
 BOBCAT_EXPORT int PCOLL(Alltoallw)(const void *sbuf, const int scounts[], const int sdispls[],
-                                     const MPI_Datatype stypes[], void *rbuf, const int rcounts[], const int rdispls[],
-                                     const MPI_Datatype rtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *req)
+                                   const MPI_Datatype stypes[], void *rbuf, const int rcounts[], const int rdispls[],
+                                   const MPI_Datatype rtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
     int me, n = comm_n(comm, &me), ip = sbuf == MPI_IN_PLACE;

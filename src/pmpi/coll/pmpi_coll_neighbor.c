@@ -696,8 +696,8 @@ BOBCAT_EXPORT int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcou
 /* ---- the persistent forms' entry points (MPI 4.0; the info argument carries no hint we use) ---- */
 #ifdef PCOLL
 BOBCAT_EXPORT int PCOLL(Neighbor_allgather)(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                                              int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
-                                              MPI_Request *request)
+                                            int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                            MPI_Request *request)
 {
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_AG, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
@@ -705,13 +705,13 @@ BOBCAT_EXPORT int PCOLL(Neighbor_allgather)(const void *sendbuf, int sendcount, 
     if (npers_init(&st_iag, &a, comm, request))
         return MPI_SUCCESS;
     return PCOLL_REAL(Neighbor_allgather)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
-                                        request);
+                                          request);
 }
 
 BOBCAT_EXPORT int PCOLL(Neighbor_allgatherv)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                                               void *recvbuf, const int recvcounts[], const int displs[],
-                                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
-                                               MPI_Request *request)
+                                             void *recvbuf, const int recvcounts[], const int displs[],
+                                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                             MPI_Request *request)
 {
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_AGV, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
@@ -719,12 +719,12 @@ BOBCAT_EXPORT int PCOLL(Neighbor_allgatherv)(const void *sendbuf, int sendcount,
     if (npers_init(&st_iagv, &a, comm, request))
         return MPI_SUCCESS;
     return PCOLL_REAL(Neighbor_allgatherv)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
-                                         info, request);
+                                           info, request);
 }
 
 BOBCAT_EXPORT int PCOLL(Neighbor_alltoall)(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                                             int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
-                                             MPI_Request *request)
+                                           int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                           MPI_Request *request)
 {
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_A2A, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
@@ -732,13 +732,13 @@ BOBCAT_EXPORT int PCOLL(Neighbor_alltoall)(const void *sendbuf, int sendcount, M
     if (npers_init(&st_ia2a, &a, comm, request))
         return MPI_SUCCESS;
     return PCOLL_REAL(Neighbor_alltoall)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
-                                       request);
+                                         request);
 }
 
 BOBCAT_EXPORT int PCOLL(Neighbor_alltoallv)(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                                              MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                                              const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
-                                              MPI_Info info, MPI_Request *request)
+                                            MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                                            const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                                            MPI_Info info, MPI_Request *request)
 {
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = sendcounts, .sdispls = sdispls, .stype = sendtype,
@@ -746,13 +746,13 @@ BOBCAT_EXPORT int PCOLL(Neighbor_alltoallv)(const void *sendbuf, const int sendc
     if (npers_init(&st_ia2av, &a, comm, request))
         return MPI_SUCCESS;
     return PCOLL_REAL(Neighbor_alltoallv)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                        recvtype, comm, info, request);
+                                          recvtype, comm, info, request);
 }
 
 BOBCAT_EXPORT int PCOLL(Neighbor_alltoallw)(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
-                                              const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                                              const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
-                                              MPI_Info info, MPI_Request *request)
+                                            const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                                            const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                            MPI_Info info, MPI_Request *request)
 {
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = sendcounts, .sdispw = sdispls, .stypes = sendtypes,
@@ -760,6 +760,6 @@ BOBCAT_EXPORT int PCOLL(Neighbor_alltoallw)(const void *sendbuf, const int sendc
     if (npers_init(&st_ia2aw, &a, comm, request))
         return MPI_SUCCESS;
     return PCOLL_REAL(Neighbor_alltoallw)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                                        recvtypes, comm, info, request);
+                                          recvtypes, comm, info, request);
 }
 #endif
