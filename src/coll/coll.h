@@ -157,6 +157,9 @@ BOBCAT_LAYER_API void coll_barrier(coll_node_t *cn);
  * all of it). 0, or at a receiver whose bytes differ from the root's (the fewer moved) 1 if the
  * root sent more, 2 if less. */
 BOBCAT_LAYER_API int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes);
+/* The same; a root with `failed` set makes every receiver whose bytes match get 3 (a node's
+ * leader whose broadcast among the leaders failed says so to its node). */
+BOBCAT_LAYER_API int coll_bcast_failed(coll_node_t *cn, int root, void *buf, size_t bytes, int failed);
 /* Every rank's sbuf shared (at the root sbuf may equal rbuf: in place). Parallel: root's rbuf shared. */
 BOBCAT_LAYER_API void coll_reduce(coll_node_t *cn, int root, const void *sbuf, void *rbuf, size_t count, const coll_op_t *op, coll_alg_t alg);
 /* Every rank's sbuf shared (may equal rbuf). rbuf private ok (FUSED: a private one costs a second
@@ -293,6 +296,10 @@ typedef struct coll_nb {
     int published, mine_done, complete;
     int vinl;                  /* ALLTOALLV: my blocks travel in my slot (coll_nb.c, "small
                                   all-to-all-v"): set when published */
+    int failed;                /* BCAST, the root: say so to every receiver (a node's leader whose
+                                  broadcast among the leaders failed) */
+    int mism;                  /* BCAST, a receiver, once complete: 1 the root sent more than my
+                                  bytes, 2 fewer (erroneous; the fewer moved), 3 the root failed */
     struct coll_nb *next;
 } coll_nb_t;
 

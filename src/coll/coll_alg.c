@@ -99,22 +99,26 @@ static int bcast_splits(size_t bytes)
  * share k into receiver k (k = distance from the root) while that receiver pulls the other shares,
  * so two cores move each receiver's data; the root signals done after its pushes and every
  * receiver waits for that (it also keeps a receiver from republishing its slot too early).
- * The root's words say its bytes: inline, word 0 is the count (at most INLINE_MAX) and the data
- * follows; else word 0 is its buffer (an address, never that small) and word 1 the count. A
- * receiver follows the root's choices (inline, split) and moves the fewer bytes when its own count
- * differs (erroneous: the signatures must match), so nobody's buffer is overrun; it gets 1 if the
- * root sent more than its buffer holds, 2 if less (else 0). */
-int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
+ * The root's words say its bytes: inline, word 0 is the count (at most INLINE_MAX, plus
+ * BCAST_FAILED when the root says so) and the data follows; else word 0 is its buffer (an
+ * address, never below 4096) and word 1 the count (plus BCAST_FAILED_HI). A receiver follows the
+ * root's choices (inline, split) and moves the fewer bytes when its own count differs (erroneous:
+ * the signatures must match), so nobody's buffer is overrun; it gets 1 if the root sent more than
+ * its buffer holds, 2 if less, else 3 if the root said `failed` (a node's leader whose broadcast
+ * among the leaders failed: its data may be short), else 0. */
+#define BCAST_FAILED 0x100u
+#define BCAST_FAILED_HI ((uint64_t)1 << 63)
+int coll_bcast_failed(coll_node_t *cn, int root, void *buf, size_t bytes, int failed)
 {
     if (cn->size == 1 || !bytes)
         return 0;
     cn->seq++;
     if (cn->rank == root) {
         int split = bcast_splits(bytes);
-        uint64_t w[7] = {W(buf), bytes};
+        uint64_t w[7] = {W(buf), bytes | (failed ? BCAST_FAILED_HI : 0)};
         int n = 2;
         if (bytes <= INLINE_MAX) {
-            w[0] = bytes;
+            w[0] = bytes | (failed ? BCAST_FAILED : 0);
             memcpy(&w[1], buf, bytes);
             n = 1 + (int)((bytes + 7) / 8);
         }
@@ -143,8 +147,10 @@ int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
         coll_publish(cn, w, 2);
     }
     const coll_pub_t *p = coll_pub_of(cn, root);
-    int inl = p->word[0] <= INLINE_MAX;
-    size_t rb = inl ? p->word[0] : p->word[1]; /* the root's bytes */
+    int inl = p->word[0] < 4096;
+    uint64_t rw = inl ? p->word[0] : p->word[1];
+    int rfailed = inl ? (rw & BCAST_FAILED) != 0 : (rw & BCAST_FAILED_HI) != 0;
+    size_t rb = inl ? (size_t)(rw & (BCAST_FAILED - 1)) : (size_t)(rw & ~BCAST_FAILED_HI); /* the root's bytes */
     int split = bcast_splits(rb);
     if (split && !split_me) { /* (counts differ: the root waits for my words, and pushes nothing) */
         uint64_t w[7] = {0, bytes};
@@ -168,8 +174,10 @@ int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes)
     coll_signal_done(cn);
     if (split)
         coll_wait_done(cn, root);
-    return rb == bytes ? 0 : rb > bytes ? 1 : 2;
+    return rb != bytes ? (rb > bytes ? 1 : 2) : rfailed ? 3 : 0;
 }
+
+int coll_bcast(coll_node_t *cn, int root, void *buf, size_t bytes) { return coll_bcast_failed(cn, root, buf, bytes, 0); }
 
 /* acc = x[hi] op ... op x[lo] folded from the top: acc starts as a copy of x[hi]. in(i) is rank
  * i's input at the slice. */

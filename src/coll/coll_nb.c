@@ -4,7 +4,8 @@
  *
  * What rank r publishes for call s (words of its ring slot, pointers in r's own view):
  *   BARRIER          nothing
- *   BCAST            w0 = its buffer; inline: the root's data in w0..w5, non-roots nothing
+ *   BCAST            w0 = its buffer (0 if inline); the root inline: its data in w0..w5;
+ *                    w6 = its bytes | BC_INL if inline | BC_FAILED (the root failed)
  *   REDUCE           w0 = its input, the root's w1 = its result; inline: the input in w0..w5
  *   ALLREDUCE        w0 = its input, w1 = its result; inline: the input in w0..w5
  *   ALLGATHER        w0 = its piece, w1 = its result; inline: the piece in w0..w5
@@ -103,6 +104,15 @@ static inline uint64_t W(const void *p) { return (uint64_t)(uintptr_t)p; }
 #define VINL_BYTES 40
 static const int vinl_word[VINL_BYTES / 8] = {0, 1, 2, 4, 5};
 
+/* Broadcast: every rank says its bytes and whether its side is inline (w6). Counts that differ
+ * are erroneous, but they happen (MPICH's tests make them): each side's choice is its own, a
+ * receiver's unit moves the fewer bytes from wherever the root's are, an inline receiver's unit is
+ * its own (its buffer may be private), and each receiver compares the root's bytes with its own. */
+#define BC_INL ((uint64_t)1 << 62)
+#define BC_FAILED ((uint64_t)1 << 63)
+#define BC_BYTES (BC_INL - 1)
+static inline uint64_t bc_word(const coll_nb_group_t *g, uint64_t s, int r) { return slot_of(g, s, r)->pub.word[6]; }
+
 /* The v forms: rank r's own piece's bytes (w2). */
 static inline size_t pbytes(const coll_nb_group_t *g, uint64_t s, int r) { return (size_t)slot_of(g, s, r)->pub.word[2]; }
 /* The v forms: a pointer of rank r's table, in my view. */
@@ -133,7 +143,8 @@ static int has_unit(const coll_nb_t *c, int p)
     switch (c->kind) {
     case COLL_NB_BARRIER:
         return 0;
-    case COLL_NB_BCAST:
+    case COLL_NB_BCAST: /* (even empty: the root's bytes may differ, erroneous) */
+        return p != c->root;
     case COLL_NB_GATHER:
     case COLL_NB_SCATTER:
         return p != c->root && c->bytes;
@@ -276,12 +287,19 @@ static void unit(coll_nb_t *c, int p)
     ptrs_t t;
     size_t lo, cnt;
     switch (c->kind) {
-    case COLL_NB_BCAST:
-        if (c->inl)
-            memcpy(c->rbuf, pwords(g, s, c->root), c->bytes); /* my own unit */
+    case COLL_NB_BCAST: {
+        uint64_t rw = bc_word(g, s, c->root);
+        size_t rb = (size_t)(rw & BC_BYTES), pb = p == g->rank ? c->bytes : (size_t)(bc_word(g, s, p) & BC_BYTES);
+        size_t b = rb < pb ? rb : pb;
+        char *dst = p == g->rank && c->inl ? (char *)c->rbuf : pptr(g, s, p, 0); /* (inline: my own unit) */
+        if (!b)
+            break;
+        if (rw & BC_INL)
+            memcpy(dst, pwords(g, s, c->root), b);
         else
-            util_copy(pptr(g, s, p, 0), pptr(g, s, c->root, 0), c->bytes);
+            util_copy(dst, pptr(g, s, c->root, 0), b);
         break;
+    }
     case COLL_NB_REDUCE:
     case COLL_NB_ALLREDUCE: {
         const char **in = inputs(&t, c);
@@ -425,6 +443,7 @@ static void publish(coll_nb_t *c)
             w[0] = W(c->rbuf);
         else if (me == c->root)
             memcpy(w, c->rbuf, c->bytes);
+        w[6] = c->bytes | (c->inl ? BC_INL : 0) | (c->failed ? BC_FAILED : 0);
         break;
     case COLL_NB_REDUCE:
     case COLL_NB_ALLREDUCE:
@@ -541,6 +560,22 @@ static int all_published(const coll_nb_t *c)
     return 1;
 }
 
+/* Rank p's unit is p's own alone: a small all-to-all-v's (above), an inline receiver's broadcast. */
+static int own_only(const coll_nb_t *c, int p)
+{
+    if (c->kind == COLL_NB_ALLTOALLV)
+        return slot_of(c->g, c->seq, p)->pub.word[6] != 0;
+    return c->kind == COLL_NB_BCAST && (bc_word(c->g, c->seq, p) & BC_INL);
+}
+
+/* A broadcast's receiver, complete (the root's slot is still there: my watermark is below it). */
+static int bcast_mism(const coll_nb_t *c)
+{
+    uint64_t rw = bc_word(c->g, c->seq, c->root);
+    size_t rb = (size_t)(rw & BC_BYTES);
+    return rb != c->bytes ? (rb > c->bytes ? 1 : 2) : (rw & BC_FAILED) ? 3 : 0;
+}
+
 static inline int unit_done(const coll_nb_t *c, int p)
 {
     return atomic_load_explicit(&slot_of(c->g, c->seq, p)->done, memory_order_acquire) >= c->seq;
@@ -594,6 +629,8 @@ static int advance(coll_nb_t *c)
         if (c->inl) {
             unit(c, me);
             c->mine_done = 1;
+            if (c->kind == COLL_NB_BCAST) /* (a root whose side is not inline waits for every unit) */
+                atomic_store_explicit(&slot_of(g, c->seq, me)->done, c->seq, memory_order_release);
         } else if (c->vinl || claim(g, c->seq, me)) { /* (a small all-to-all-v's unit is its own) */
             do_claimed(c, me);
             c->mine_done = 1;
@@ -602,7 +639,7 @@ static int advance(coll_nb_t *c)
     if (!c->inl && g->help)
         for (int k = 1; k < n; k++) {
             int p = (me + k) % n;
-            if (has_unit(c, p) && !(c->kind == COLL_NB_ALLTOALLV && slot_of(g, c->seq, p)->pub.word[6]) &&
+            if (has_unit(c, p) && !own_only(c, p) &&
                 atomic_load_explicit(&slot_of(g, c->seq, p)->claim, memory_order_relaxed) < c->seq &&
                 claim(g, c->seq, p))
                 do_claimed(c, p);
@@ -627,6 +664,8 @@ int coll_nb_progress(coll_nb_group_t *g)
         coll_nb_t *c = *pp;
         if (c->published && advance(c)) {
             c->complete = 1;
+            if (c->kind == COLL_NB_BCAST && g->rank != c->root)
+                c->mism = bcast_mism(c);
             *pp = c->next;
             if (g->tail == c)
                 g->tail = prev;
@@ -647,7 +686,7 @@ void coll_nb_start(coll_nb_t *c)
 {
     coll_nb_group_t *g = c->g;
     c->seq = ++g->started;
-    c->published = c->mine_done = c->complete = c->vinl = 0; /* hold: as the caller set it */
+    c->published = c->mine_done = c->complete = c->vinl = c->mism = 0; /* hold, failed: as the caller set them */
     c->next = NULL;
     if (g->tail)
         g->tail->next = c;

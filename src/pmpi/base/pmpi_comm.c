@@ -299,6 +299,41 @@ static void coll_wait_progress(unsigned yields)
 
 void pmpi_mpi_progress(void) { mpi_progress(); }
 
+/* The leaders' communicator's error handler. A leaders' call fails in the real MPI only when the
+ * program's call is erroneous (a broadcast whose counts differ across nodes, say), so the
+ * program's communicator decides, as it would have for the real MPI's own call: where its handler
+ * is fatal, now; else the code goes back to the layer's call, which reports it through that handler
+ * where it can tell (MPI_Bcast, MPI_Ibcast). The communicator made at the layer's set-up would
+ * otherwise keep the handler the program's had then. */
+static int leaders_keyval = MPI_KEYVAL_INVALID;
+static MPI_Errhandler leaders_eh = MPI_ERRHANDLER_NULL;
+
+static void leaders_error(MPI_Comm *lcomm, int *code, ...)
+{
+    void *v = NULL;
+    int flag = 0, fatal = 0;
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    if (PMPI_Comm_get_attr(*lcomm, leaders_keyval, &v, &flag) != MPI_SUCCESS || !flag)
+        return;
+    MPI_Comm comm = ((const pmpi_comm_t *)v)->comm;
+    if (PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS)
+        return;
+    fatal = eh == MPI_ERRORS_ARE_FATAL;
+    PMPI_Errhandler_free(&eh);
+    if (fatal)
+        PMPI_Comm_call_errhandler(comm, *code);
+}
+
+static void leaders_errors_to(pmpi_comm_t *pc)
+{
+    if (leaders_keyval == MPI_KEYVAL_INVALID &&
+        (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &leaders_keyval, NULL) != MPI_SUCCESS ||
+         PMPI_Comm_create_errhandler(leaders_error, &leaders_eh) != MPI_SUCCESS))
+        return; /* (the handler the program's communicator had: fatal by default) */
+    if (PMPI_Comm_set_attr(pc->leaders_comm, leaders_keyval, pc) == MPI_SUCCESS)
+        PMPI_Comm_set_errhandler(pc->leaders_comm, leaders_eh);
+}
+
 static int node_part_build(pmpi_comm_t *pc)
 {
     const pmpi_layer_t *L = &pmpi_layer;
@@ -359,6 +394,8 @@ static int node_part_build(pmpi_comm_t *pc)
     if (PMPI_AWAY(PMPI_Comm_split(pc->comm, mynode, me, &pc->node_comm)) != MPI_SUCCESS ||
         PMPI_AWAY(PMPI_Comm_split(pc->comm, pc->leader == me ? 0 : MPI_UNDEFINED, me, &pc->leaders_comm)) != MPI_SUCCESS)
         goto fail;
+    if (pc->leaders_comm != MPI_COMM_NULL)
+        leaders_errors_to(pc);
     /* The control area lives in the node's first rank's heap; the others learn its address. */
     uint64_t addr = 0;
     coll_ctrl_t *ctrl = NULL;

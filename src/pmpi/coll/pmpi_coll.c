@@ -140,17 +140,19 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
         util_error("out of heap for a %zu-byte broadcast: raise the heap (yod --heap)", bytes);
         abort();
     }
-    int mism = 0; /* (one node: a receiver whose count differs from the root's, erroneous) */
+    /* A receiver whose count differs from the root's (erroneous) learns it from the root's words
+     * on its node; across nodes a leader learns it from the real MPI, and says so to its node. */
+    int mism = 0, lerr = MPI_SUCCESS;
     if (!hier) {
         mism = coll_bcast(&pc->cn, root, b.p, bytes);
     } else {
         int rnode = pc->node[root];
         if (pc->node[me] == rnode)
-            coll_bcast(&pc->cn, pc_node_rank(pc, root), b.p, bytes);
+            mism = coll_bcast(&pc->cn, pc_node_rank(pc, root), b.p, bytes);
         if (pc->leaders_comm != MPI_COMM_NULL)
-            bcast_bytes(b.p, bytes, pc->leader_rank[root], pc->leaders_comm);
+            lerr = bcast_bytes(b.p, bytes, pc->leader_rank[root], pc->leaders_comm);
         if (pc->node[me] != rnode)
-            coll_bcast(&pc->cn, 0, b.p, bytes);
+            mism = coll_bcast_failed(&pc->cn, 0, b.p, bytes, lerr != MPI_SUCCESS);
     }
     pmpi_stat_path(&st_bcast, b.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, bytes,
                    hier ? 1 : coll_tune.split_min && bytes > COLL_INLINE_MAX && bytes >= coll_tune.split_min ? 2 : 0);
@@ -158,8 +160,11 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
         pc_in_done(&b);
     else
         pc_out_done(&b);
-    /* as MPICH: more than my buffer holds is MPI_ERR_TRUNCATE, less a size mismatch (MPI_ERR_OTHER) */
+    /* as MPICH: more than my buffer holds is MPI_ERR_TRUNCATE, less a size mismatch (MPI_ERR_OTHER),
+     * as is my leader's failure; a leader's own is the real MPI's class */
     int err = mism == 0 ? MPI_SUCCESS : mism == 1 ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
+    if (err == MPI_SUCCESS && lerr != MPI_SUCCESS && PMPI_Error_class(lerr, &err) != MPI_SUCCESS)
+        err = MPI_ERR_OTHER;
     return err == MPI_SUCCESS ? err : (PMPI_Comm_call_errhandler(comm, err), err);
 }
 

@@ -370,7 +370,14 @@ static int hier_advance(nb_req_t *q)
             int flag = 0;
             if (q->real == MPI_REQUEST_NULL) /* a persistent one whose init waits for its turn */
                 return 0;
-            PMPI_Test(&q->real, &flag, MPI_STATUS_IGNORE);
+            int rc = PMPI_Test(&q->real, &flag, MPI_STATUS_IGNORE);
+            if (rc != MPI_SUCCESS) { /* (the leaders' communicators return errors: an erroneous call,
+                                        a broadcast's counts that differ, say; my node hears of it) */
+                flag = 1;
+                q->real = MPI_REQUEST_NULL;
+                if (q->err == MPI_SUCCESS && PMPI_Error_class(rc, &q->err) != MPI_SUCCESS)
+                    q->err = MPI_ERR_OTHER;
+            }
             if (!flag)
                 return 0;
             if (q->pers)
@@ -383,8 +390,10 @@ static int hier_advance(nb_req_t *q)
                 q->c.op.fn(q->se, q->sx, q->c.count, &q->c.op);
             if (q->own_bytes)
                 memcpy(q->own_dst, q->own_src, q->own_bytes);
-            if (q->has_c2)
+            if (q->has_c2) {
+                q->c2.failed = q->err != MPI_SUCCESS;
                 coll_nb_release(&q->c2);
+            }
         }
         q->step = 2;
     }
@@ -423,6 +432,10 @@ static int nb_test(p2p_req_t *r, int *err_p)
     if (q->hier ? !hier_advance(q) : !q->local_done && !coll_nb_test(&q->c))
         return 0;
     *err_p = q->err;
+    /* a broadcast's receiver whose count differs from the root's (erroneous), as MPI_Bcast says it */
+    int mism = q->c.mism ? q->c.mism : q->c2.mism;
+    if (*err_p == MPI_SUCCESS && mism)
+        *err_p = mism == 1 ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
     if (q->hier)
         for (nb_req_t **pp = &hier_head; *pp; pp = &(*pp)->hnext)
             if (*pp == q) {
