@@ -231,7 +231,7 @@ BOBCAT_LAYER_API int coll_alltoallv(coll_node_t *cn, const void *const *sblk, co
 /* Persistent collectives match in the order of their inits, not of their starts (MPI 4.0), so the
  * first COLL_NB_CHANNELS persistent collectives made on a communicator get a channel each: a ring
  * of depth 1 of their own after the main ring in the same area (a persistent request has one call
- * in flight at a time). */
+ * in flight at a time). Later ones get a ring in an area of their own (coll_nb_solo_*). */
 #define COLL_NB_CHANNELS 8
 
 typedef struct {
@@ -249,6 +249,11 @@ BOBCAT_LAYER_API size_t coll_nb_area_size(int nranks);
 BOBCAT_LAYER_API void coll_nb_area_init(coll_nb_area_t *a, int nranks);
 /* Channel k (< COLL_NB_CHANNELS) of an area (in my view): a group's `area` with depth 1. */
 BOBCAT_LAYER_API char *coll_nb_channel(char *area, int nranks, int k);
+/* A channel with an area of its own (a persistent collective's past the area's channels): its
+ * size, its initialisation (refs = nranks), its ring (a group's `area` with depth 1). */
+BOBCAT_LAYER_API size_t coll_nb_solo_size(int nranks);
+BOBCAT_LAYER_API void coll_nb_solo_init(coll_nb_area_t *a, int nranks);
+BOBCAT_LAYER_API char *coll_nb_solo_ring(coll_nb_area_t *a);
 
 typedef enum {
     COLL_NB_BARRIER, COLL_NB_BCAST, COLL_NB_REDUCE, COLL_NB_ALLREDUCE, COLL_NB_ALLGATHER, COLL_NB_ALLTOALL,

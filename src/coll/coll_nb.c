@@ -70,6 +70,16 @@ char *coll_nb_channel(char *area, int nranks, int k)
     return area + ring_size(nranks, D) + (size_t)k * ring_size(nranks, 1);
 }
 
+size_t coll_nb_solo_size(int nranks) { return COLL_LINE + ring_size(nranks, 1); }
+
+void coll_nb_solo_init(coll_nb_area_t *a, int nranks)
+{
+    memset(a, 0, coll_nb_solo_size(nranks));
+    atomic_store_explicit(&a->refs, nranks, memory_order_release);
+}
+
+char *coll_nb_solo_ring(coll_nb_area_t *a) { return (char *)a + COLL_LINE; }
+
 void coll_nb_area_init(coll_nb_area_t *a, int nranks)
 {
     memset(a, 0, coll_nb_area_size(nranks));

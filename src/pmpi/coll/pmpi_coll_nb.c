@@ -56,7 +56,16 @@ typedef struct nb_comm {
     int active;               /* on the list of groups with calls in flight */
     int pinits;               /* persistent collectives made on the communicator so far */
     struct nb_comm *next;
+    /* A persistent collective's channel with an area of its own (solo_channel): group rank 0 makes
+     * it at the init and tells the others where it is by an inline broadcast on the communicator's
+     * ring (setup: NULL once complete); calls started before then are held. */
+    coll_nb_t *setup;
+    uint64_t setup_addr;      /* the area, in group rank 0's view */
+    coll_nb_area_t *solo;     /* ... in mine, once known (its refs: the ranks still using it) */
+    int orphan;               /* its request was freed before the setup completed */
 } nb_comm_t;
+
+
 
 /* While a persistent request starts its call: the channel it runs on instead of the main ring. */
 static nb_comm_t *nb_channel;
@@ -70,11 +79,54 @@ struct nb_req;
 static struct nb_req *hier_head; /* calls across nodes in flight */
 static int hier_progress(void);
 
+/* A call's hold (coll_nb_t): 1 until its data is ready (a node phase after the leaders'),
+ * HOLD_SETUP until its channel's ring is known. */
+#define HOLD_SETUP 2
+
+/* A solo channel whose setup is complete now or was before: its ring known, its held calls go. */
+static int solo_ready(nb_comm_t *ch)
+{
+    if (!ch->setup)
+        return 1;
+    if (!coll_nb_test(ch->setup))
+        return 0;
+    free(ch->setup);
+    ch->setup = NULL;
+    ch->solo = (coll_nb_area_t *)(uintptr_t)(ch->setup_addr + ch->base[0]);
+    ch->g.area = coll_nb_solo_ring(ch->solo);
+    for (coll_nb_t *c = ch->g.head; c; c = c->next)
+        if (c->hold == HOLD_SETUP)
+            c->hold = 0;
+    coll_nb_progress(&ch->g);
+    return 1;
+}
+
+/* 1 if calls started on ch now must wait for its ring (as HOLD_SETUP). */
+static int solo_wait(nb_comm_t *ch) { return ch && ch->setup && !solo_ready(ch); }
+
+/* A channel nobody here uses any more (off the active list): freed, and a solo one's area let go
+ * (group rank 0 frees it once every rank has). */
+static void solo_drop(nb_comm_t *ch)
+{
+    if (ch->solo) {
+        int last = atomic_fetch_sub_explicit(&ch->solo->refs, 1, memory_order_acq_rel) == 1;
+        if (ch->g.rank == 0)
+            pmpi_free_when_unused(ch->solo, &ch->solo->refs, last);
+    }
+    free(ch->base);
+    free(ch);
+}
+
 static void nb_progress_all(void)
 {
     for (nb_comm_t **pp = &active_head; *pp;) {
         nb_comm_t *nc = *pp;
-        if (coll_nb_progress(&nc->g)) {
+        if (nc->setup && !solo_ready(nc)) {
+            pp = &nc->next;
+        } else if (nc->orphan) { /* (its request is gone: the setup was all that kept it) */
+            *pp = nc->next;
+            solo_drop(nc);
+        } else if (coll_nb_progress(&nc->g)) {
             pp = &nc->next;
         } else {
             nc->active = 0;
@@ -392,7 +444,10 @@ static int hier_advance(nb_req_t *q)
                 memcpy(q->own_dst, q->own_src, q->own_bytes);
             if (q->has_c2) {
                 q->c2.failed = q->err != MPI_SUCCESS;
-                coll_nb_release(&q->c2);
+                if (solo_wait(q->nc))
+                    q->c2.hold = HOLD_SETUP;
+                else
+                    coll_nb_release(&q->c2);
             }
         }
         q->step = 2;
@@ -429,6 +484,8 @@ static int nb_test(p2p_req_t *r, int *err_p)
 {
     nb_req_t *q = r->ext;
     *err_p = MPI_SUCCESS;
+    if (!q->hier && q->nc && q->nc->setup && !solo_ready(q->nc))
+        return 0;
     if (q->hier ? !hier_advance(q) : !q->local_done && !coll_nb_test(&q->c))
         return 0;
     *err_p = q->err;
@@ -602,6 +659,7 @@ static void start(nb_req_t *q, nb_comm_t *nc, coll_nb_kind_t kind)
     q->nc = nc;
     q->c.g = &nc->g;
     q->c.kind = kind;
+    q->c.hold = solo_wait(nc) ? HOLD_SETUP : 0;
     coll_nb_start(&q->c);
 }
 
@@ -650,15 +708,17 @@ static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_ki
     q->nc = node;
     q->has_c = node && k1 != COLL_NB_N;
     q->has_c2 = node && k2 != COLL_NB_N;
+    int wait = solo_wait(node);
     if (q->has_c) {
         q->c.g = &node->g;
         q->c.kind = k1;
+        q->c.hold = wait ? HOLD_SETUP : 0;
         coll_nb_start(&q->c);
     }
     if (q->has_c2) {
         q->c2.g = &node->g;
         q->c2.kind = k2;
-        q->c2.hold = q->leader;
+        q->c2.hold = q->leader ? 1 : wait ? HOLD_SETUP : 0;
         coll_nb_start(&q->c2);
     }
     if (node)
@@ -1839,7 +1899,7 @@ BOBCAT_EXPORT int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype,
  * Across nodes a leader cannot make their real request at the init (the counts it needs are its
  * node mates'), so their init makes a copy of the leaders' communicator instead, in the same turn,
  * and each start runs the nonblocking call's own leaders' phase on it. Past COLL_NB_CHANNELS per
- * communicator the real MPI's persistent request serves the call whole. The entry points are
+ * communicator a request's channel has an area of its own (solo_channel). The entry points are
  * PCOLL(X): MPI_X_init, or Open MPI 4's MPIX_X_init (pmpi_coll.h). */
 #ifdef PCOLL
 static nb_comm_t *pcoll_chan;   /* the channel pcoll_ours found, for the pcoll_new that follows */
@@ -1962,14 +2022,15 @@ static void pcoll_free(pcoll_t *p)
     else if (p->rdt != MPI_DATATYPE_NULL)
         pmpi_dt_release(p->rdt, p->rdt_user);
     pc_op_unref(p->op);
-    if (p->chan && !p->chan->g.head) { /* (freed with a call in flight is erroneous: then it stays) */
+    if (p->chan && p->chan->setup) { /* (its setup is a call on the communicator's ring: it ends first) */
+        p->chan->orphan = 1;
+    } else if (p->chan && !p->chan->g.head) { /* (freed with a call in flight is erroneous: then it stays) */
         for (nb_comm_t **pp = &active_head; *pp; pp = &(*pp)->next)
             if (*pp == p->chan) {
                 *pp = p->chan->next;
                 break;
             }
-        free(p->chan->base);
-        free(p->chan);
+        solo_drop(p->chan);
     }
     free(p->rcounts);
     if (p->vtypes)
@@ -2335,6 +2396,38 @@ static nb_comm_t *channel_of(const nb_comm_t *nc, int size, int k)
     return ch;
 }
 
+/* Past the area's channels (one node): a channel with an area of its own, which group rank 0 makes
+ * in its heap now and the others learn of from an inline broadcast on the communicator's ring, in
+ * the init's place among the communicator's collectives (every rank makes its inits in one order,
+ * so the broadcast pairs with the same init everywhere). Its calls wait for that (start, held). */
+static nb_comm_t *solo_channel(nb_comm_t *nc, int size)
+{
+    nb_comm_t *ch = channel_of(nc, size, 0);
+    coll_nb_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        util_error("out of memory for a persistent collective");
+        abort();
+    }
+    ch->g.area = NULL;
+    ch->setup = s;
+    if (nc->g.rank == 0) {
+        size_t bytes = (coll_nb_solo_size(size) + COLL_LINE - 1) & ~(size_t)(COLL_LINE - 1);
+        coll_nb_area_t *a = aligned_alloc(COLL_LINE, bytes);
+        if (!a || !smap_is_shared(a)) {
+            util_error("no heap for a persistent collective's ring (%zu bytes): raise the heap (yod --heap)", bytes);
+            abort();
+        }
+        coll_nb_solo_init(a, size);
+        ch->setup_addr = (uint64_t)(uintptr_t)a;
+    }
+    *s = (coll_nb_t){.g = &nc->g, .kind = COLL_NB_BCAST, .root = 0, .bytes = sizeof ch->setup_addr, .inl = 1,
+                     .rbuf = &ch->setup_addr};
+    coll_nb_start(s);
+    nb_activate(nc);
+    nb_activate(ch);
+    return ch;
+}
+
 /* Whether bobcat runs this persistent collective (t: its arguments; every rank counts the inits
  * alike, as they come in one order): on a communicator on one node, the k-th made on it for
  * k < COLL_NB_CHANNELS (pcoll_chan: its channel); across nodes, the k-th that can run across nodes
@@ -2347,17 +2440,20 @@ static int pcoll_ours(const pcoll_t *t, MPI_Comm comm)
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
     pcoll_chan = NULL;
     pcoll_span = NULL;
-    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 && pers_hier_ok(t, pc) &&
-        pc->pinits++ < COLL_NB_CHANNELS) {
-        pcoll_chan = node ? channel_of(node, pc->node_size, pc->pinits - 1) : NULL;
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 && pers_hier_ok(t, pc)) {
+        pc->pinits++;
+        pcoll_chan = !node                         ? NULL
+                     : pc->pinits <= COLL_NB_CHANNELS ? channel_of(node, pc->node_size, pc->pinits - 1)
+                                                      : solo_channel(node, pc->node_size);
         pcoll_span = pc;
         return 1;
     }
-    if (!nc || nc->pinits++ >= COLL_NB_CHANNELS) {
+    if (!nc) {
         pmpi_real_requests = 1; /* the real MPI's persistent request */
         return 0;
     }
-    pcoll_chan = channel_of(nc, pc->size, nc->pinits - 1);
+    nc->pinits++;
+    pcoll_chan = nc->pinits <= COLL_NB_CHANNELS ? channel_of(nc, pc->size, nc->pinits - 1) : solo_channel(nc, pc->size);
     return 1;
 }
 
