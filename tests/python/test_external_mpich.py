@@ -59,6 +59,7 @@ def test_parse_missing_np_defaults_to_one():
 def test_skip_reasons():
     es = {e["id"]: e for e in mt.parse_testlist(TESTLIST, "pt2pt")}
     assert "8 ranks" in mt.skip_reason(es["pt2pt/sendflood 8"], "mpich")
+    assert mt.skip_reason(es["pt2pt/sendflood 8"], "mpich", max_np=8) is None  # (--max-np 8)
     assert "mem=" in mt.skip_reason(es["pt2pt/large_vec 3"], "mpich")
     assert "xfail" in mt.skip_reason(es["pt2pt/scancel 2"], "openmpi")
     # strict=FALSE: Open MPI's build is --enable-strictmpi, MPICH's is not

@@ -44,7 +44,7 @@ import time
 
 from .. import paths
 from .harness import use_env
-from .mpich_tests import (BAD, DEFAULT_TIMEOUT, FAIL, HEAP_EXHAUSTED, MPIS, NOT_RUN, PASS, TIMEOUT,
+from .mpich_tests import (BAD, DEFAULT_TIMEOUT, FAIL, HEAP_EXHAUSTED, MAX_NP, MPIS, NOT_RUN, PASS, TIMEOUT,
                           classify, command, layer_states, read_entries, skip_reason, tail)
 
 MPICH_VERSION = "4.0.2"
@@ -559,6 +559,8 @@ def main(argv=None) -> int:
     ap.add_argument("--exclude", action="append", default=[], help="regex on the test id to drop")
     ap.add_argument("--control", action="store_true",
                     help="also run each yod configuration with BOBCAT_MPI=off")
+    ap.add_argument("--max-np", type=int, default=MAX_NP, help="run entries of up to this many ranks "
+                    f"(default {MAX_NP}: the 2-core VM; more run oversubscribed, slowly)")
     ap.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT,
                     help="seconds per test without a timeLimit in its testlist")
     ap.add_argument("--heap", default="1G",
@@ -619,7 +621,7 @@ def main(argv=None) -> int:
         entries = [e for d in dirs for e in read_entries(bdir, d, lists, src) if keep(e)]
         not_run, runnable = {}, []
         for e in entries:
-            why = skip_reason(e, m)
+            why = skip_reason(e, m, args.max_np)
             if why:
                 not_run[e["id"]] = {"outcome": "skipped", "why": why}
             elif f"{e['dir']}/{e['name']}" in failed:

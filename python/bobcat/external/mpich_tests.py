@@ -75,12 +75,12 @@ def parse_testlist(text: str, directory: str = "", listname: str = "testlist") -
     return out
 
 
-def skip_reason(e: dict, mpi: str) -> str | None:
+def skip_reason(e: dict, mpi: str, max_np: int = MAX_NP) -> str | None:
     """Why an entry is not run here (recorded as `skipped`), or None."""
     if e["np"] is None:
         return "no numeric process count"
-    if e["np"] > MAX_NP:
-        return f"needs {e['np']} ranks (> {MAX_NP})"
+    if e["np"] > max_np:
+        return f"needs {e['np']} ranks (> {max_np})"
     if e["mem"]:
         return f"needs {e['mem']} GB per process (mem=)"
     if e["xfail"]:
