@@ -63,9 +63,9 @@ typedef struct nb_comm {
     uint64_t setup_addr;      /* the area, in group rank 0's view */
     coll_nb_area_t *solo;     /* ... in mine, once known (its refs: the ranks still using it) */
     int orphan;               /* its request was freed before the setup completed */
+    p2p_comm_t *pin;          /* the program's communicator, kept until the setup completes (its
+                                 ring must outlive the setup, even past MPI_Comm_free) */
 } nb_comm_t;
-
-
 
 /* While a persistent request starts its call: the channel it runs on instead of the main ring. */
 static nb_comm_t *nb_channel;
@@ -83,6 +83,26 @@ static int hier_progress(void);
  * HOLD_SETUP until its channel's ring is known. */
 #define HOLD_SETUP 2
 
+/* Communicators the setups of solo channels kept, let go at the end of a progress pass, where no
+ * list of this file is being walked (the last reference may free a communicator, and its rings). */
+static p2p_comm_t **unpins;
+static int nunpins, capunpins;
+
+static void unpin_later(p2p_comm_t *c)
+{
+    if (nunpins == capunpins) {
+        int cap = capunpins ? 2 * capunpins : 8;
+        p2p_comm_t **u = realloc(unpins, sizeof *u * (size_t)cap);
+        if (!u) {
+            util_error("out of memory for a persistent collective");
+            abort();
+        }
+        unpins = u, capunpins = cap;
+    }
+    unpins[nunpins++] = c;
+    p2p_ext_pending = 1;
+}
+
 /* A solo channel whose setup is complete now or was before: its ring known, its held calls go. */
 static int solo_ready(nb_comm_t *ch)
 {
@@ -92,6 +112,9 @@ static int solo_ready(nb_comm_t *ch)
         return 0;
     free(ch->setup);
     ch->setup = NULL;
+    if (ch->pin)
+        unpin_later(ch->pin);
+    ch->pin = NULL;
     ch->solo = (coll_nb_area_t *)(uintptr_t)(ch->setup_addr + ch->base[0]);
     ch->g.area = coll_nb_solo_ring(ch->solo);
     for (coll_nb_t *c = ch->g.head; c; c = c->next)
@@ -134,6 +157,8 @@ static void nb_progress_all(void)
         }
     }
     int hier = hier_progress(); /* (also clears the progress thread's cue when none is left) */
+    while (nunpins)
+        p2p_comm_unref(unpins[--nunpins]);
     p2p_ext_pending = active_head != NULL || hier;
 }
 
@@ -2396,13 +2421,16 @@ static nb_comm_t *channel_of(const nb_comm_t *nc, int size, int k)
     return ch;
 }
 
-/* Past the area's channels (one node): a channel with an area of its own, which group rank 0 makes
- * in its heap now and the others learn of from an inline broadcast on the communicator's ring, in
- * the init's place among the communicator's collectives (every rank makes its inits in one order,
- * so the broadcast pairs with the same init everywhere). Its calls wait for that (start, held). */
-static nb_comm_t *solo_channel(nb_comm_t *nc, int size)
+/* Past the area's channels: a channel with an area of its own, which group rank 0 of ring nc (the
+ * communicator's, across nodes its node's) makes in its heap now and the others learn of from an
+ * inline broadcast on nc, in the init's place among comm's collectives (every rank makes its inits
+ * in one order, so the broadcast pairs with the same init everywhere). Its calls wait for that
+ * (HOLD_SETUP), and comm stays until it is done. */
+static nb_comm_t *solo_channel(nb_comm_t *nc, int size, MPI_Comm comm)
 {
     nb_comm_t *ch = channel_of(nc, size, 0);
+    if ((ch->pin = p2p_comm_lookup(comm)))
+        ch->pin->refs++;
     coll_nb_t *s = calloc(1, sizeof *s);
     if (!s) {
         util_error("out of memory for a persistent collective");
@@ -2429,10 +2457,10 @@ static nb_comm_t *solo_channel(nb_comm_t *nc, int size)
 }
 
 /* Whether bobcat runs this persistent collective (t: its arguments; every rank counts the inits
- * alike, as they come in one order): on a communicator on one node, the k-th made on it for
- * k < COLL_NB_CHANNELS (pcoll_chan: its channel); across nodes, the k-th that can run across nodes
- * (pcoll_span set, pcoll_chan: the node ring's channel k, or NULL alone on my node). If not, the
- * real MPI's persistent request serves it. */
+ * alike, as they come in one order): on a communicator on one node (pcoll_chan: the k-th init's
+ * channel k of the ring, or past COLL_NB_CHANNELS a solo channel); across nodes, if it can run
+ * across nodes (pcoll_span set, pcoll_chan: the node ring's channel or a solo one, NULL alone on my
+ * node). If not, the real MPI's persistent request serves it. */
 static int pcoll_ours(const pcoll_t *t, MPI_Comm comm)
 {
     pmpi_comm_t *pc;
@@ -2444,7 +2472,7 @@ static int pcoll_ours(const pcoll_t *t, MPI_Comm comm)
         pc->pinits++;
         pcoll_chan = !node                         ? NULL
                      : pc->pinits <= COLL_NB_CHANNELS ? channel_of(node, pc->node_size, pc->pinits - 1)
-                                                      : solo_channel(node, pc->node_size);
+                                                      : solo_channel(node, pc->node_size, comm);
         pcoll_span = pc;
         return 1;
     }
@@ -2453,7 +2481,7 @@ static int pcoll_ours(const pcoll_t *t, MPI_Comm comm)
         return 0;
     }
     nc->pinits++;
-    pcoll_chan = nc->pinits <= COLL_NB_CHANNELS ? channel_of(nc, pc->size, nc->pinits - 1) : solo_channel(nc, pc->size);
+    pcoll_chan = nc->pinits <= COLL_NB_CHANNELS ? channel_of(nc, pc->size, nc->pinits - 1) : solo_channel(nc, pc->size, comm);
     return 1;
 }
 
