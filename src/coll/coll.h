@@ -263,13 +263,16 @@ typedef enum {
     COLL_NB_GATHERV, COLL_NB_SCATTERV, COLL_NB_ALLGATHERV, COLL_NB_ALLTOALLV, COLL_NB_N
 } coll_nb_kind_t;
 
+enum { COLL_NB_HOLD_DATA = 1, COLL_NB_HOLD_AREA = 2 }; /* coll_nb_t's hold bits */
+
 struct coll_nb;
 /* One group as one of its ranks runs nonblocking collectives on it (private to that rank). */
 typedef struct coll_nb_group {
     int size, rank;
     const uintptr_t *base;     /* group rank -> offset from its pointers to my view */
     char *area;                /* the ring area (or a channel of it), in my view */
-    int depth;                 /* calls in flight its ring holds: COLL_NB_DEPTH, a channel 1 */
+    int depth;                 /* calls in flight its ring holds: COLL_NB_DEPTH, a channel 1 (a
+                                  power of two) */
     uint64_t started;          /* calls started here */
     uint64_t published;        /* calls published (<= started) */
     uint64_t wm;               /* my watermark as last stored */
@@ -296,8 +299,10 @@ typedef struct coll_nb {
     void *rbuf;
     int inl;                   /* the data travels in the slots (from facts every rank shares) */
     uint64_t seq;              /* its place in the group's order (1, 2, ...) */
-    int hold;                  /* started but not to be published yet (its data is not ready: the
-                                  node phase after a leaders' phase); coll_nb_release publishes it */
+    int hold;                  /* started but not to be published yet: COLL_NB_HOLD_DATA (the
+                                  caller's: its data is not ready, the node phase after a leaders'
+                                  phase; coll_nb_release), COLL_NB_HOLD_AREA (coll_nb_start's: its
+                                  group's area is not known yet; coll_nb_set_area) */
     int published, mine_done, complete;
     int vinl;                  /* ALLTOALLV: my blocks travel in my slot (coll_nb.c, "small
                                   all-to-all-v"): set when published */
@@ -312,8 +317,12 @@ typedef struct coll_nb {
 BOBCAT_LAYER_API int coll_nb_inlines(const coll_nb_group_t *g, coll_nb_kind_t kind, size_t bytes, size_t span);
 /* Start the call: publish it, or queue it behind calls not yet published. Never waits. */
 BOBCAT_LAYER_API void coll_nb_start(coll_nb_t *c);
-/* A held call's data is ready: publish it (and the calls queued behind it). */
+/* A held call's data is ready: publish it (and the calls queued behind it) unless its area is
+ * still unknown. */
 BOBCAT_LAYER_API void coll_nb_release(coll_nb_t *c);
+/* A group made with area NULL (its ring's place learnt later): calls started on it are held until
+ * this says where the ring is, and then go. */
+BOBCAT_LAYER_API void coll_nb_set_area(coll_nb_group_t *g, char *area);
 /* Progress the call's group; 1 once the call is complete (then it has left the group). */
 BOBCAT_LAYER_API int coll_nb_test(coll_nb_t *c);
 /* Progress every call of the group (publish what can be, do units, complete). 1 if any remain. */

@@ -56,6 +56,7 @@
 #include <string.h>
 
 #define D COLL_NB_DEPTH
+_Static_assert((D & (D - 1)) == 0, "a ring's depth is a power of two (slot_of masks by it)");
 #define NB_CHUNK (16 * 1024)
 #define INL_WORDS (COLL_INLINE_MAX / 8)
 
@@ -93,7 +94,9 @@ static inline _Atomic uint64_t *wm_of(const coll_nb_group_t *g, int r)
 
 static inline coll_nb_slot_t *slot_of(const coll_nb_group_t *g, uint64_t s, int r)
 {
-    return (coll_nb_slot_t *)(g->area + hdr_size(g->size)) + ((s % (uint64_t)g->depth) * (uint64_t)g->size + (uint64_t)r);
+    /* (depth a power of two: a mask, not a division, on every look at a slot) */
+    return (coll_nb_slot_t *)(g->area + hdr_size(g->size)) +
+           ((s & ((uint64_t)g->depth - 1)) * (uint64_t)g->size + (uint64_t)r);
 }
 
 /* Word w of rank r's publication for call s, as a pointer in my view. */
@@ -639,7 +642,8 @@ static int advance(coll_nb_t *c)
         if (c->inl) {
             unit(c, me);
             c->mine_done = 1;
-            if (c->kind == COLL_NB_BCAST) /* (a root whose side is not inline waits for every unit) */
+            if (c->kind == COLL_NB_BCAST && !(bc_word(g, c->seq, c->root) & BC_INL)) /* (a root whose side
+                                                                  is not inline waits for every unit) */
                 atomic_store_explicit(&slot_of(g, c->seq, me)->done, c->seq, memory_order_release);
         } else if (c->vinl || claim(g, c->seq, me)) { /* (a small all-to-all-v's unit is its own) */
             do_claimed(c, me);
@@ -697,6 +701,8 @@ void coll_nb_start(coll_nb_t *c)
     coll_nb_group_t *g = c->g;
     c->seq = ++g->started;
     c->published = c->mine_done = c->complete = c->vinl = c->mism = 0; /* hold, failed: as the caller set them */
+    if (!g->area)
+        c->hold |= COLL_NB_HOLD_AREA;
     c->next = NULL;
     if (g->tail)
         g->tail->next = c;
@@ -709,8 +715,16 @@ void coll_nb_start(coll_nb_t *c)
 
 void coll_nb_release(coll_nb_t *c)
 {
-    c->hold = 0;
+    c->hold &= ~COLL_NB_HOLD_DATA;
     coll_nb_progress(c->g);
+}
+
+void coll_nb_set_area(coll_nb_group_t *g, char *area)
+{
+    g->area = area;
+    for (coll_nb_t *c = g->head; c; c = c->next)
+        c->hold &= ~COLL_NB_HOLD_AREA;
+    coll_nb_progress(g);
 }
 
 int coll_nb_test(coll_nb_t *c)

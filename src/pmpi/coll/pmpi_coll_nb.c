@@ -58,7 +58,8 @@ typedef struct nb_comm {
     struct nb_comm *next;
     /* A persistent collective's channel with an area of its own (solo_channel): group rank 0 makes
      * it at the init and tells the others where it is by an inline broadcast on the communicator's
-     * ring (setup: NULL once complete); calls started before then are held. */
+     * ring (setup: NULL once complete); calls started before then are held (its g.area is NULL
+     * until then: coll_nb_start holds them, coll_nb_set_area lets them go). */
     coll_nb_t *setup;
     uint64_t setup_addr;      /* the area, in group rank 0's view */
     coll_nb_area_t *solo;     /* ... in mine, once known (its refs: the ranks still using it) */
@@ -78,10 +79,6 @@ static nb_comm_t *active_head;
 struct nb_req;
 static struct nb_req *hier_head; /* calls across nodes in flight */
 static int hier_progress(void);
-
-/* A call's hold (coll_nb_t): 1 until its data is ready (a node phase after the leaders'),
- * HOLD_SETUP until its channel's ring is known. */
-#define HOLD_SETUP 2
 
 /* Communicators the setups of solo channels kept, let go at the end of a progress pass, where no
  * list of this file is being walked (the last reference may free a communicator, and its rings). */
@@ -116,16 +113,9 @@ static int solo_ready(nb_comm_t *ch)
         unpin_later(ch->pin);
     ch->pin = NULL;
     ch->solo = (coll_nb_area_t *)(uintptr_t)(ch->setup_addr + ch->base[0]);
-    ch->g.area = coll_nb_solo_ring(ch->solo);
-    for (coll_nb_t *c = ch->g.head; c; c = c->next)
-        if (c->hold == HOLD_SETUP)
-            c->hold = 0;
-    coll_nb_progress(&ch->g);
+    coll_nb_set_area(&ch->g, coll_nb_solo_ring(ch->solo)); /* (the calls held meanwhile go) */
     return 1;
 }
-
-/* 1 if calls started on ch now must wait for its ring (as HOLD_SETUP). */
-static int solo_wait(nb_comm_t *ch) { return ch && ch->setup && !solo_ready(ch); }
 
 /* A channel nobody here uses any more (off the active list): freed, and a solo one's area let go
  * (group rank 0 frees it once every rank has). */
@@ -469,10 +459,7 @@ static int hier_advance(nb_req_t *q)
                 memcpy(q->own_dst, q->own_src, q->own_bytes);
             if (q->has_c2) {
                 q->c2.failed = q->err != MPI_SUCCESS;
-                if (solo_wait(q->nc))
-                    q->c2.hold = HOLD_SETUP;
-                else
-                    coll_nb_release(&q->c2);
+                coll_nb_release(&q->c2);
             }
         }
         q->step = 2;
@@ -509,13 +496,11 @@ static int nb_test(p2p_req_t *r, int *err_p)
 {
     nb_req_t *q = r->ext;
     *err_p = MPI_SUCCESS;
-    if (!q->hier && q->nc && q->nc->setup && !solo_ready(q->nc))
-        return 0;
     if (q->hier ? !hier_advance(q) : !q->local_done && !coll_nb_test(&q->c))
         return 0;
     *err_p = q->err;
     /* a broadcast's receiver whose count differs from the root's (erroneous), as MPI_Bcast says it */
-    int mism = q->c.mism ? q->c.mism : q->c2.mism;
+    int mism = q->c.mism ? q->c.mism : q->has_c2 ? q->c2.mism : 0;
     if (*err_p == MPI_SUCCESS && mism)
         *err_p = mism == 1 ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
     if (q->hier)
@@ -684,7 +669,6 @@ static void start(nb_req_t *q, nb_comm_t *nc, coll_nb_kind_t kind)
     q->nc = nc;
     q->c.g = &nc->g;
     q->c.kind = kind;
-    q->c.hold = solo_wait(nc) ? HOLD_SETUP : 0;
     coll_nb_start(&q->c);
 }
 
@@ -733,17 +717,15 @@ static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_ki
     q->nc = node;
     q->has_c = node && k1 != COLL_NB_N;
     q->has_c2 = node && k2 != COLL_NB_N;
-    int wait = solo_wait(node);
     if (q->has_c) {
         q->c.g = &node->g;
         q->c.kind = k1;
-        q->c.hold = wait ? HOLD_SETUP : 0;
         coll_nb_start(&q->c);
     }
     if (q->has_c2) {
         q->c2.g = &node->g;
         q->c2.kind = k2;
-        q->c2.hold = q->leader ? 1 : wait ? HOLD_SETUP : 0;
+        q->c2.hold = q->leader ? COLL_NB_HOLD_DATA : 0;
         coll_nb_start(&q->c2);
     }
     if (node)
@@ -2425,7 +2407,7 @@ static nb_comm_t *channel_of(const nb_comm_t *nc, int size, int k)
  * communicator's, across nodes its node's) makes in its heap now and the others learn of from an
  * inline broadcast on nc, in the init's place among comm's collectives (every rank makes its inits
  * in one order, so the broadcast pairs with the same init everywhere). Its calls wait for that
- * (HOLD_SETUP), and comm stays until it is done. */
+ * (coll_nb_set_area), and comm stays until it is done. */
 static nb_comm_t *solo_channel(nb_comm_t *nc, int size, MPI_Comm comm)
 {
     nb_comm_t *ch = channel_of(nc, size, 0);
