@@ -1,6 +1,6 @@
 /* bench/imb/imb.c — the IMB-MPI1 set the papers use (PingPong, PingPing, Sendrecv, Exchange,
  * Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall, Alltoallv, Reduce_scatter), IMB-NBC's
- * Iallreduce, Ialltoall and Ibarrier, and Ialltoallv (the call and its wait; --overlap adds IMB-NBC's overlap), plus
+ * Iallreduce, Ialltoall, Ibcast and Ibarrier, and Ialltoallv (the call and its wait; --overlap adds IMB-NBC's overlap), plus
  * a windowed non-blocking message rate and the cost of polling (Testany), selected with --test.
  *
  * Timing follows IMB: every participating rank times the whole loop after a barrier and divides by
@@ -471,6 +471,13 @@ static void ialltoallv_iter(ctx_t *x, long i)
     MPI_Wait(&nbc_req, MPI_STATUS_IGNORE);
 }
 
+/* Ibcast: Bcast's rotating root through the nonblocking call and its wait (IMB-NBC's Ibcast). */
+static void ibcast_iter(ctx_t *x, long i)
+{
+    MPI_Ibcast(x->rbuf, (int)x->bytes, MPI_BYTE, (int)(i % x->size), x->comm, &nbc_req);
+    MPI_Wait(&nbc_req, MPI_STATUS_IGNORE);
+}
+
 static void ibarrier_iter(ctx_t *x, long i)
 {
     (void)i;
@@ -498,6 +505,7 @@ static const test_t tests[] = {
     {"Iallreduce", "iallreduce", 0, 1, 0, one_block, red_prepare, iallreduce_iter, allreduce_check, 1},
     {"Ialltoall", "ialltoall", 0, 1, 0, all_blocks, alltoall_prepare, ialltoall_iter, alltoall_check, 1},
     {"Ialltoallv", "ialltoallv", 0, 1, 0, all_blocks, alltoallv_prepare, ialltoallv_iter, alltoall_check, 1},
+    {"Ibcast", "ibcast", 0, 1, 0, one_block, bcast_prepare, ibcast_iter, bcast_check, 1},
     {"Ibarrier", "ibarrier", 0, 0, 0, one_block, no_prepare, ibarrier_iter, no_check, 1},
     {"msgrate", "msgrate", 0, 1, 0, window_blocks, fill_own, msgrate_iter, msgrate_check, 1},
     {"Testany", "testany", 0, 0, 0, one_block, poll_prepare, poll_iter, no_check, 1},
@@ -714,7 +722,8 @@ int main(int argc, char **argv)
     bc_opt_t opts[] = {
         {"test", BC_OPT_STR, &which,
          "comma-separated tests: PingPong PingPing Sendrecv Exchange Barrier Bcast Reduce "
-         "Allreduce Allgather Alltoall Alltoallv Reduce_scatter Iallreduce Ialltoall Ialltoallv Ibarrier msgrate, or all"},
+         "Allreduce Allgather Alltoall Alltoallv Reduce_scatter Iallreduce Ialltoall Ialltoallv Ibcast Ibarrier msgrate, "
+         "or all"},
         {"window", BC_OPT_LONG, &window, "msgrate: messages in flight per window"},
         {"cpu-factor", BC_OPT_DOUBLE, &cpu_factor,
          "--overlap: compute for this many times t_pure between the start and the wait (IMB-NBC: 1)"},
