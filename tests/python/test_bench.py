@@ -30,7 +30,7 @@ FLAVOURS = {
 IMB_TESTS = {
     "pingpong", "pingping", "sendrecv", "exchange", "barrier", "bcast", "reduce", "allreduce",
     "allgather", "alltoall", "alltoallv", "reduce_scatter", "msgrate", "testany",
-    "iallreduce", "ialltoall", "ialltoallv", "ibarrier",
+    "iallreduce", "ialltoall", "ialltoallv", "ibcast", "ibarrier",
 }
 TIMEOUT = 90
 
