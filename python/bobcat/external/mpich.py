@@ -288,7 +288,9 @@ def _retry_heap(heap: str, big_heap: str, np_: int) -> str | None:
     """The heap to run a test again with after it exhausted `heap`: big_heap if np of them fit,
     else the largest whole GiB (at least twice `heap`) that does; None if none does. (MPICH's
     datatype-pool tests allocate 1 GiB per rank at 4 ranks: 3G each does not fit half of 21 GiB,
-    2G does.)"""
+    2G does.) '' (--big-heap ''): never."""
+    if not big_heap:
+        return None
     if _fits(big_heap, np_):
         return big_heap
     for g in range(_bytes(big_heap) >> 30, 0, -1):
@@ -409,7 +411,8 @@ def run_entries(work: str, bdir: str, mpi: str, cfg: str, entries: list[dict], l
                     break
                 again = _retry_heap(heap, big_heap, e["np"])
                 if again is None:
-                    why = f"{why}; {HEAP_EXHAUSTED} at --heap {h}, no room for {big_heap}"
+                    why = (f"{why}; {HEAP_EXHAUSTED} at --heap {h}, "
+                           + (f"no room for {big_heap}" if big_heap else "no retry (--big-heap '')"))
                     break
                 heaps[1] = again
                 _say(f"{name}: {e['id']}: {HEAP_EXHAUSTED} at --heap {h}; again at {again}")
