@@ -160,9 +160,8 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
         pc_in_done(&b);
     else
         pc_out_done(&b);
-    /* as MPICH: more than my buffer holds is MPI_ERR_TRUNCATE, less a size mismatch (MPI_ERR_OTHER),
-     * as is my leader's failure; a leader's own is the real MPI's class */
-    int err = mism == 0 ? MPI_SUCCESS : mism == 1 ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
+    /* a count mismatch as MPICH says it; a leader's own failure is the real MPI's class */
+    int err = pc_bcast_mism_err(mism);
     if (err == MPI_SUCCESS && lerr != MPI_SUCCESS && PMPI_Error_class(lerr, &err) != MPI_SUCCESS)
         err = MPI_ERR_OTHER;
     return err == MPI_SUCCESS ? err : (PMPI_Comm_call_errhandler(comm, err), err);

@@ -37,6 +37,15 @@ static inline int pc_alias_error(pmpi_stat_t *st, MPI_Comm comm, MPI_Request *re
     return PMPI_Comm_call_errhandler(comm, MPI_ERR_BUFFER), MPI_ERR_BUFFER;
 }
 
+/* The error class of a broadcast's receiver whose count differed from the root's (erroneous; what
+ * coll_bcast returns and coll_nb_t.mism holds), as MPICH reports it: more than my buffer holds is
+ * MPI_ERR_TRUNCATE, less (or my leader's failure across nodes) MPI_ERR_OTHER; MPI_SUCCESS when the
+ * counts matched. MPI_Bcast and MPI_Ibcast's completion both say it this way. */
+static inline int pc_bcast_mism_err(int mism)
+{
+    return mism == 0 ? MPI_SUCCESS : mism == 1 ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
+}
+
 /* Algorithm choice per collective, fixed at MPI_Init from the knobs. */
 typedef enum { PC_AUTO, PC_INPLACE, PC_SERIAL, PC_PARALLEL, PC_MPI, PC_FUSED, PC_SPLIT, PC_AUTO_PARALLEL } pc_alg_t;
 typedef struct {

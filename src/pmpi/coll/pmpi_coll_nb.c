@@ -162,15 +162,22 @@ static void nb_activate(nb_comm_t *nc)
     p2p_ext_pending = 1;
 }
 
-static void nb_comm_free(p2p_comm_t *c)
+/* Off the active list, if it is on it. */
+static void nb_deactivate(nb_comm_t *nc)
 {
-    nb_comm_t *nc = c->nb;
-    /* Its requests pinned the entry, so none is in flight: it is not on the active list. */
     for (nb_comm_t **pp = &active_head; *pp; pp = &(*pp)->next)
         if (*pp == nc) {
             *pp = nc->next;
             break;
         }
+    nc->active = 0;
+}
+
+static void nb_comm_free(p2p_comm_t *c)
+{
+    nb_comm_t *nc = c->nb;
+    /* Its requests pinned the entry, so none is in flight: it is not on the active list. */
+    nb_deactivate(nc);
     p2p_ext_pending = active_head != NULL;
     free(nc->base);
     free(nc);
@@ -501,8 +508,8 @@ static int nb_test(p2p_req_t *r, int *err_p)
     *err_p = q->err;
     /* a broadcast's receiver whose count differs from the root's (erroneous), as MPI_Bcast says it */
     int mism = q->c.mism ? q->c.mism : q->has_c2 ? q->c2.mism : 0;
-    if (*err_p == MPI_SUCCESS && mism)
-        *err_p = mism == 1 ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
+    if (*err_p == MPI_SUCCESS)
+        *err_p = pc_bcast_mism_err(mism);
     if (q->hier)
         for (nb_req_t **pp = &hier_head; *pp; pp = &(*pp)->hnext)
             if (*pp == q) {
@@ -2032,11 +2039,7 @@ static void pcoll_free(pcoll_t *p)
     if (p->chan && p->chan->setup) { /* (its setup is a call on the communicator's ring: it ends first) */
         p->chan->orphan = 1;
     } else if (p->chan && !p->chan->g.head) { /* (freed with a call in flight is erroneous: then it stays) */
-        for (nb_comm_t **pp = &active_head; *pp; pp = &(*pp)->next)
-            if (*pp == p->chan) {
-                *pp = p->chan->next;
-                break;
-            }
+        nb_deactivate(p->chan);
         solo_drop(p->chan);
     }
     free(p->rcounts);
