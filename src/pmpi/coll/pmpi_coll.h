@@ -71,7 +71,8 @@ static inline int pc_node_rank(const pmpi_comm_t *pc, int r)
 /* Datatype facts: dense = its bytes in memory are exactly its packed signature (a predefined
  * type without gaps, or contiguous/dup of one), so a byte copy moves it. */
 typedef struct {
-    int size;             /* MPI_Type_size */
+    MPI_Count size;       /* MPI_Type_size_x (a type of more than INT_MAX bytes: BigMPI's way to
+                             large counts, MPI_Bcast_c's big types) */
     MPI_Aint lb, extent;  /* MPI_Type_get_extent */
     int dense;
     int predefined;

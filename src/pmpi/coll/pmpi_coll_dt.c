@@ -136,8 +136,25 @@ void pc_knobs_init(void)
 
 /* Is dt's memory exactly its signature? Predefined types other than the pairs are; contiguous or
  * dup of such a type is. Everything else is packed (copies) or left to the real MPI (reductions). */
+static int dense_of(MPI_Datatype dt, int *predefined_p);
+
+/* A dense part of a larger type: dense itself, without gaps at either end (lb 0, extent = size). */
+static int dense_part(MPI_Datatype t, MPI_Count *size_p)
+{
+    int pre, d = dense_of(t, &pre);
+    MPI_Count lb, ext;
+    if (d == 1 && (PMPI_Type_size_x(t, size_p) != MPI_SUCCESS || PMPI_Type_get_extent_x(t, &lb, &ext) != MPI_SUCCESS ||
+                   lb != 0 || ext != *size_p))
+        d = 0;
+    return d;
+}
+
+/* Dense: a predefined type, or a contiguous/dup/resized of a dense one, or a struct of dense
+ * blocks laid end to end in order (at most 8: the one a large count's _c call makes,
+ * pmpi_coll_count.c, and BigMPI's). The caller checks the whole type's ends. */
 static int dense_of(MPI_Datatype dt, int *predefined_p)
 {
+    enum { MAXB = 8 };
     int ni, na, nd, comb;
     *predefined_p = 0;
     if (pmpi_type_envelope(dt, &ni, &na, &nd, &comb) != 0)
@@ -146,21 +163,29 @@ static int dense_of(MPI_Datatype dt, int *predefined_p)
         *predefined_p = 1;
         return 1; /* size == extent checked by the caller (false for the pair types) */
     }
-    if ((comb != MPI_COMBINER_CONTIGUOUS && comb != MPI_COMBINER_DUP) || ni > 1 || nd != 1)
+    int plain = (comb == MPI_COMBINER_CONTIGUOUS || comb == MPI_COMBINER_DUP) && ni <= 1 && na == 0 && nd == 1;
+    int resized = comb == MPI_COMBINER_RESIZED && ni == 0 && na == 2 && nd == 1;
+    int strct = comb == MPI_COMBINER_STRUCT && ni >= 2 && ni <= MAXB + 1 && na == ni - 1 && nd == ni - 1;
+    if (!plain && !resized && !strct)
         return 0;
-    int ints[1];
-    MPI_Aint addrs[1];
-    MPI_Datatype inner;
-    if (pmpi_type_contents(dt, ni, na, nd, ints, addrs, &inner) != 0)
+    int ints[MAXB + 1];
+    MPI_Aint addrs[MAXB];
+    MPI_Datatype inner[MAXB];
+    if (pmpi_type_contents(dt, ni, na, nd, ints, addrs, inner) != 0)
         return -1;
-    int pre, d = dense_of(inner, &pre);
-    int inner_size;
-    MPI_Aint lb, ext;
-    if (d == 1 && (PMPI_Type_size(inner, &inner_size) != MPI_SUCCESS || PMPI_Type_get_extent(inner, &lb, &ext) != MPI_SUCCESS ||
-                   lb != 0 || ext != inner_size))
-        d = 0;
-    if (!pre)
-        PMPI_Type_free(&inner);
+    int d = 1;
+    MPI_Count at = 0;
+    for (int b = 0; b < nd; b++) {
+        MPI_Count size = 0;
+        if (d == 1)
+            d = dense_part(inner[b], &size);
+        if (d == 1 && strct) { /* block b: ints[1 + b] of inner[b] at addrs[b], right after block b - 1 */
+            if (addrs[b] != at)
+                d = 0;
+            at += (MPI_Count)ints[1 + b] * size;
+        }
+    }
+    pmpi_dt_free_contents(inner, nd);
     return d;
 }
 
@@ -173,10 +198,11 @@ int pc_dt(MPI_Datatype dt, pc_dt_t *d_p)
      * describe one or two types per call, five queries each). */
     const pmpi_dt_info_t *i = pmpi_dt_cached(dt);
     if (i && i->predefined && i->contig && i->lb == 0 && i->size > 0 && i->extent == i->size && i->size <= INT_MAX) {
-        *d_p = (pc_dt_t){.size = (int)i->size, .lb = 0, .extent = (MPI_Aint)i->extent, .dense = 1, .predefined = 1};
+        *d_p = (pc_dt_t){.size = (MPI_Count)i->size, .lb = 0, .extent = (MPI_Aint)i->extent, .dense = 1, .predefined = 1};
         return 0;
     }
-    if (PMPI_Type_size(dt, &d.size) != MPI_SUCCESS || PMPI_Type_get_extent(dt, &d.lb, &d.extent) != MPI_SUCCESS)
+    if (PMPI_Type_size_x(dt, &d.size) != MPI_SUCCESS || d.size < 0 ||
+        PMPI_Type_get_extent(dt, &d.lb, &d.extent) != MPI_SUCCESS)
         return -1;
     int dense = dense_of(dt, &d.predefined);
     if (dense < 0)
