@@ -68,8 +68,8 @@ __attribute__((noinline, cold)) void pmpi_pass_count(int idx, MPI_Comm comm, uin
 
 uint64_t pmpi_pass_bytes(MPI_Count count, MPI_Datatype dt)
 {
-    int size = 0;
-    if (count <= 0 || dt == MPI_DATATYPE_NULL || PMPI_Type_size(dt, &size) != MPI_SUCCESS || size < 0)
+    MPI_Count size = 0;
+    if (count <= 0 || dt == MPI_DATATYPE_NULL || PMPI_Type_size_x(dt, &size) != MPI_SUCCESS || size < 0)
         return 0;
     return (uint64_t)count * (uint64_t)size;
 }

@@ -421,8 +421,9 @@ out:
 
 static size_t type_bytes(MPI_Count count, MPI_Datatype t)
 {
-    int sz = 0;
-    PMPI_Type_size(t, &sz);
+    MPI_Count sz = 0;
+    if (PMPI_Type_size_x(t, &sz) != MPI_SUCCESS || sz < 0)
+        sz = 0;
     return (size_t)count * (size_t)sz;
 }
 
