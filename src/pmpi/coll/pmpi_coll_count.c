@@ -227,48 +227,37 @@ static void *at_out(void *p, MPI_Aint off) { return p ? (char *)p + off : p; }
         return MPI_SUCCESS;                                                                                    \
     } while (0)
 
+/* A blocking reduction X: the int form, or pieces of it; a negative count the real MPI's. */
+#define RED_PIECES(X, ...)                                                                                     \
+    PMPI_GUARD();                                                                                              \
+    if (count <= INT_MAX && count >= 0)                                                                        \
+        return MPI_##X(sbuf, rbuf, (int)count, dt, op, __VA_ARGS__);                                           \
+    if (count < 0)                                                                                             \
+        return PMPI_AWAY(PMPI_##X##_c(sbuf, rbuf, count, dt, op, __VA_ARGS__));                                \
+    PIECES(count, dt, MPI_##X(at_in(sbuf, off), at_out(rbuf, off), n, dt, op, __VA_ARGS__));
+
 BOBCAT_EXPORT int MPI_Reduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, int root,
                                MPI_Comm comm)
 {
-    PMPI_GUARD();
-    if (count <= INT_MAX && count >= 0)
-        return MPI_Reduce(sbuf, rbuf, (int)count, dt, op, root, comm);
-    if (count < 0)
-        return PMPI_AWAY(PMPI_Reduce_c(sbuf, rbuf, count, dt, op, root, comm));
-    PIECES(count, dt, MPI_Reduce(at_in(sbuf, off), at_out(rbuf, off), n, dt, op, root, comm));
+    RED_PIECES(Reduce, root, comm)
 }
 
 BOBCAT_EXPORT int MPI_Allreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                   MPI_Comm comm)
 {
-    PMPI_GUARD();
-    if (count <= INT_MAX && count >= 0)
-        return MPI_Allreduce(sbuf, rbuf, (int)count, dt, op, comm);
-    if (count < 0)
-        return PMPI_AWAY(PMPI_Allreduce_c(sbuf, rbuf, count, dt, op, comm));
-    PIECES(count, dt, MPI_Allreduce(at_in(sbuf, off), at_out(rbuf, off), n, dt, op, comm));
+    RED_PIECES(Allreduce, comm)
 }
 
 BOBCAT_EXPORT int MPI_Scan_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                              MPI_Comm comm)
 {
-    PMPI_GUARD();
-    if (count <= INT_MAX && count >= 0)
-        return MPI_Scan(sbuf, rbuf, (int)count, dt, op, comm);
-    if (count < 0)
-        return PMPI_AWAY(PMPI_Scan_c(sbuf, rbuf, count, dt, op, comm));
-    PIECES(count, dt, MPI_Scan(at_in(sbuf, off), at_out(rbuf, off), n, dt, op, comm));
+    RED_PIECES(Scan, comm)
 }
 
 BOBCAT_EXPORT int MPI_Exscan_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                MPI_Comm comm)
 {
-    PMPI_GUARD();
-    if (count <= INT_MAX && count >= 0)
-        return MPI_Exscan(sbuf, rbuf, (int)count, dt, op, comm);
-    if (count < 0)
-        return PMPI_AWAY(PMPI_Exscan_c(sbuf, rbuf, count, dt, op, comm));
-    PIECES(count, dt, MPI_Exscan(at_in(sbuf, off), at_out(rbuf, off), n, dt, op, comm));
+    RED_PIECES(Exscan, comm)
 }
 
 /* (Its blocks lie rcount apart in the input: no pieces of one call. A large block is the real
@@ -282,50 +271,42 @@ BOBCAT_EXPORT int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_C
     return PMPI_AWAY(PMPI_Reduce_scatter_block_c(sbuf, rbuf, rcount, dt, op, comm));
 }
 
-/* Nonblocking: one request, so a large count is the real MPI's (on every rank alike). */
+/* A reduction that is one request (nonblocking, persistent) X: the int form, or the real MPI's _c
+ * form for a large count (on every rank alike: the count is the same on all). */
+#define RED_ONE(X, ...)                                                                                        \
+    PMPI_GUARD();                                                                                              \
+    if (count <= INT_MAX && count >= 0)                                                                        \
+        return MPI_##X(sbuf, rbuf, (int)count, dt, op, __VA_ARGS__);                                           \
+    return PMPI_##X##_c(sbuf, rbuf, count, dt, op, __VA_ARGS__);
+
 BOBCAT_EXPORT int MPI_Ireduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, int root,
                                 MPI_Comm comm, MPI_Request *req)
 {
-    PMPI_GUARD();
-    if (count <= INT_MAX && count >= 0)
-        return MPI_Ireduce(sbuf, rbuf, (int)count, dt, op, root, comm, req);
-    return PMPI_Ireduce_c(sbuf, rbuf, count, dt, op, root, comm, req);
+    RED_ONE(Ireduce, root, comm, req)
 }
 
 BOBCAT_EXPORT int MPI_Iallreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                    MPI_Comm comm, MPI_Request *req)
 {
-    PMPI_GUARD();
-    if (count <= INT_MAX && count >= 0)
-        return MPI_Iallreduce(sbuf, rbuf, (int)count, dt, op, comm, req);
-    return PMPI_Iallreduce_c(sbuf, rbuf, count, dt, op, comm, req);
+    RED_ONE(Iallreduce, comm, req)
 }
 
 BOBCAT_EXPORT int MPI_Iscan_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                               MPI_Comm comm, MPI_Request *req)
 {
-    PMPI_GUARD();
-    if (count <= INT_MAX && count >= 0)
-        return MPI_Iscan(sbuf, rbuf, (int)count, dt, op, comm, req);
-    return PMPI_Iscan_c(sbuf, rbuf, count, dt, op, comm, req);
+    RED_ONE(Iscan, comm, req)
 }
 
 BOBCAT_EXPORT int MPI_Iexscan_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                 MPI_Comm comm, MPI_Request *req)
 {
-    PMPI_GUARD();
-    if (count <= INT_MAX && count >= 0)
-        return MPI_Iexscan(sbuf, rbuf, (int)count, dt, op, comm, req);
-    return PMPI_Iexscan_c(sbuf, rbuf, count, dt, op, comm, req);
+    RED_ONE(Iexscan, comm, req)
 }
 
-BOBCAT_EXPORT int MPI_Ireduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count rcount, MPI_Datatype dt,
+BOBCAT_EXPORT int MPI_Ireduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt,
                                               MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
-    PMPI_GUARD();
-    if (rcount <= INT_MAX && rcount >= 0)
-        return MPI_Ireduce_scatter_block(sbuf, rbuf, (int)rcount, dt, op, comm, req);
-    return PMPI_Ireduce_scatter_block_c(sbuf, rbuf, rcount, dt, op, comm, req);
+    RED_ONE(Ireduce_scatter_block, comm, req)
 }
 
 /* ---- persistent (MPI 4.0's MPI_X_init_c): the int form's request, which holds its datatype ----- */
@@ -376,41 +357,34 @@ BOBCAT_EXPORT int MPI_Alltoall_init_c(const void *sbuf, MPI_Count scount, MPI_Da
     return let_go(&s, &r, MPI_Alltoall_init(sbuf, s.count, s.dt, rbuf, r.count, r.dt, comm, info, req));
 }
 
-/* Reductions: one request, so a large count is the real MPI's on every rank alike. */
-#define RED_INIT(X, ...)                                                                                       \
-    PMPI_GUARD();                                                                                              \
-    if (count <= INT_MAX && count >= 0)                                                                        \
-        return MPI_##X##_init(sbuf, rbuf, (int)count, dt, op, __VA_ARGS__);                                    \
-    return PMPI_##X##_init_c(sbuf, rbuf, count, dt, op, __VA_ARGS__);
-
 BOBCAT_EXPORT int MPI_Reduce_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                     int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
-    RED_INIT(Reduce, root, comm, info, req)
+    RED_ONE(Reduce_init, root, comm, info, req)
 }
 
 BOBCAT_EXPORT int MPI_Allreduce_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                        MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
-    RED_INIT(Allreduce, comm, info, req)
+    RED_ONE(Allreduce_init, comm, info, req)
 }
 
 BOBCAT_EXPORT int MPI_Scan_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                   MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
-    RED_INIT(Scan, comm, info, req)
+    RED_ONE(Scan_init, comm, info, req)
 }
 
 BOBCAT_EXPORT int MPI_Exscan_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                     MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
-    RED_INIT(Exscan, comm, info, req)
+    RED_ONE(Exscan_init, comm, info, req)
 }
 
 BOBCAT_EXPORT int MPI_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt,
                                                   MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
-    RED_INIT(Reduce_scatter_block, comm, info, req)
+    RED_ONE(Reduce_scatter_block_init, comm, info, req)
 }
 
 #endif
