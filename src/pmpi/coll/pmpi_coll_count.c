@@ -227,9 +227,9 @@ static void *at_out(void *p, MPI_Aint off) { return p ? (char *)p + off : p; }
         return MPI_SUCCESS;                                                                                    \
     } while (0)
 
-/* A blocking reduction X: the int form, or pieces of it; a negative count the real MPI's. */
+/* A blocking reduction X (after the entry's PMPI_GUARD): the int form, or pieces of it; a negative
+ * count the real MPI's. */
 #define RED_PIECES(X, ...)                                                                                     \
-    PMPI_GUARD();                                                                                              \
     if (count <= INT_MAX && count >= 0)                                                                        \
         return MPI_##X(sbuf, rbuf, (int)count, dt, op, __VA_ARGS__);                                           \
     if (count < 0)                                                                                             \
@@ -239,24 +239,28 @@ static void *at_out(void *p, MPI_Aint off) { return p ? (char *)p + off : p; }
 BOBCAT_EXPORT int MPI_Reduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, int root,
                                MPI_Comm comm)
 {
+    PMPI_GUARD();
     RED_PIECES(Reduce, root, comm)
 }
 
 BOBCAT_EXPORT int MPI_Allreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                   MPI_Comm comm)
 {
+    PMPI_GUARD();
     RED_PIECES(Allreduce, comm)
 }
 
 BOBCAT_EXPORT int MPI_Scan_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                              MPI_Comm comm)
 {
+    PMPI_GUARD();
     RED_PIECES(Scan, comm)
 }
 
 BOBCAT_EXPORT int MPI_Exscan_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                MPI_Comm comm)
 {
+    PMPI_GUARD();
     RED_PIECES(Exscan, comm)
 }
 
@@ -274,7 +278,6 @@ BOBCAT_EXPORT int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_C
 /* A reduction that is one request (nonblocking, persistent) X: the int form, or the real MPI's _c
  * form for a large count (on every rank alike: the count is the same on all). */
 #define RED_ONE(X, ...)                                                                                        \
-    PMPI_GUARD();                                                                                              \
     if (count <= INT_MAX && count >= 0)                                                                        \
         return MPI_##X(sbuf, rbuf, (int)count, dt, op, __VA_ARGS__);                                           \
     return PMPI_##X##_c(sbuf, rbuf, count, dt, op, __VA_ARGS__);
@@ -282,30 +285,35 @@ BOBCAT_EXPORT int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_C
 BOBCAT_EXPORT int MPI_Ireduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op, int root,
                                 MPI_Comm comm, MPI_Request *req)
 {
+    PMPI_GUARD();
     RED_ONE(Ireduce, root, comm, req)
 }
 
 BOBCAT_EXPORT int MPI_Iallreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                    MPI_Comm comm, MPI_Request *req)
 {
+    PMPI_GUARD();
     RED_ONE(Iallreduce, comm, req)
 }
 
 BOBCAT_EXPORT int MPI_Iscan_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                               MPI_Comm comm, MPI_Request *req)
 {
+    PMPI_GUARD();
     RED_ONE(Iscan, comm, req)
 }
 
 BOBCAT_EXPORT int MPI_Iexscan_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                 MPI_Comm comm, MPI_Request *req)
 {
+    PMPI_GUARD();
     RED_ONE(Iexscan, comm, req)
 }
 
 BOBCAT_EXPORT int MPI_Ireduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt,
                                               MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
+    PMPI_GUARD();
     RED_ONE(Ireduce_scatter_block, comm, req)
 }
 
@@ -360,30 +368,35 @@ BOBCAT_EXPORT int MPI_Alltoall_init_c(const void *sbuf, MPI_Count scount, MPI_Da
 BOBCAT_EXPORT int MPI_Reduce_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                     int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
+    PMPI_GUARD();
     RED_ONE(Reduce_init, root, comm, info, req)
 }
 
 BOBCAT_EXPORT int MPI_Allreduce_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                        MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
+    PMPI_GUARD();
     RED_ONE(Allreduce_init, comm, info, req)
 }
 
 BOBCAT_EXPORT int MPI_Scan_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                   MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
+    PMPI_GUARD();
     RED_ONE(Scan_init, comm, info, req)
 }
 
 BOBCAT_EXPORT int MPI_Exscan_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt, MPI_Op op,
                                     MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
+    PMPI_GUARD();
     RED_ONE(Exscan_init, comm, info, req)
 }
 
 BOBCAT_EXPORT int MPI_Reduce_scatter_block_init_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dt,
                                                   MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
+    PMPI_GUARD();
     RED_ONE(Reduce_scatter_block_init, comm, info, req)
 }
 
