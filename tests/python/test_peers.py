@@ -205,7 +205,12 @@ def test_exit_statuses(progs):
     for f, exe in progs.items():
         r = _yod(["-np", "2", exe, "abort"])
         assert r.returncode == 1, (f, r.returncode, r.stderr)
-        assert "rank 1" in r.stderr and "called MPI_Abort with code 7" in r.stderr, (f, r.stderr)
+        named = "rank 1" in r.stderr and "called MPI_Abort with code 7" in r.stderr
+        # Hydra sometimes loses the aborting rank's last stderr (docs/yod.md, "When the MPI ends
+        # the job"; test_yod_end.py): MPICH 5's here in 2 of 15 mpich5 and 3 of 15 abi jobs. yod
+        # then says that the launcher ended the job, with Hydra's status, the abort's code.
+        lost = "mpiexec.hydra ended the job (status 7)" in r.stderr and "ended without a report" in r.stderr
+        assert named or lost, (f, r.stderr)
         r = _yod(["-np", "2", exe, "kill"])
         assert r.returncode == 1, (f, r.returncode, r.stderr)
         assert "rank 1" in r.stderr and "signal 9" in r.stderr, (f, r.stderr)
