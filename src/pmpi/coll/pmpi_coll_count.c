@@ -39,7 +39,7 @@ static int big_type(MPI_Count count, MPI_Datatype dt, MPI_Datatype *t_p)
     if (rc == MPI_SUCCESS)
         rc = PMPI_Type_contiguous((int)PIECE, dt, &block);
     if (rc == MPI_SUCCESS)
-        rc = PMPI_Type_contiguous((int)n, block, &blocks); /* (n < 2^33: count is below 2^63) */
+        rc = PMPI_Type_contiguous((int)n, block, &blocks); /* (n <= INT_MAX: pair() leaves larger counts to the MPI) */
     if (rc == MPI_SUCCESS && r)
         rc = PMPI_Type_contiguous((int)r, dt, &rest);
     if (rc == MPI_SUCCESS) {
