@@ -69,7 +69,8 @@ static inline int pc_node_rank(const pmpi_comm_t *pc, int r)
 }
 
 /* Datatype facts: dense = its bytes in memory are exactly its packed signature (a predefined
- * type without gaps, or contiguous/dup of one), so a byte copy moves it. */
+ * type without gaps, a contiguous/dup/resized of one, or dense blocks end to end: pc_dt), so a
+ * byte copy moves it. */
 typedef struct {
     MPI_Count size;       /* MPI_Type_size_x (a type of more than INT_MAX bytes: BigMPI's way to
                              large counts, MPI_Bcast_c's big types) */

@@ -134,8 +134,6 @@ void pc_knobs_init(void)
     map_add(MPI_LONG_DOUBLE_INT, COLL_T_LD_INT, sizeof(long double) + sizeof(int), 0);
 }
 
-/* Is dt's memory exactly its signature? Predefined types other than the pairs are; contiguous or
- * dup of such a type is. Everything else is packed (copies) or left to the real MPI (reductions). */
 static int dense_of(MPI_Datatype dt, int *predefined_p);
 
 /* A dense part of a larger type: dense itself, without gaps at either end (lb 0, extent = size). */
@@ -149,9 +147,11 @@ static int dense_part(MPI_Datatype t, MPI_Count *size_p)
     return d;
 }
 
-/* Dense: a predefined type, or a contiguous/dup/resized of a dense one, or a struct of dense
- * blocks laid end to end in order (at most 8: the one a large count's _c call makes,
- * pmpi_coll_count.c, and BigMPI's). The caller checks the whole type's ends. */
+/* Is dt's memory exactly its signature? Predefined types other than the pairs are; so is a
+ * contiguous, dup or resized of a dense type, and a struct of dense blocks laid end to end in order
+ * (at most 8: the one a large count's _c call makes, pmpi_coll_count.c, and BigMPI's). The caller
+ * checks the whole type's ends. Everything else is packed (copies) or left to the real MPI
+ * (reductions). */
 static int dense_of(MPI_Datatype dt, int *predefined_p)
 {
     enum { MAXB = 8 };
