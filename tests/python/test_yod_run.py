@@ -25,6 +25,8 @@ MPIS = ["openmpi", "mpich"]
 
 PROG = r"""
 /* test program: argv = <rank> <action> [dir]; the rank named does the action, others idle. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,6 +46,14 @@ int main(int argc, char **argv) {
             if (strncmp(line, "Cpus_allowed_list:", 18) == 0)
                 printf("rank %d cpus %s", r, line + 19);
         fclose(f);
+        MPI_Finalize();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "poller") == 0) {  /* the library MPICH's progress polls reach */
+        Dl_info info;
+        void *f = dlsym(RTLD_DEFAULT, "ucp_worker_progress");
+        const char *lib = f && dladdr(f, &info) && info.dli_fname ? strrchr(info.dli_fname, '/') : NULL;
+        printf("rank %d sum %d poller %s\n", r, sum, lib ? lib + 1 : "none");
         MPI_Finalize();
         return 0;
     }
@@ -197,6 +207,19 @@ def test_oversubscribed(progs, mpi):
     r = yod(["-VN", "6", "-np", "6", "--oversubscribe", "--no-preload", progs[mpi]])
     assert r.rc == 0, r.err
     assert sorted(r.out.splitlines()) == [f"rank {i} of 6 sum 15" for i in range(6)]
+
+
+def test_oversubscribed_mpich_polls_yield(progs):
+    """MPICH's progress loop never yields; oversubscribed, yod preloads libbobcat-yield.so, whose
+    ucp_worker_progress is the one MPICH's polls reach (launcher/bobcat_yield.c). With a core per
+    rank UCX's own answers them."""
+    r = yod(["-VN", "4", "-np", "4", "--oversubscribe", "--heap", "128M", progs["mpich"], "poller"])
+    assert r.rc == 0, r.err
+    assert sorted(r.out.splitlines()) == [f"rank {i} sum 6 poller libbobcat-yield.so" for i in range(4)]
+    r = yod(["-VN", "2", "-np", "2", "--heap", "128M", progs["mpich"], "poller"])
+    assert r.rc == 0, r.err
+    polled = {line.split()[-1] for line in r.out.splitlines()}
+    assert len(r.out.splitlines()) == 2 and len(polled) == 1 and polled.pop().startswith("libucp.so")
 
 
 @pytest.mark.parametrize("mpi", MPIS)

@@ -273,6 +273,9 @@ class Yod:
             # libbobcat.so comes first and by itself: a preloaded library precedes libc, so its
             # malloc wins; as a mere dependency of the MPI flavour it would come after libc.
             wanted = ["libbobcat.so"] + ([f"libbobcat-{mpi}.so"] if mpi else [])
+            if mpi and self.oversubscribed:
+                # Makes MPICH's UCX polling yield the core while it waits (launcher/bobcat_yield.c).
+                wanted.append("libbobcat-yield.so")
             for name in wanted:
                 if not os.path.isfile(os.path.join(lib_dir, name)):
                     raise UsageError(f"{os.path.join(lib_dir, name)} is missing (needed for {g.program}); build and "
