@@ -114,11 +114,11 @@ def test_commands(monkeypatch):
 
 def test_retry_heap(monkeypatch):
     # room for 8 GiB in all (half of MemAvailable)
-    monkeypatch.setattr(xm, "_fits", lambda heap, np_: np_ * xm._bytes(heap) <= 8 << 30)
-    assert xm._retry_heap("1G", "", 4) is None  # --big-heap '': never (was a ValueError)
-    assert xm._retry_heap("1G", "2G", 4) == "2G"
-    assert xm._retry_heap("1G", "3G", 4) == "2G"  # the largest whole GiB that fits, >= twice the heap
-    assert xm._retry_heap("1G", "3G", 8) is None  # 2G x 8 does not fit, 1G is not twice the heap
+    monkeypatch.setattr(mt, "_fits", lambda heap, np_: np_ * mt._bytes(heap) <= 8 << 30)
+    assert mt._retry_heap("1G", "", 4) is None  # --big-heap '': never (was a ValueError)
+    assert mt._retry_heap("1G", "2G", 4) == "2G"
+    assert mt._retry_heap("1G", "3G", 4) == "2G"  # the largest whole GiB that fits, >= twice the heap
+    assert mt._retry_heap("1G", "3G", 8) is None  # 2G x 8 does not fit, 1G is not twice the heap
 
 
 def test_layer_states_from_the_account_and_printed_lines(tmp_path):

@@ -53,6 +53,7 @@ def with_peers(system: dict[str, dict]) -> dict[str, dict]:
             continue
         env = {"I_MPI_ROOT": m.prefix} if m.product == "Intel MPI" else {}
         out[f] = dict(system[m.family], mpicc=os.path.join(m.prefix, "bin", "mpicc"),
+                      mpifort=os.path.join(m.prefix, "bin", "mpifort"),
                       launcher=m.launcher, family=m.family, env=env, libdir=os.path.dirname(m.lib),
                       rpath=_lib_dirs(m.lib))
     return out

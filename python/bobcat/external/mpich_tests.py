@@ -22,12 +22,24 @@ MPIS = with_peers({
     # Open MPI 4.1 hides the MPI-1 functions MPI-3 removed (MPI_Type_hvector...) behind a static
     # assert unless asked; dtpools still calls them, and libmpi still has them. --enable-strictmpi
     # leaves out the MPICH extensions (MPIX_*) and the tests marked strict=FALSE.
-    "openmpi": {"mpicc": "mpicc.openmpi", "launcher": "mpirun.openmpi", "np_flag": "-np",
+    "openmpi": {"mpicc": "mpicc.openmpi", "mpifort": "mpifort.openmpi", "launcher": "mpirun.openmpi",
+                "np_flag": "-np",
                 "launcher_args": ["--oversubscribe"], "strict": True,
                 "configure": ["--enable-strictmpi"], "cppflags": "-DOMPI_OMIT_MPI1_COMPAT_DECLS=0"},
-    "mpich": {"mpicc": "mpicc.mpich", "launcher": "mpiexec.mpich", "np_flag": "-n",
+    "mpich": {"mpicc": "mpicc.mpich", "mpifort": "mpifort.mpich", "launcher": "mpiexec.mpich", "np_flag": "-n",
               "launcher_args": [], "strict": False, "configure": [], "cppflags": ""},
 })
+# Both MPIs: C; Fortran (mpif.h, `use mpi`, `use mpi_f08`: the f77, f90 and f08 directories) when
+# the MPI has an mpifort; MPI_THREAD_MULTIPLE (the threads directory); none of C++, ROMIO, spawn,
+# partitioned, perf, FT (not our dirs). --disable-rma only drops rma from the suite's own SUBDIRS:
+# configure still writes rma/Makefile and rma/testlist, and the programs of the directories run are
+# built per directory (mpich.build()), rma's included. The Fortran language dirs are left out of
+# SUBDIRS by this configure too (f08 always: it is built only inside MPICH's tree), and built the
+# same way. gfortran 12 rejects mpif.h calls passing different buffer types to one routine unless
+# -fallow-argument-mismatch (as MPICH's own build sets it).
+CONFIGURE_COMMON = ["--disable-cxx", "--disable-romio", "--disable-spawn", "--disable-rma", "--disable-part",
+                    "--disable-perftest", "--disable-ft-tests", "--enable-threads=multiple"]
+FFLAGS = "-O1 -g0 -fallow-argument-mismatch"
 PASS, FAIL, TIMEOUT = "pass", "fail", "timeout"
 NOT_RUN = ("skipped", "build-failed")
 BAD = (FAIL, TIMEOUT)
@@ -157,6 +169,40 @@ HEAP_EXHAUSTED = "heap segment exhausted"
 LAYER_LINE = re.compile(r"^bobcat: stats rank \d+ node \d+: layer=(\S+)", re.M)
 _BORING = re.compile(r"^\[[\w.-]+:\d+\] \[ ?\d+\]|unknown setting|heap on 4 KiB pages|^-+$|"
                      r"^\s*$")
+
+
+# ---- heaps ------------------------------------------------------------------------------------
+
+def _bytes(size: str) -> int:
+    m = re.fullmatch(r"(\d+)([kKmMgGtT]?)", size.strip())
+    if not m:
+        raise ValueError(f"bad size {size!r} (e.g. 256M, 1G)")
+    return int(m.group(1)) << (10 * " kmgt".index(m.group(2).lower() or " "))
+
+
+def _fits(heap: str, np_: int) -> bool:
+    """Whether np heaps of this size fit in half of MemAvailable (yod populates them in full)."""
+    try:
+        with open("/proc/meminfo") as f:
+            avail = int(re.search(r"^MemAvailable:\s+(\d+) kB", f.read(), re.M).group(1)) << 10
+    except (OSError, AttributeError):
+        return False
+    return np_ * _bytes(heap) <= avail // 2
+
+
+def _retry_heap(heap: str, big_heap: str, np_: int) -> str | None:
+    """The heap to run a test again with after it exhausted `heap`: big_heap if np of them fit,
+    else the largest whole GiB (at least twice `heap`) that does; None if none does. (MPICH's
+    datatype-pool tests allocate 1 GiB per rank at 4 ranks: 3G each does not fit half of 21 GiB,
+    2G does.) '' (--big-heap ''): never."""
+    if not big_heap:
+        return None
+    if _fits(big_heap, np_):
+        return big_heap
+    for g in range(_bytes(big_heap) >> 30, 0, -1):
+        if (g << 30) >= 2 * _bytes(heap) and _fits(f"{g}G", np_):
+            return f"{g}G"
+    return None
 
 
 # ---- launch commands and the layer's state -------------------------------------------------------
