@@ -10,7 +10,8 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "pmpi"
 # MPI_Init* start the layer (nothing to guard yet); the Fortran entry points call these C ones.
-EXEMPT = {"MPI_Init", "MPI_Init_thread"}
+# MPI_Abort must end the job whatever another thread holds (it touches no state of the layer).
+EXEMPT = {"MPI_Init", "MPI_Init_thread", "MPI_Abort"}
 # MPI_X, SFX(MPI_X), or PCOLL(X): the persistent collectives, MPI_X_init or MPIX_X_init (pmpi_coll.h)
 DEF = re.compile(r"^BOBCAT_EXPORT\s+[\w ]+?\**\s*(?:(?:SFX\()?(MPI_\w+)\)?|PCOLL\((\w+)\))\s*\(", re.M)
 

@@ -43,6 +43,7 @@ int main(int argc, char **argv) {
         int code = argc > 3 ? atoi(argv[3]) : 1;
         if (strcmp(argv[2], "abort") == 0) MPI_Abort(MPI_COMM_WORLD, code);
         if (strcmp(argv[2], "subabort") == 0) MPI_Abort(half, code);
+        if (strcmp(argv[2], "quietabort") == 0) { close(2); MPI_Abort(MPI_COMM_WORLD, code); }
         if (strcmp(argv[2], "badsend") == 0) MPI_Send(&r, 1, MPI_INT, n + 5, 0, MPI_COMM_WORLD);
     }
     sleep(120);
@@ -70,21 +71,24 @@ def _yod_line(err: str) -> str:
     return [l for l in err.splitlines() if l.startswith("yod: ")][-1]
 
 
-def _assert_aborted(r, mpi: str, rank: int, code: int) -> None:
+def _assert_aborted(r, mpi: str, rank: int, code: int, preload: bool = False) -> None:
     """Exit 1 and a line naming the aborting rank and its code.  Both MPIs sometimes lose their own
     abort message (Hydra's proxy exits before relaying the rank's last stderr; Open MPI's show_help
-    fails to unpack it: 2 of 30 and 5 of 20 bare runs here), so each MPI has a second form: Open MPI's
-    aborting rank still exits with the code and its shim says so; under Hydra no shim reports and
-    yod says the launcher ended the job, with Hydra's status, which is the abort's code."""
+    fails to unpack it: 2 of 30 and 5 of 20 bare runs here), so without libbobcat (`preload`) each
+    MPI has a second form: Open MPI's aborting rank still exits with the code and its shim says so;
+    under Hydra no shim reports and yod says the launcher ended the job, with Hydra's status, which
+    is the abort's code. With libbobcat, its MPI_Abort's word in the job's directory names the rank."""
     assert r.rc == 1, r.err
     line = _yod_line(r.err)
     prog = rf"rank {rank} \(endprog\.{mpi}\)"
     if mpi == "mpich":
-        forms = [rf"yod: {prog} called MPI_Abort with code {code}; mpiexec\.mpich ended the other rank",
-                 rf"yod: mpiexec\.mpich ended the job \(status {code}\) after the ranks started; "
-                 r"ranks 0-1 ended without a report \(killed\?\)"]
+        forms = [rf"yod: {prog} called MPI_Abort with code {code}; mpiexec\.mpich ended the other rank"]
+        if not preload:
+            forms.append(rf"yod: mpiexec\.mpich ended the job \(status {code}\) after the ranks started; "
+                         r"ranks 0-1 ended without a report \(killed\?\)")
     else:
-        forms = [rf"yod: {prog} (called MPI_Abort with|exited with) code {code}; 1 other rank stopped"]
+        forms = [rf"yod: {prog} {'called MPI_Abort with' if preload else '(called MPI_Abort with|exited with)'} "
+                 rf"code {code}; 1 other rank stopped"]
     assert any(re.fullmatch(f, line) for f in forms), r.err
     assert "before any rank ran" not in r.err
 
@@ -101,7 +105,20 @@ def test_mpi_abort_names_the_rank_and_its_code(endprog, mpi, rank, code):
     # Both ranks ran (their marker files; their stdout lines may be lost with the abort under load:
     # Hydra's proxies can end before relaying them).
     assert sorted(glob.glob(endprog[mpi] + ".up.*")) == [endprog[mpi] + ".up.0", endprog[mpi] + ".up.1"]
-    _assert_aborted(r, mpi, rank, code)
+    _assert_aborted(r, mpi, rank, code, preload=True)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_mpi_abort_named_when_its_message_is_lost(endprog, mpi, tmp_path):
+    """The aborting rank closed its stderr, so MPICH's own abort message (printed by the rank) is
+    lost, as when Hydra kills the rank's proxy before relaying it: libbobcat's MPI_Abort left the
+    rank's word in the job's directory (BOBCAT_END_DIR), and yod names the rank from it. Open MPI's
+    message comes from mpirun and says the same. The directory is gone after the job."""
+    r = yod(["-VN2", "-np", "2", "--heap", "128M", endprog[mpi], "1", "quietabort", "6"],
+            env={"TMPDIR": str(tmp_path)})
+    assert r.rc == 1, r.err
+    assert re.match(rf"yod: rank 1 \(endprog\.{mpi}\) called MPI_Abort with code 6(;|$)", _yod_line(r.err)), r.err
+    assert not glob.glob(str(tmp_path / "yod-end-*"))
 
 
 @pytest.mark.parametrize("mpi", MPIS)
@@ -281,3 +298,33 @@ def test_held_prefix_is_relayed_when_no_status_line_follows(capfd):
     assert capfd.readouterr().err == "progress "      # the tail might start a status line
     job._flush_partial(1.0)
     assert capfd.readouterr().err == "@@bob"
+
+
+def test_read_aborts_takes_the_first_and_fills_what_the_mpi_left_out(tmp_path):
+    """The words libbobcat's MPI_Abort leaves (abort.<world rank>: the code): the earliest is the
+    abort; it stands in for a lost MPI message, and gives the world rank that Open MPI's message
+    (a sub-communicator's rank) lacks; a message that names a rank is kept as the MPI said it."""
+    from bobcat.launcher.job import MpiAbort, Outcome, read_aborts
+    (tmp_path / "abort.3").write_text("7\n")
+    (tmp_path / "abort.1").write_text("9\n")
+    (tmp_path / "abort.x").write_text("1\n")          # not a rank's: ignored
+    os.utime(tmp_path / "abort.3", ns=(1_000_000_000, 1_000_000_000))
+    os.utime(tmp_path / "abort.1", ns=(2_000_000_000, 2_000_000_000))
+    out = Outcome()
+    out.end_times = [500_000_000, 1_500_000_000]      # one rank's end came before the abort
+    read_aborts(str(tmp_path), out)
+    assert (out.abort.rank, out.abort.code, out.abort.what) == (3, 7, "called MPI_Abort with code 7")
+    assert out.ends_before_abort == 1
+    out = Outcome()
+    out.abort = MpiAbort(None, 7, "called MPI_Abort with code 7", "comm 2", 0)
+    read_aborts(str(tmp_path), out)
+    assert out.abort.rank == 3 and out.abort.comm == "comm 2"
+    out = Outcome()
+    out.abort = MpiAbort(2, 5, "called MPI_Abort with code 5", "MPI_COMM_WORLD", 2)
+    read_aborts(str(tmp_path), out)
+    assert out.abort.rank == 2
+    empty = tmp_path / "none"
+    empty.mkdir()
+    out = Outcome()
+    read_aborts(str(empty), out)
+    assert out.abort is None

@@ -101,6 +101,36 @@ def parse_ompi_abort(first: str, second: str) -> MpiAbort | None:
                     f"called MPI_Abort with code {code}", comm, comm_rank)
 
 
+def read_aborts(d: str, out: "Outcome") -> None:
+    """libbobcat's MPI_Abort leaves abort.<world rank> (its code) in the job's directory
+    (BOBCAT_END_DIR) before the MPI ends the job. The MPI's own message says the same on the
+    aborting rank's stderr, which Hydra may kill the rank's proxy before relaying (MPICH 5: 2 of
+    15 jobs); then this file is yod's only word of who aborted. It also gives the world rank where
+    Open MPI names only the communicator's. The earliest file is the abort (another rank may call
+    MPI_Abort while the first one's is ending the job)."""
+    import re
+    found = []
+    for name in os.listdir(d):
+        m = re.fullmatch(r"abort\.(\d+)", name)
+        if m is None:
+            continue
+        path = os.path.join(d, name)
+        try:
+            with open(path) as f:
+                code = int(f.read().strip())
+            found.append((os.stat(path).st_mtime_ns, int(m.group(1)), code))
+        except (OSError, ValueError):
+            continue          # (a rank killed while writing it: the MPI's message may still say)
+    if not found:
+        return
+    when, rank, code = min(found)
+    if out.abort is None:
+        out.abort = MpiAbort(rank, code, f"called MPI_Abort with code {code}", "", -1)
+        out.ends_before_abort = sum(1 for t in out.end_times if t < when)
+    elif out.abort.rank is None and out.abort.code == code and "MPI_Abort" in out.abort.what:
+        out.abort.rank = rank
+
+
 class Outcome:
     """What yod learnt about the job while it ran."""
 
@@ -112,6 +142,7 @@ class Outcome:
         self.abort: MpiAbort | None = None         # the first abort the MPI reported
         self.global_exit: tuple[int, int] | None = None  # (rank, status) of shmem_global_exit
         self.ends_before_abort = 0                 # how many ranks had reported their end by then
+        self.end_times: list[int] = []             # when each of ends arrived (wall clock, ns)
         self.nodes: list[dict[str, str]] = []
         self.timed_out = False
         self.signalled: int | None = None
@@ -416,6 +447,7 @@ class Job:
             except (KeyError, ValueError):
                 return
             self.out.ends[end.rank] = end
+            self.out.end_times.append(time.time_ns())
             if not end.ok and self.out.first_failure is None:
                 self.out.first_failure = end
         elif kind == "start":

@@ -298,7 +298,7 @@ class Yod:
         self.ompi_tmp_base = (_ompi_session_base(env) if self.kind == "openmpi"
                               and not env.get("OMPI_MCA_orte_tmpdir_base")
                               and not env.get("PRTE_MCA_prte_tmpdir_base") else None)
-        self.private_tmp = self.sim_shm = None
+        self.private_tmp = self.sim_shm = self.end_dir = None
         per_group: list[list[str]] = [[] for _ in o.groups]
         for name, values in (("BOBCAT_HEAP", [str(h) for h in self.heaps]), ("BOBCAT_PRELOAD", libs)):
             if len(set(values)) == 1:
@@ -432,6 +432,18 @@ class Yod:
             if self.kind == "openmpi" and "BOBCAT_STATS_DIR" not in self.launch.env_names:
                 # mpirun passes on only the variables it is told to (-x), for the remote nodes.
                 self.launch.argv[1:1] = ["-x", "BOBCAT_STATS_DIR"]
+        if self.opts.preload:
+            # Where libbobcat's MPI_Abort leaves the aborting rank's word (read_aborts()); without it
+            # (no room in TMPDIR) yod has the MPI's own abort message alone.
+            import tempfile
+            try:
+                self.end_dir = tempfile.mkdtemp(prefix="yod-end-")
+            except OSError:
+                self.end_dir = None
+            if self.end_dir:
+                self.env["BOBCAT_END_DIR"] = self.end_dir
+                if self.kind == "openmpi" and "BOBCAT_END_DIR" not in self.launch.env_names:
+                    self.launch.argv[1:1] = ["-x", "BOBCAT_END_DIR"]
         if self.ompi_tmp_base:
             import tempfile
             try:
@@ -459,13 +471,16 @@ class Yod:
                   self.on_status, scan_always=self.kind == "srun")
         try:
             out = job.run()
+            if self.end_dir:
+                from .job import read_aborts
+                read_aborts(self.end_dir, out)
         except RuntimeError as e:
             _err(str(e))
             return EXIT_STARTUP
         finally:
             if self.boot_dir:
                 _remove_boot_sockets(self.boot_dir, self.job_id)
-            for d in (self.private_tmp, self.sim_shm):
+            for d in (self.private_tmp, self.sim_shm, self.end_dir):
                 if d:
                     import shutil
                     shutil.rmtree(d, ignore_errors=True)
