@@ -391,8 +391,15 @@ static int node_part_build(pmpi_comm_t *pc)
         pc->pos[r] = pc->node_first[k] + pc->node_count[k]++;
         pc->by_pos[pc->pos[r]] = r;
     }
-    if (PMPI_AWAY(PMPI_Comm_split(pc->comm, mynode, me, &pc->node_comm)) != MPI_SUCCESS ||
-        PMPI_AWAY(PMPI_Comm_split(pc->comm, pc->leader == me ? 0 : MPI_UNDEFINED, me, &pc->leaders_comm)) != MPI_SUCCESS)
+    /* One node: the node is comm itself, in comm's order, and there is no leaders' phase, so no
+     * communicator is made for either (node_comm and leaders_comm stay MPI_COMM_NULL; only the
+     * calls across nodes use them). Making them was two hidden communicator constructions inside
+     * the program's first collective on comm, and at MPI_THREAD_MULTIPLE Open MPI 4.1's context-id
+     * agreement hung for good when other threads made communicators meanwhile (MPICH's
+     * threads/comm/comm_create_group_threads: 4 s bare, stuck under yod). */
+    if (nn > 1 && (PMPI_AWAY(PMPI_Comm_split(pc->comm, mynode, me, &pc->node_comm)) != MPI_SUCCESS ||
+                   PMPI_AWAY(PMPI_Comm_split(pc->comm, pc->leader == me ? 0 : MPI_UNDEFINED, me,
+                                             &pc->leaders_comm)) != MPI_SUCCESS))
         goto fail;
     if (pc->leaders_comm != MPI_COMM_NULL)
         leaders_errors_to(pc);
@@ -405,7 +412,7 @@ static int node_part_build(pmpi_comm_t *pc)
             coll_ctrl_init(ctrl, pc->node_size);
         addr = (uint64_t)(uintptr_t)ctrl;
     }
-    if (PMPI_AWAY(PMPI_Bcast(&addr, 1, MPI_UINT64_T, 0, pc->node_comm)) != MPI_SUCCESS)
+    if (PMPI_AWAY(PMPI_Bcast(&addr, 1, MPI_UINT64_T, 0, nn > 1 ? pc->node_comm : pc->comm)) != MPI_SUCCESS)
         goto fail;
     if (!addr) {
         util_error("no heap for a communicator's control area: raise the heap (yod --heap)");

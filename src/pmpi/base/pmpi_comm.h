@@ -113,9 +113,10 @@ typedef struct pmpi_comm {
     /* Node part: valid once coll_ready (pmpi_comm_get_coll). */
     int coll_ready;
     int early;          /* the node part was built when the communicator was made (counted) */
-    MPI_Comm node_comm;     /* the ranks of comm on my node, ordered by comm rank (private) */
+    MPI_Comm node_comm;     /* the ranks of comm on my node, ordered by comm rank (private); MPI_COMM_NULL
+                               when comm is on one node (node_part_build) */
     MPI_Comm leaders_comm;  /* the lowest comm rank of every node, ordered by comm rank; MPI_COMM_NULL
-                               on non-leaders (private) */
+                               on non-leaders and when comm is on one node (private) */
     int node_rank, node_size; /* mine in node_comm, its size */
     int *node_ranks;        /* node_comm rank -> comm rank */
     int nnodes;             /* nodes comm spans */
