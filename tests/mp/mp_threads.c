@@ -32,7 +32,7 @@
 
 static int wrank, wsize, nthreads, rounds;
 static MPI_Comm parent[MAXT], shared_comm, fan_comm, hand_comm;
-static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER, self_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* CHECK from several threads: mp_failures is a plain int. */
 #define TCHECK(cond, ...)                                                                                   \
@@ -145,6 +145,32 @@ static void own_comms(int t)
 {
     MPI_Comm mine, half;
     MPI_Comm_dup(parent[t], &mine); /* every thread at once: contexts agreed concurrently */
+    /* Communicators made and used at once by every thread (MPICH's threads/comm/
+     * comm_create_group_threads): a new one's first collective must not make hidden communicators,
+     * which hung Open MPI's context-id agreement while other threads made theirs. */
+    MPI_Group g;
+    MPI_Comm_group(mine, &g);
+    int size;
+    MPI_Comm_size(mine, &size);
+    MPI_Barrier(parent[t]); /* (every thread starts at once) */
+    /* (At 8 ranks on 2 cores MPICH took 20-50 s for a few rounds: up to 4 ranks only. The hang
+     * showed at 4 ranks of 3 threads.) */
+    for (int it = 0; it < (wsize <= 4 ? 24 : 0); it++) {
+        MPI_Comm made;
+        MPI_Comm_create_group(mine, g, t, &made);
+        MPI_Barrier(made);
+        int one = 1, sum = 0;
+        MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, made);
+        TCHECK(sum == size, "thread %d: Allreduce on a communicator just made: %d, want %d", t, sum, size);
+        MPI_Comm_free(&made);
+        MPI_Comm self; /* a collective over MPI_COMM_SELF, one thread at a time as MPI requires */
+        pthread_mutex_lock(&self_lock);
+        MPI_Comm_dup(MPI_COMM_SELF, &self);
+        pthread_mutex_unlock(&self_lock);
+        MPI_Barrier(self);
+        MPI_Comm_free(&self);
+    }
+    MPI_Group_free(&g);
     int rank;
     MPI_Comm_rank(mine, &rank);
     MPI_Comm_split(mine, rank % 2, -rank, &half);
