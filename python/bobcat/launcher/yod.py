@@ -428,22 +428,7 @@ class Yod:
             except OSError as e:
                 _err(f"--stats {self.opts.stats}: cannot make a directory beside it: {e.strerror}")
                 return EXIT_USAGE
-            self.env["BOBCAT_STATS_DIR"] = stats_dir
-            if self.kind == "openmpi" and "BOBCAT_STATS_DIR" not in self.launch.env_names:
-                # mpirun passes on only the variables it is told to (-x), for the remote nodes.
-                self.launch.argv[1:1] = ["-x", "BOBCAT_STATS_DIR"]
-        if self.opts.preload:
-            # Where libbobcat's MPI_Abort leaves the aborting rank's word (read_aborts()); without it
-            # (no room in TMPDIR) yod has the MPI's own abort message alone.
-            import tempfile
-            try:
-                self.end_dir = tempfile.mkdtemp(prefix="yod-end-")
-            except OSError:
-                self.end_dir = None
-            if self.end_dir:
-                self.env["BOBCAT_END_DIR"] = self.end_dir
-                if self.kind == "openmpi" and "BOBCAT_END_DIR" not in self.launch.env_names:
-                    self.launch.argv[1:1] = ["-x", "BOBCAT_END_DIR"]
+            self._pass_on("BOBCAT_STATS_DIR", stats_dir)
         if self.ompi_tmp_base:
             import tempfile
             try:
@@ -457,6 +442,16 @@ class Yod:
                     import shutil
                     shutil.rmtree(stats_dir, ignore_errors=True)
                 return EXIT_USAGE
+        if self.opts.preload:
+            # Where libbobcat's MPI_Abort leaves the aborting rank's word (read_aborts()); without it
+            # (no room in TMPDIR) yod has the MPI's own abort message alone. Made after the last
+            # early return above, so that the finally below always removes it.
+            import tempfile
+            try:
+                self.end_dir = tempfile.mkdtemp(prefix="yod-end-")
+                self._pass_on("BOBCAT_END_DIR", self.end_dir)
+            except OSError:
+                self.end_dir = None
         if self.kind == "openmpi" and self.opts.simulate_nodes and self.opts.preload:
             # Simulated nodes share the host name, so two nodes' Open MPI window files (named by host,
             # job and communicator id) collided; libbobcat gives each node a directory in this one.
@@ -495,6 +490,13 @@ class Yod:
                 finally:
                     shutil.rmtree(stats_dir, ignore_errors=True)
         return self.verdict(out)
+
+    def _pass_on(self, name: str, value: str) -> None:
+        """A variable every rank gets: in the job's environment, and named to mpirun, which passes
+        on only the variables it is told to (-x), for the remote nodes."""
+        self.env[name] = value
+        if self.kind == "openmpi" and name not in self.launch.env_names:
+            self.launch.argv[1:1] = ["-x", name]
 
     def _prog_of(self, rank: int) -> str:
         first = 0
