@@ -265,7 +265,7 @@ def build(work: str, mpi: str, src: str, dirs: list[str], lists: list[str], lock
     for d in dirs:
         progs = sorted({e["name"] for e in read_entries(bdir, d, lists, src)})
         dstamp = os.path.join(bdir, d, ".bobcat-built")
-        want = json.dumps([progs, "mtest_f08"] if d.startswith("f08/") else progs)
+        want = json.dumps(progs)
         if not (os.path.isfile(dstamp) and open(dstamp).read() == want):
             _say(f"{mpi}: building {len(progs)} programs of {d}")
             t0 = time.monotonic()
@@ -325,11 +325,15 @@ def _run_one(cmd: list[str], cwd: str, env: dict, timeout: int, out_path: str
             rc = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_session(p.pid, signal.SIGTERM)  # yod and both launchers end their job on TERM
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.wait(timeout=15)
         finally:
-            # Whatever is left in the launcher's session goes, also when the harness is stopped.
+            # A job still running (out of time, or the harness is being stopped) is ended as yod and
+            # both launchers end one on TERM, cleaning up after it; a SIGKILL first, when the
+            # harness was stopped, left Open MPI's vader segments in /dev/shm and yod's directories
+            # in /tmp. Whatever is left in the launcher's session then goes.
+            if p.poll() is None:
+                _kill_session(p.pid, signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt):
+                    p.wait(timeout=15)
             _kill_session(p.pid, signal.SIGKILL)
             p.wait()
     return (rc, timed_out, open(out_path, errors="replace").read(),
