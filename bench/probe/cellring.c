@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         double *v = &ns[(size_t)i * (size_t)rounds];
         qsort(v, (size_t)rounds, sizeof *v, bc_cmp_double);
         bc_emit("ns_per_msg", v[rounds / 2], "ns", "lower",
-                "\"stores\": %d, \"cpus\": [%d, %d], \"slices\": %d, \"p25\": %.3f, \"p75\": %.3f", counts[i],
+                "\"stores\": %d, \"cpus\": [%d, %d], \"slices\": %d, \"p25\": %.9g, \"p75\": %.9g", counts[i],
                 cpu_prod, cpu_cons, rounds, v[rounds / 4], v[(3 * rounds) / 4]);
     }
     free(ns);

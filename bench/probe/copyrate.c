@@ -320,7 +320,7 @@ int main(int argc, char **argv)
             qsort(v, (size_t)rounds, sizeof *v, bc_cmp_double);
             double med = v[rounds / 2], gbs = (double)size[i] / med / 1e9;
             bc_emit("gbps", gbs, "GB/s", "higher",
-                    "\"bytes\": %zu, \"method\": \"%s\", \"us\": %.6f, \"p25_gbps\": %.4f, \"p75_gbps\": %.4f, "
+                    "\"bytes\": %zu, \"method\": \"%s\", \"us\": %.6f, \"p25_gbps\": %.9g, \"p75_gbps\": %.9g, "
                     "\"slices\": %d, \"pages\": \"%s\", \"cpus\": [%d, %d]",
                     size[i], method_name[m], med * 1e6, (double)size[i] / v[(3 * rounds) / 4] / 1e9,
                     (double)size[i] / v[rounds / 4] / 1e9, rounds, bufs[0].kind, cpu_a, cpu_b);

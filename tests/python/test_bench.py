@@ -353,7 +353,7 @@ def test_copyrate() -> None:
     for r in rates:
         p = r["params"]
         assert r["bench"] == "copyrate" and r["unit"] == "GB/s" and r["better"] == "higher"
-        assert 0 < p["p25_gbps"] <= r["value"] * (1 + 1e-5) and r["value"] <= p["p75_gbps"] * (1 + 1e-5)
+        assert 0 < p["p25_gbps"] <= r["value"] <= p["p75_gbps"]
         # the rate is the size over the median copy's time
         assert r["value"] == pytest.approx(p["bytes"] / (p["us"] * 1e3), rel=2e-3)
         assert p["pages"] == "small" and p["slices"] >= 1 and len(p["cpus"]) == 2
