@@ -61,18 +61,31 @@ static int agent_wanted(void)
  * makes the real MPI's MULTIPLE; -1: the real MPI's own. */
 static int user_level = -1;
 
-static void layer_start(int wanted)
+/* program_level: the level the program runs at (what it asked for and got; with the progress
+ * thread, what it asked for, as MPI_Query_thread tells it). */
+static void layer_start(int wanted, int program_level)
 {
     check_world();
     int provided = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&provided);
     pmpi_layer.thread_level = provided;
+    pmpi_layer.program_mt = program_level == MPI_THREAD_MULTIPLE;
     pmpi_comm_layer_init();
     if (pmpi_layer.on)
         pc_knobs_init();
     p2p_init(); /* point-to-point (p2p/p2p_init.c): collective over WORLD, on every rank */
-    if (p2p_comm_lookup(MPI_COMM_WORLD)) /* (registered: every rank agreed, the layer is on everywhere) */
+    if (p2p_comm_lookup(MPI_COMM_WORLD)) { /* (registered: every rank agreed, the layer is on everywhere) */
         pmpi_comm_node_part_early(MPI_COMM_WORLD, MPI_COMM_NULL);
+#if defined(OPEN_MPI)
+        /* No hidden communicators after this (base/pmpi_comm.c, "Hidden communicators"): WORLD's
+         * node part now, if it spans nodes and the early one was not made. */
+        if (p2p_set.program_threads) {
+            if (pc_knobs.hier)
+                pmpi_comm_get_coll(MPI_COMM_WORLD);
+            pmpi_layer.no_hidden_comms = 1;
+        }
+#endif
+    }
     if (pmpi_layer.on && provided == MPI_THREAD_MULTIPLE) {
         /* From here every entry point holds the layer's lock (base/pmpi_lock.h); the collectives'
          * waits let go of it when they yield. */
@@ -104,7 +117,9 @@ BOBCAT_EXPORT int MPI_Init(int *argc, char ***argv)
         return rc;
     if (wanted)
         user_level = MPI_THREAD_SINGLE; /* MPI_Init's, which every real MPI provides */
-    layer_start(wanted);
+    else
+        PMPI_Query_thread(&provided); /* (an MPI may give more than SINGLE to MPI_Init) */
+    layer_start(wanted, wanted ? user_level : provided);
     return rc;
 }
 
@@ -115,7 +130,7 @@ BOBCAT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *pr
     int rc = PMPI_Init_thread(argc, argv, wanted ? MPI_THREAD_MULTIPLE : required, provided);
     if (rc != MPI_SUCCESS)
         return rc;
-    layer_start(wanted);
+    layer_start(wanted, wanted ? told(required, *provided) : *provided);
     if (wanted) {
         user_level = told(required, *provided);
         *provided = user_level;

@@ -163,6 +163,25 @@ static void own_comms(int t)
         MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, made);
         TCHECK(sum == size, "thread %d: Allreduce on a communicator just made: %d, want %d", t, sum, size);
         MPI_Comm_free(&made);
+        /* ... and from WORLD, every thread with its own tag (MPICH's comm_create_group_threads2):
+         * the first half and one, then all. Across simulated nodes on Open MPI the layer's node
+         * communicators for them hung every run (base/pmpi_comm.c, "Hidden communicators"). */
+        for (int whole = 0; whole < 2; whole++) {
+            int range[1][3] = {{0, whole ? wsize - 1 : wsize / 2, 1}}, n = range[0][1] + 1;
+            if (wrank >= n)
+                continue;
+            MPI_Group wg, sub;
+            MPI_Comm_group(MPI_COMM_WORLD, &wg);
+            MPI_Group_range_incl(wg, 1, range, &sub);
+            MPI_Comm_create_group(MPI_COMM_WORLD, sub, t, &made);
+            MPI_Barrier(made);
+            sum = 0;
+            MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, made);
+            TCHECK(sum == n, "thread %d: Allreduce on a group of WORLD's %d ranks: %d", t, n, sum);
+            MPI_Comm_free(&made);
+            MPI_Group_free(&sub);
+            MPI_Group_free(&wg);
+        }
         MPI_Comm self; /* a collective over MPI_COMM_SELF, one thread at a time as MPI requires */
         pthread_mutex_lock(&self_lock);
         MPI_Comm_dup(MPI_COMM_SELF, &self);
@@ -369,6 +388,12 @@ int main(int argc, char **argv)
     for (int t = 1; t < nthreads; t++)
         pthread_join(th[t], NULL);
 
+    /* WORLD's collectives keep the layer's path at MULTIPLE everywhere (across nodes on Open MPI
+     * too: its node part is made at MPI_Init). */
+    int one = 1, all = 0;
+    MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(all == wsize, "Allreduce on WORLD after the threads: %d, want %d", all, wsize);
+
     /* The layer took these calls (it used to turn itself off at MULTIPLE). */
     if (getenv("BOBCAT_STATS") && !mp_env_is("BOBCAT_STATS", "off", "0") && !mp_env_is("BOBCAT_MPI", "off", "0")) {
         stat_fn_t stat = (stat_fn_t)dlsym(RTLD_DEFAULT, "bobcat_mpi_stat");
@@ -376,8 +401,19 @@ int main(int argc, char **argv)
         if (stat) {
             long long sends = stat("p2p send", "inplace") + stat("p2p send", "staged");
             long long ar = stat("Allreduce", "inplace") + stat("Allreduce", "staged");
+            long long mt = stat("Allreduce", "why.multinode-threads");
             CHECK(sends > 0, "no send took bobcat's path at MPI_THREAD_MULTIPLE (%lld)", sends);
-            CHECK(ar > 0, "no Allreduce took bobcat's path at MPI_THREAD_MULTIPLE (%lld)", ar);
+            /* Across simulated nodes on Open MPI, the threads' communicators span nodes and their
+             * collectives go to the real MPI (no hidden communicators): only WORLD's took the
+             * layer's path. Else the threads' did too. */
+#if defined(OPEN_MPI)
+            const char *sim = getenv("BOBCAT_SIMULATE_NODES");
+            int none_hidden = sim && !strcmp(sim, "1");
+#else
+            int none_hidden = 0;
+#endif
+            CHECK(ar >= (none_hidden ? 1 : 2), "%lld Allreduces took bobcat's path at MPI_THREAD_MULTIPLE", ar);
+            CHECK(none_hidden ? mt > 0 : mt == 0, "%lld Allreduces went to the real MPI as multinode-threads", mt);
         }
     }
 

@@ -431,17 +431,42 @@ fail:
     return -1;
 }
 
+/* Hidden communicators. A communicator that spans nodes needs two of the layer's own for its
+ * collectives (node_part_build: node_comm, leaders_comm), made by MPI_Comm_split when it is made
+ * (pmpi_comm_node_part_early) or in the program's first collective on it. At
+ * MPI_THREAD_MULTIPLE on Open MPI 4.1 those splits hang: in MPICH's threads/comm/
+ * comm_create_group_threads2 across two simulated nodes (4 threads per rank, each making
+ * communicators from WORLD with MPI_Comm_create_group), every run stuck with three threads of a
+ * rank in ompi_comm_nextcid for the layer's splits and the fourth there for its
+ * MPI_Comm_create_group; the program alone, which never splits, runs in 4 s, and MPICH runs it
+ * with the splits. So when some rank's program runs at MULTIPLE on Open MPI
+ * (pmpi_layer.no_hidden_comms, the same on every rank) the layer makes none after MPI_Init:
+ * WORLD gets its node part there, before the program can have a second thread in MPI, and every
+ * other communicator that spans nodes leaves its collectives to the real MPI
+ * (why.multinode-threads). Communicators on one node need none and keep the layer's collectives. */
 pmpi_comm_t *pmpi_comm_get_coll(MPI_Comm comm)
 {
     pmpi_comm_t *pc = pmpi_comm_get(comm);
     if (!pc || pc->coll_ready)
         return pc;
+    if (!pc->single_node && pmpi_layer.no_hidden_comms)
+        return NULL;
     if (node_part_build(pc) != 0) {
         util_warn("could not set up bobcat's collectives on a communicator: it uses the real MPI's");
         /* Every rank ran the same PMPI calls, so all fail alike or the MPI aborted already. */
         return NULL;
     }
     return pc;
+}
+
+pmpi_why_t pmpi_comm_coll_why(MPI_Comm comm)
+{
+    if (!pmpi_layer.on)
+        return PMPI_WHY_OFF;
+    const pmpi_comm_t *pc = pmpi_comm_peek(comm);
+    if (!pc)
+        return PMPI_WHY_INTER;
+    return !pc->single_node && pmpi_layer.no_hidden_comms ? PMPI_WHY_THREADS : PMPI_WHY_SETUP;
 }
 
 /* Why early: a nonblocking call may not build the node part (a communicator split, which would
@@ -466,7 +491,7 @@ void pmpi_comm_node_part_early(MPI_Comm comm, MPI_Comm parent)
             return;
     }
     pmpi_comm_t *pc = pmpi_comm_get(comm);
-    if (!pc || pc->single_node || pc->coll_ready)
+    if (!pc || pc->single_node || pc->coll_ready || pmpi_layer.no_hidden_comms)
         return;
     int full = early_alive >= EARLY_MAX, any_full = 1;
     if (PMPI_AWAY(PMPI_Allreduce(&full, &any_full, 1, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS || any_full)

@@ -75,6 +75,11 @@ typedef struct {
     int initialized;        /* between our MPI_Init* and MPI_Finalize */
     int finalizing;         /* inside MPI_Finalize: attribute callbacks must not communicate */
     int thread_level;       /* provided by the real MPI */
+    int program_mt;         /* the program itself runs at MPI_THREAD_MULTIPLE (not only the layer's
+                               progress thread): set before the layer starts */
+    int no_hidden_comms;    /* no communicator of the layer's own may be made after MPI_Init (a
+                               spanning communicator's node and leaders communicators): Open MPI with
+                               some rank's program at MULTIPLE (pmpi_comm.c, "Hidden communicators") */
     int world_rank, world_size;
     int node;               /* my plan node */
     int local_rank, local_size; /* my SMARTMAP index on my node, ranks on my node */
@@ -219,8 +224,14 @@ typedef enum {
     PMPI_WHY_OFFNODE,    /* point-to-point: the peer is on another node */
     PMPI_WHY_ROOT,       /* across nodes, a rooted nonblocking call whose root is not its node's
                             leader (lowest rank there) */
+    PMPI_WHY_THREADS,    /* the communicator spans nodes and its node part would need hidden
+                            communicators at MPI_THREAD_MULTIPLE on Open MPI (pmpi_layer.no_hidden_comms) */
     PMPI_WHY_N
 } pmpi_why_t;
+
+/* Why pmpi_comm_get_coll(comm) gave NULL (the layer off, an intercommunicator, no hidden
+ * communicators at this thread level, a failed set-up). */
+pmpi_why_t pmpi_comm_coll_why(MPI_Comm comm);
 
 #define PMPI_STAT_ALGS 4
 #define PMPI_STAT_EXTRA 20

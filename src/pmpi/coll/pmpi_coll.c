@@ -31,9 +31,6 @@ __attribute__((constructor)) static void register_stats(void)
         pmpi_stats_register(all[i]);
 }
 
-/* Why a communicator is not ours (pmpi_comm_get_coll gave NULL). */
-static pmpi_why_t why_not(void) { return pmpi_layer.on ? PMPI_WHY_INTER : PMPI_WHY_OFF; }
-
 /* A reduction input peers read: the user's buffer if in the segment (or if it travels inline:
  * small and serial), else a copy of its span. */
 static const void *red_in(const void *in, size_t span, int inlined, void **tmp_p)
@@ -81,7 +78,7 @@ static int barrier(MPI_Comm comm, int count)
     pmpi_comm_t *pc = NULL;
     if (pc_knobs.barrier == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
         if (count)
-            pmpi_stat_mpi(&st_barrier, pc_knobs.barrier == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
+            pmpi_stat_mpi(&st_barrier, pc_knobs.barrier == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : pmpi_comm_coll_why(comm), 0);
         return PMPI_AWAY(PMPI_Barrier(comm));
     }
     if (pc->nnodes > 1 && !pc_knobs.hier) {
@@ -121,7 +118,7 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
     pmpi_comm_t *pc = NULL;
     pc_dt_t d;
     if (pc_knobs.bcast == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
-        pmpi_stat_mpi(&st_bcast, pc_knobs.bcast == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not(), 0);
+        pmpi_stat_mpi(&st_bcast, pc_knobs.bcast == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : pmpi_comm_coll_why(comm), 0);
         return PMPI_AWAY(PMPI_Bcast(buf, count, dt, root, comm));
     }
     if (count <= 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, &d) != 0 || d.size == 0 ||
@@ -173,7 +170,7 @@ static pmpi_comm_t *red_setup(MPI_Comm comm, pc_alg_t knob, int count, MPI_Datat
 {
     pmpi_comm_t *pc = NULL;
     if (knob == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
-        *why_p = knob == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : why_not();
+        *why_p = knob == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : pmpi_comm_coll_why(comm);
         return NULL;
     }
     if (count <= 0) {

@@ -209,8 +209,7 @@ static int alltoallvw(pmpi_stat_t *st, const a2av_args_t *a, MPI_Comm comm)
     a2av_t t;
     t.heap = NULL;
     if (pc_knobs.alltoallv == PC_MPI || !(pc = pmpi_comm_get_coll(comm)))
-        why = pc_knobs.alltoallv == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED
-                                                            : (pmpi_layer.on ? PMPI_WHY_INTER : PMPI_WHY_OFF);
+        why = pc_knobs.alltoallv == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : pmpi_comm_coll_why(comm);
     else if (pc->nnodes > 1 && !pc_knobs.hier)
         pc = NULL, why = PMPI_WHY_MULTINODE;
     else if (a->rbuf == MPI_IN_PLACE || !a->rcounts || !a->rdispls || a2av_alloc(&t, pc->size, a->w ? pc->size : 1) ||

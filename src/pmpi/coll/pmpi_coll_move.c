@@ -42,7 +42,7 @@ static pmpi_comm_t *move_setup(MPI_Comm comm, pc_alg_t knob, pmpi_why_t *why_p)
 {
     pmpi_comm_t *pc = NULL;
     if (knob == PC_MPI || !(pc = pmpi_comm_get_coll(comm))) {
-        *why_p = knob == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : (pmpi_layer.on ? PMPI_WHY_INTER : PMPI_WHY_OFF);
+        *why_p = knob == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : pmpi_comm_coll_why(comm);
         return NULL;
     }
     if (pc->nnodes > 1 && !pc_knobs.hier) {

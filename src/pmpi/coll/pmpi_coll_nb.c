@@ -690,7 +690,9 @@ static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmp
     if (!pc_knobs.hier)
         return -1;
     if (!pc->coll_ready || !p2p_comm_lookup(comm)) {
-        *why_p = PMPI_WHY_SETUP; /* no blocking collective on it yet, or not registered */
+        /* no blocking collective on it yet, or not registered; or none allowed to build its node
+         * part (base/pmpi_comm.c, "Hidden communicators") */
+        *why_p = pmpi_layer.no_hidden_comms && !pc->coll_ready ? PMPI_WHY_THREADS : PMPI_WHY_SETUP;
         return -1;
     }
     *node_p = NULL;

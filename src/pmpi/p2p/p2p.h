@@ -152,6 +152,7 @@ typedef struct {
     int nobody;          /* no rank of the job runs it (every rank knows: MPI_Init's allgather) */
     int multinode;       /* some rank of the job is on another node: waits poke the real MPI */
     int init_seen;       /* our MPI_Init* ran */
+    int program_threads; /* some rank's program runs at MPI_THREAD_MULTIPLE (pmpi_layer.program_mt) */
     int threads;         /* some rank of the job runs at MPI_THREAD_MULTIPLE: communicators agree
                             on their context in two steps (p2p_comm.c) */
     size_t eager_limit;  /* the engine's */

@@ -46,9 +46,10 @@ int p2p_init(void)
         pmpi_stats_register(&p2p_st_engine);
         registered = 1;
     }
-    /* My inbox (0: I cannot take part), and in bit 0 (an inbox is line-aligned) my thread level
-     * being MULTIPLE. */
-    uint64_t mine = (ok ? (uint64_t)(uintptr_t)inbox : 0) | (provided == MPI_THREAD_MULTIPLE);
+    /* My inbox (0: I cannot take part), and in bits 0 and 1 (an inbox is line-aligned) my thread
+     * level being MULTIPLE, and my program's. */
+    uint64_t mine = (ok ? (uint64_t)(uintptr_t)inbox : 0) | (provided == MPI_THREAD_MULTIPLE) |
+                    (uint64_t)(pmpi_layer.program_mt ? 2 : 0);
     uint64_t *all = calloc((size_t)wsize, sizeof *all);
     if (!all) {
         fprintf(stderr, "bobcat: out of memory at MPI_Init (point-to-point tables of %d ranks): raise BOBCAT_HEAP\n",
@@ -59,7 +60,8 @@ int p2p_init(void)
     int anyone = 0;
     for (int w = 0; w < wsize; w++) {
         p2p_set.threads |= (int)(all[w] & 1);
-        all[w] &= ~(uint64_t)1;
+        p2p_set.program_threads |= (int)(all[w] >> 1 & 1);
+        all[w] &= ~(uint64_t)3;
         anyone |= all[w] != 0;
     }
     p2p_set.nobody = !anyone;
