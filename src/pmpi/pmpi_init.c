@@ -83,6 +83,14 @@ static void layer_start(int wanted, int program_level)
             if (pc_knobs.hier)
                 pmpi_comm_get_coll(MPI_COMM_WORLD);
             pmpi_layer.no_hidden_comms = 1;
+            /* Open MPI 4.1 opens its topology framework in the first topology constructor, and
+             * threads that get there at once crash in mca_topo_base_lazy_init (4 threads making
+             * Cartesian communicators at once: 3 of 8 runs under yod). Open it here, with one
+             * thread, by a Cartesian communicator of this rank alone. */
+            int one = 1, periodic = 0;
+            MPI_Comm cart = MPI_COMM_NULL;
+            if (PMPI_Cart_create(MPI_COMM_SELF, 1, &one, &periodic, 0, &cart) == MPI_SUCCESS && cart != MPI_COMM_NULL)
+                PMPI_Comm_free(&cart);
         }
 #endif
     }

@@ -153,6 +153,18 @@ static void own_comms(int t)
     int size;
     MPI_Comm_size(mine, &size);
     MPI_Barrier(parent[t]); /* (every thread starts at once) */
+    /* A ring, made by every thread at once: Open MPI 4.1 crashed when threads made their process's
+     * first topology at once (pmpi_init.c), and the layer gives each one a shadow communicator for
+     * its neighbourhood collectives. */
+    MPI_Comm ring;
+    int dims[1] = {size}, periods[1] = {1}, me, left, right, got[2] = {-1, -1};
+    MPI_Cart_create(mine, 1, dims, periods, 0, &ring);
+    MPI_Comm_rank(ring, &me);
+    MPI_Cart_shift(ring, 0, 1, &left, &right);
+    MPI_Neighbor_allgather(&me, 1, MPI_INT, got, 1, MPI_INT, ring);
+    TCHECK(got[0] == left && got[1] == right, "thread %d: ring neighbours %d,%d, want %d,%d", t, got[0], got[1], left,
+           right);
+    MPI_Comm_free(&ring);
     /* (At 8 ranks on 2 cores MPICH took 20-50 s for a few rounds: up to 4 ranks only. The hang
      * showed at 4 ranks of 3 threads.) */
     for (int it = 0; it < (wsize <= 4 ? 24 : 0); it++) {

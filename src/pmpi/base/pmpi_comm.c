@@ -440,7 +440,8 @@ fail:
  * rank in ompi_comm_nextcid for the layer's splits and the fourth there for its
  * MPI_Comm_create_group; the program alone, which never splits, runs in 4 s, and MPICH runs it
  * with the splits. So when some rank's program runs at MULTIPLE on Open MPI
- * (pmpi_layer.no_hidden_comms, the same on every rank) the layer makes none after MPI_Init:
+ * (pmpi_layer.no_hidden_comms, the same on every rank) the layer makes no node or leaders
+ * communicators after MPI_Init:
  * WORLD gets its node part there, before the program can have a second thread in MPI, and every
  * other communicator that spans nodes leaves its collectives to the real MPI
  * (why.multinode-threads). Communicators on one node need none and keep the layer's collectives. */

@@ -77,9 +77,9 @@ typedef struct {
     int thread_level;       /* provided by the real MPI */
     int program_mt;         /* the program itself runs at MPI_THREAD_MULTIPLE (not only the layer's
                                progress thread): set before the layer starts */
-    int no_hidden_comms;    /* no communicator of the layer's own may be made after MPI_Init (a
-                               spanning communicator's node and leaders communicators): Open MPI with
-                               some rank's program at MULTIPLE (pmpi_comm.c, "Hidden communicators") */
+    int no_hidden_comms;    /* no node or leaders communicators (nor duplicates of them) may be made
+                               after MPI_Init: Open MPI with some rank's program at MULTIPLE
+                               (pmpi_comm.c, "Hidden communicators") */
     int world_rank, world_size;
     int node;               /* my plan node */
     int local_rank, local_size; /* my SMARTMAP index on my node, ranks on my node */

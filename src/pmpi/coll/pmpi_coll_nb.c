@@ -2262,6 +2262,11 @@ static int pers_hier_ok(const pcoll_t *t, const pmpi_comm_t *pc)
     coll_op_t cop;
     size_t n;
     pmpi_why_t why;
+    /* The v forms' leaders' phase runs on a duplicate of the leaders' communicator (pers_init_now),
+     * which the layer may not make where it makes no node-part communicators after MPI_Init
+     * (base/pmpi_comm.c, "Hidden communicators"). */
+    if (vw_kind(t->kind) && pmpi_layer.no_hidden_comms)
+        return 0;
     switch (t->kind) {
     case COLL_NB_BARRIER: return 1;
     case COLL_NB_BCAST: return !bcast_bad(pc, t->rbuf, t->rcount, t->rdt, t->root, 1, &d);
