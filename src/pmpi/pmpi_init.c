@@ -138,10 +138,11 @@ BOBCAT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *pr
     int rc = PMPI_Init_thread(argc, argv, wanted ? MPI_THREAD_MULTIPLE : required, provided);
     if (rc != MPI_SUCCESS)
         return rc;
-    layer_start(wanted, wanted ? told(required, *provided) : *provided);
+    int level = wanted ? told(required, *provided) : *provided;
+    layer_start(wanted, level);
     if (wanted) {
-        user_level = told(required, *provided);
-        *provided = user_level;
+        user_level = level;
+        *provided = level;
     }
     return rc;
 }

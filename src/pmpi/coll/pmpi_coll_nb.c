@@ -650,7 +650,7 @@ static nb_comm_t *nb_setup(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p)
     p2p_comm_t *c = NULL;
     *pc_p = NULL;
     if (pc_knobs.nbc == PC_MPI || !(pc = pmpi_comm_get(comm))) {
-        *why_p = pc_knobs.nbc == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : (pmpi_layer.on ? PMPI_WHY_INTER : PMPI_WHY_OFF);
+        *why_p = pc_knobs.nbc == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : pmpi_comm_coll_why(comm);
         return NULL;
     }
     if (!pc->single_node) {
@@ -690,9 +690,9 @@ static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmp
     if (!pc_knobs.hier)
         return -1;
     if (!pc->coll_ready || !p2p_comm_lookup(comm)) {
-        /* no blocking collective on it yet, or not registered; or none allowed to build its node
-         * part (base/pmpi_comm.c, "Hidden communicators") */
-        *why_p = pmpi_layer.no_hidden_comms && !pc->coll_ready ? PMPI_WHY_THREADS : PMPI_WHY_SETUP;
+        /* not registered; or no node part yet: no blocking collective on it so far, or none
+         * allowed (pmpi_comm_coll_why: base/pmpi_comm.c, "Hidden communicators") */
+        *why_p = pc->coll_ready ? PMPI_WHY_SETUP : pmpi_comm_coll_why(comm);
         return -1;
     }
     *node_p = NULL;
