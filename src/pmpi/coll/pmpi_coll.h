@@ -105,22 +105,54 @@ void pc_op_unref(MPI_Op op);
 typedef struct {
     void *user;        /* the user's buffer */
     void *p;           /* what the algorithm uses */
-    int count;
+    MPI_Count count;
     MPI_Datatype dt;
     size_t bytes;      /* count * type size */
     int tmp;           /* p is ours (free it; for an output, unpack into user) */
 } pc_buf_t;
 
 /* Input: peers read it if shared is asked. Returns -1 on out of memory. */
-int pc_in(pc_buf_t *b, const void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared);
+int pc_in(pc_buf_t *b, const void *buf, MPI_Count count, MPI_Datatype dt, const pc_dt_t *d, int shared);
 /* Output: peers write it if shared is asked. keep: the user's contents are needed (in place). */
-int pc_out(pc_buf_t *b, void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared, int keep);
+int pc_out(pc_buf_t *b, void *buf, MPI_Count count, MPI_Datatype dt, const pc_dt_t *d, int shared, int keep);
 void pc_in_done(pc_buf_t *b);
 void pc_out_done(pc_buf_t *b); /* unpacks into the user's buffer */
 
-/* Pack/unpack count elements between user memory and contiguous bytes. */
-void pc_pack(const void *ubuf, int count, MPI_Datatype dt, const pc_dt_t *d, void *bytes);
-void pc_unpack(const void *bytes, int count, MPI_Datatype dt, const pc_dt_t *d, void *ubuf);
+/* Pack/unpack count elements between user memory and contiguous bytes (any count: the large-count
+ * v forms' blocks may pass INT_MAX elements). */
+void pc_pack(const void *ubuf, MPI_Count count, MPI_Datatype dt, const pc_dt_t *d, void *bytes);
+void pc_unpack(const void *bytes, MPI_Count count, MPI_Datatype dt, const pc_dt_t *d, void *ubuf);
+
+/* A v or w form's per-rank counts or displacements as the call passed them: the int form's int[],
+ * or MPI 4.0's large-count form's MPI_Count[] (counts) or MPI_Aint[] (displacements). The tables
+ * bobcat builds from them are 64-bit either way, so a `_c` call takes the int form's path whatever
+ * its values, and every rank of a call goes the same way (a rank's counts and displacements are
+ * its own: one whose values pass INT_MAX must not leave for the real MPI while its peers wait). */
+typedef enum { PC_VEC_INT, PC_VEC_COUNT, PC_VEC_AINT } pc_vec_kind_t;
+typedef struct {
+    const void *p;
+    pc_vec_kind_t kind;
+} pc_vec_t;
+static inline pc_vec_t pc_vec_int(const int *p) { return (pc_vec_t){p, PC_VEC_INT}; }
+static inline long long pc_at(pc_vec_t v, int i)
+{
+    switch (v.kind) {
+    case PC_VEC_COUNT: return (long long)((const MPI_Count *)v.p)[i];
+    case PC_VEC_AINT: return (long long)((const MPI_Aint *)v.p)[i];
+    default: return ((const int *)v.p)[i];
+    }
+}
+/* The large-count form's arrays (the real MPI's `_c` call takes them as they came). */
+static inline int pc_vec_wide(pc_vec_t v) { return v.kind != PC_VEC_INT; }
+
+/* The v forms' blocking paths (pmpi_coll_move.c), for the int entry points and the large-count
+ * ones (pmpi_coll_count.c, whose big scalar counts arrive as one element of a big datatype). */
+int pc_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts, pc_vec_t displs,
+               MPI_Datatype rtype, int root, MPI_Comm comm);
+int pc_scatterv(const void *sbuf, pc_vec_t scounts, pc_vec_t displs, MPI_Datatype stype, void *rbuf, int rcount,
+                MPI_Datatype rtype, int root, MPI_Comm comm);
+int pc_allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts, pc_vec_t displs,
+                  MPI_Datatype rtype, MPI_Comm comm);
 
 /* ---- across nodes (pmpi_coll_hier.c), on packed bytes; collective over pc (nnodes > 1) --------
  * piece: my packed piece; it must be in the segment unless I am my node's leader.
@@ -188,15 +220,39 @@ typedef struct {
     int w, root;
     const void *sbuf;
     int scount;
-    const int *scnt, *sdsp;
+    const MPI_Count *scnt; /* the init's 64-bit copies of the arrays (int or large-count form alike) */
+    const MPI_Aint *sdsp;
     MPI_Datatype sdt;
     const MPI_Datatype *stypes;
     void *rbuf;
     int rcount;
-    const int *rcnt, *rdsp;
+    const MPI_Count *rcnt;
+    const MPI_Aint *rdsp;
     MPI_Datatype rdt;
     const MPI_Datatype *rtypes;
 } pc_nbv_args_t;
 extern int (*pc_nbv_persist_start)(const pc_nbv_args_t *a, MPI_Comm comm, MPI_Request *req);
+
+/* The nonblocking v/w forms (pmpi_coll_nbv.c) for the int entry points, the large-count ones
+ * (pmpi_coll_count.c) and the persistent starts; w: Alltoallw (a type per peer, byte displacements). */
+int pc_igatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts, pc_vec_t displs,
+                MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req);
+int pc_iscatterv(const void *sbuf, pc_vec_t scounts, pc_vec_t displs, MPI_Datatype stype, void *rbuf, int rcount,
+                 MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req);
+int pc_iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts, pc_vec_t displs,
+                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req);
+int pc_ialltoallvw(int w, const void *sbuf, pc_vec_t scounts, pc_vec_t sdispls, const MPI_Datatype *stypes, void *rbuf,
+                   pc_vec_t rcounts, pc_vec_t rdispls, const MPI_Datatype *rtypes, MPI_Comm comm, MPI_Request *req);
+/* The persistent v/w forms and Reduce_scatter (pmpi_coll_nb.c), likewise; `wide`: the large-count
+ * form's call, for the real MPI when the request is not bobcat's. */
+int pc_gatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts, pc_vec_t displs,
+                    MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int pc_scatterv_init(const void *sbuf, pc_vec_t scounts, pc_vec_t displs, MPI_Datatype stype, void *rbuf, int rcount,
+                     MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int pc_allgatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts,
+                       pc_vec_t displs, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req);
+int pc_alltoallvw_init(int w, const void *sbuf, pc_vec_t scounts, pc_vec_t sdispls, const MPI_Datatype *stypes,
+                       void *rbuf, pc_vec_t rcounts, pc_vec_t rdispls, const MPI_Datatype *rtypes, MPI_Comm comm,
+                       MPI_Info info, MPI_Request *req);
 
 #endif

@@ -22,7 +22,10 @@
  * MPI with BOBCAT_COLL_HIER=0: why.multinode), the knob. Erroneous arguments (negative counts, a null
  * datatype, sbuf == rbuf with data) go to the real MPI, which reports them. A leaders' phase whose
  * node-pair blocks pass INT_MAX bytes aborts with a message (the per-rank counts that would tell
- * are not known to every rank). */
+ * are not known to every rank).
+ *
+ * MPI_Alltoallv_c and MPI_Alltoallw_c (MPI 4.0's large counts, MPICH) are the same calls: the arrays
+ * are read through pc_vec_t, so their MPI_Count counts and MPI_Aint displacements need no int. */
 #include "pmpi_coll.h"
 
 #include <limits.h>
@@ -77,19 +80,19 @@ static void oom(size_t bytes) { util_out_of_memory("an all-to-all buffer", bytes
  * type per rank and byte displacements. In place, the send side is the receive side. */
 typedef struct {
     const char *sbuf;
-    const int *scounts, *sdispls;
+    pc_vec_t scounts, sdispls;
     const MPI_Datatype *stypes;
     char *rbuf;
-    const int *rcounts, *rdispls;
+    pc_vec_t rcounts, rdispls;
     const MPI_Datatype *rtypes;
     int w, in_place;
 } a2av_args_t;
 
 static inline MPI_Datatype type_of(const MPI_Datatype *types, int w, int r) { return types[w ? r : 0]; }
 static inline const pc_dt_t *dt_of(const pc_dt_t *d, int w, int r) { return &d[w ? r : 0]; }
-static inline MPI_Aint displ_of(const int *displs, const pc_dt_t *d, int w, int r)
+static inline MPI_Aint displ_of(pc_vec_t displs, const pc_dt_t *d, int w, int r)
 {
-    return w ? (MPI_Aint)displs[r] : (MPI_Aint)displs[r] * d->extent;
+    return w ? (MPI_Aint)pc_at(displs, r) : (MPI_Aint)pc_at(displs, r) * d->extent;
 }
 
 /* Types and byte counts; -1 if the real MPI must take the call (it reports the error). Alltoallw's
@@ -100,7 +103,8 @@ static int a2av_layout(a2av_t *t, const a2av_args_t *a, int n)
     int nt = a->w ? n : 1;
     for (int r = 0; r < nt; r++) {
         static const pc_dt_t none = {.size = 0, .lb = 0, .extent = 0, .dense = 1, .predefined = 1};
-        int rempty = a->w && a->rcounts[r] == 0, sempty = a->w && (a->in_place ? a->rcounts[r] : a->scounts[r]) == 0;
+        int rempty = a->w && pc_at(a->rcounts, r) == 0,
+            sempty = a->w && pc_at(a->in_place ? a->rcounts : a->scounts, r) == 0;
         if (rempty)
             t->rd[r] = none;
         else if (pc_dt(a->rtypes[r], &t->rd[r]))
@@ -113,11 +117,11 @@ static int a2av_layout(a2av_t *t, const a2av_args_t *a, int n)
             return -1;
     }
     for (int r = 0; r < n; r++) {
-        int sc = a->in_place ? a->rcounts[r] : a->scounts[r];
-        if (sc < 0 || a->rcounts[r] < 0)
+        long long sc = pc_at(a->in_place ? a->rcounts : a->scounts, r), rc = pc_at(a->rcounts, r);
+        if (sc < 0 || rc < 0)
             return -1;
         t->sbytes[r] = (size_t)sc * (size_t)dt_of(t->sd, a->w, r)->size;
-        t->rbytes[r] = (size_t)a->rcounts[r] * (size_t)dt_of(t->rd, a->w, r)->size;
+        t->rbytes[r] = (size_t)rc * (size_t)dt_of(t->rd, a->w, r)->size;
     }
     return 0;
 }
@@ -126,7 +130,7 @@ static int a2av_run(pmpi_stat_t *st, pmpi_comm_t *pc, const a2av_args_t *a, a2av
 {
     int n = pc->size, me = pc->rank, w = a->w;
     const char *sbase = a->in_place ? a->rbuf : a->sbuf;
-    const int *scounts = a->in_place ? a->rcounts : a->scounts, *sdispls = a->in_place ? a->rdispls : a->sdispls;
+    pc_vec_t scounts = a->in_place ? a->rcounts : a->scounts, sdispls = a->in_place ? a->rdispls : a->sdispls;
     const MPI_Datatype *stypes = a->in_place ? a->rtypes : a->stypes;
     int hier = pc->nnodes > 1, inl = !hier && coll_alltoallv_inlines(&pc->cn, t->sbytes);
     size_t total = 0, stage = 0, rstage = 0;
@@ -157,7 +161,7 @@ static int a2av_run(pmpi_stat_t *st, pmpi_comm_t *pc, const a2av_args_t *a, a2av
             if (!t->sbytes[r] || t->sblk[r])
                 continue;
             const pc_dt_t *d = dt_of(t->sd, w, r);
-            pc_pack(sbase + displ_of(sdispls, d, w, r), scounts[r], type_of(stypes, w, r), d, sstage + off);
+            pc_pack(sbase + displ_of(sdispls, d, w, r), pc_at(scounts, r), type_of(stypes, w, r), d, sstage + off);
             t->sblk[r] = sstage + off;
             off += t->sbytes[r];
         }
@@ -193,13 +197,31 @@ static int a2av_run(pmpi_stat_t *st, pmpi_comm_t *pc, const a2av_args_t *a, a2av
         for (int r = 0; r < n; r++) {
             const pc_dt_t *d = dt_of(t->rd, w, r);
             if (t->rbytes[r] && !d->dense)
-                pc_unpack(t->rblk[r], a->rcounts[r], type_of(a->rtypes, w, r), d, a->rbuf + displ_of(a->rdispls, d, w, r));
+                pc_unpack(t->rblk[r], pc_at(a->rcounts, r), type_of(a->rtypes, w, r), d,
+                          a->rbuf + displ_of(a->rdispls, d, w, r));
         }
         free(rst);
     }
     free(sstage);
     pmpi_stat_path(st, stage || rstage ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, total, hier);
     return cut;
+}
+
+/* The call as it came, to the real MPI. */
+static int to_mpi(const a2av_args_t *a, MPI_Comm comm)
+{
+    const void *sb = a->in_place ? MPI_IN_PLACE : a->sbuf;
+#if MPI_VERSION >= 4
+    if (pc_vec_wide(a->rcounts)) {
+        const MPI_Count *sc = a->scounts.p, *rc = a->rcounts.p;
+        const MPI_Aint *sd = a->sdispls.p, *rd = a->rdispls.p;
+        return a->w ? PMPI_AWAY(PMPI_Alltoallw_c(sb, sc, sd, a->stypes, a->rbuf, rc, rd, a->rtypes, comm))
+                    : PMPI_AWAY(PMPI_Alltoallv_c(sb, sc, sd, a->stypes[0], a->rbuf, rc, rd, a->rtypes[0], comm));
+    }
+#endif
+    const int *sc = a->scounts.p, *sd = a->sdispls.p, *rc = a->rcounts.p, *rd = a->rdispls.p;
+    return a->w ? PMPI_AWAY(PMPI_Alltoallw(sb, sc, sd, a->stypes, a->rbuf, rc, rd, a->rtypes, comm))
+                : PMPI_AWAY(PMPI_Alltoallv(sb, sc, sd, a->stypes[0], a->rbuf, rc, rd, a->rtypes[0], comm));
 }
 
 static int alltoallvw(pmpi_stat_t *st, const a2av_args_t *a, MPI_Comm comm)
@@ -212,7 +234,8 @@ static int alltoallvw(pmpi_stat_t *st, const a2av_args_t *a, MPI_Comm comm)
         why = pc_knobs.alltoallv == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : pmpi_comm_coll_why(comm);
     else if (pc->nnodes > 1 && !pc_knobs.hier)
         pc = NULL, why = PMPI_WHY_MULTINODE;
-    else if (a->rbuf == MPI_IN_PLACE || !a->rcounts || !a->rdispls || a2av_alloc(&t, pc->size, a->w ? pc->size : 1) ||
+    else if (a->rbuf == MPI_IN_PLACE || !a->rcounts.p || !a->rdispls.p || a2av_alloc(&t, pc->size,
+                                                                                     a->w ? pc->size : 1) ||
              a2av_layout(&t, a, pc->size))
         pc = NULL, why = PMPI_WHY_VARIANT; /* erroneous: the real MPI reports it */
     if (pc && !a->in_place && a->sbuf == a->rbuf) {
@@ -227,11 +250,7 @@ static int alltoallvw(pmpi_stat_t *st, const a2av_args_t *a, MPI_Comm comm)
     if (!pc) {
         free(t.heap);
         pmpi_stat_mpi(st, why, 0);
-        const void *sb = a->in_place ? MPI_IN_PLACE : a->sbuf;
-        return a->w ? PMPI_AWAY(PMPI_Alltoallw(sb, a->scounts, a->sdispls, a->stypes, a->rbuf, a->rcounts, a->rdispls,
-                                               a->rtypes, comm))
-                    : PMPI_AWAY(PMPI_Alltoallv(sb, a->scounts, a->sdispls, a->stypes[0], a->rbuf, a->rcounts, a->rdispls,
-                                               a->rtypes[0], comm));
+        return to_mpi(a, comm);
     }
     int cut = a2av_run(st, pc, a, &t);
     free(t.heap);
@@ -247,7 +266,8 @@ BOBCAT_EXPORT int MPI_Alltoallv(const void *sbuf, const int scounts[], const int
 {
     PMPI_GUARD();
     int in_place = sbuf == MPI_IN_PLACE;
-    a2av_args_t a = {in_place ? NULL : sbuf, scounts, sdispls, &stype, rbuf, rcounts, rdispls, &rtype, 0, in_place};
+    a2av_args_t a = {in_place ? NULL : sbuf, pc_vec_int(scounts), pc_vec_int(sdispls), &stype, rbuf,
+                     pc_vec_int(rcounts), pc_vec_int(rdispls), &rtype, 0, in_place};
     return alltoallvw(&st_alltoallv, &a, comm);
 }
 
@@ -257,6 +277,32 @@ BOBCAT_EXPORT int MPI_Alltoallw(const void *sbuf, const int scounts[], const int
 {
     PMPI_GUARD();
     int in_place = sbuf == MPI_IN_PLACE;
-    a2av_args_t a = {in_place ? NULL : sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, 1, in_place};
+    a2av_args_t a = {in_place ? NULL : sbuf, pc_vec_int(scounts), pc_vec_int(sdispls), stypes, rbuf,
+                     pc_vec_int(rcounts), pc_vec_int(rdispls), rtypes, 1, in_place};
     return alltoallvw(&st_alltoallw, &a, comm);
 }
+
+#if MPI_VERSION >= 4
+/* MPI 4.0's large-count forms: the same path and row (docs/mpi.md, "Large counts"). */
+BOBCAT_EXPORT int MPI_Alltoallv_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                  MPI_Datatype stype, void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[],
+                                  MPI_Datatype rtype, MPI_Comm comm)
+{
+    PMPI_GUARD();
+    int in_place = sbuf == MPI_IN_PLACE;
+    a2av_args_t a = {in_place ? NULL : sbuf, {scounts, PC_VEC_COUNT}, {sdispls, PC_VEC_AINT}, &stype, rbuf,
+                     {rcounts, PC_VEC_COUNT}, {rdispls, PC_VEC_AINT}, &rtype, 0, in_place};
+    return alltoallvw(&st_alltoallv, &a, comm);
+}
+
+BOBCAT_EXPORT int MPI_Alltoallw_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                  const MPI_Datatype stypes[], void *rbuf, const MPI_Count rcounts[],
+                                  const MPI_Aint rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm)
+{
+    PMPI_GUARD();
+    int in_place = sbuf == MPI_IN_PLACE;
+    a2av_args_t a = {in_place ? NULL : sbuf, {scounts, PC_VEC_COUNT}, {sdispls, PC_VEC_AINT}, stypes, rbuf,
+                     {rcounts, PC_VEC_COUNT}, {rdispls, PC_VEC_AINT}, rtypes, 1, in_place};
+    return alltoallvw(&st_alltoallw, &a, comm);
+}
+#endif

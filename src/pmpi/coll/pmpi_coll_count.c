@@ -15,13 +15,19 @@
  *
  * The persistent forms (MPI_Bcast_init_c, ...) likewise: the int form's request holds the big
  * datatype; a large reduction is the real MPI's. Only MPIs with the _c forms (MPI_VERSION 4: MPICH
- * 4 and 5) have them; the v and w forms and the neighbourhood _c forms stay the real MPI's (a
- * rank's displacements may not fit an int where its peers' do). */
+ * 4 and 5) have them.
+ *
+ * The v forms (Gatherv, Scatterv, Allgatherv, their nonblocking and persistent forms) take their
+ * count and displacement arrays as they are (pc_vec_t, pmpi_coll.h: the layer's tables are 64-bit),
+ * so a rank whose own values pass INT_MAX goes the int form's way like its peers; their one scalar
+ * count is a pair as above. Alltoallv/w's are in pmpi_coll_alltoallv.c, the neighbourhood forms' in
+ * pmpi_coll_neighbor.c, Reduce_scatter's nonblocking and persistent ones in pmpi_coll_nb.c. */
 #include "../base/pmpi_dt.h"
 #include "pmpi_coll.h"
 
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #if MPI_VERSION >= 4
 
@@ -204,6 +210,173 @@ BOBCAT_EXPORT int MPI_Ialltoall_c(const void *sbuf, MPI_Count scount, MPI_Dataty
     PMPI_GUARD();
     TWO(0, scount, stype, sbuf, ALL, rcount, rtype, NULL, ALL)
     return let_go(&s, &r, MPI_Ialltoall(sbuf, s.count, s.dt, rbuf, r.count, r.dt, comm, req));
+}
+
+/* ---- the v forms: 64-bit tables all the way (pc_vec_t), a big scalar count as one element ------- */
+
+static pc_vec_t vc(const MPI_Count *p) { return (pc_vec_t){p, PC_VEC_COUNT}; }
+static pc_vec_t va(const MPI_Aint *p) { return (pc_vec_t){p, PC_VEC_AINT}; }
+
+BOBCAT_EXPORT int MPI_Gatherv_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                                const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype, int root,
+                                MPI_Comm comm)
+{
+    PMPI_GUARD();
+    pair_t s = pair(scount, stype, sbuf, ALL, root, comm);
+    if (s.rc != MPI_SUCCESS)
+        return let_go(&s, NULL, failed(comm, s.rc));
+    return let_go(&s, NULL, pc_gatherv(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, root, comm));
+}
+
+BOBCAT_EXPORT int MPI_Scatterv_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[],
+                                 MPI_Datatype stype, void *rbuf, MPI_Count rcount, MPI_Datatype rtype, int root,
+                                 MPI_Comm comm)
+{
+    PMPI_GUARD();
+    pair_t r = pair(rcount, rtype, rbuf, ALL, root, comm);
+    if (r.rc != MPI_SUCCESS)
+        return let_go(&r, NULL, failed(comm, r.rc));
+    return let_go(&r, NULL, pc_scatterv(sbuf, vc(scounts), va(displs), stype, rbuf, r.count, r.dt, root, comm));
+}
+
+BOBCAT_EXPORT int MPI_Allgatherv_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                                   const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype,
+                                   MPI_Comm comm)
+{
+    PMPI_GUARD();
+    pair_t s = pair(scount, stype, sbuf, ALL, 0, comm);
+    if (s.rc != MPI_SUCCESS)
+        return let_go(&s, NULL, failed(comm, s.rc));
+    return let_go(&s, NULL, pc_allgatherv(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, comm));
+}
+
+BOBCAT_EXPORT int MPI_Igatherv_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                                 const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype, int root,
+                                 MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    pair_t s = pair(scount, stype, sbuf, ALL, root, comm);
+    if (s.rc != MPI_SUCCESS)
+        return let_go(&s, NULL, failed(comm, s.rc));
+    return let_go(&s, NULL, pc_igatherv(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, root, comm, req));
+}
+
+BOBCAT_EXPORT int MPI_Iscatterv_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[],
+                                  MPI_Datatype stype, void *rbuf, MPI_Count rcount, MPI_Datatype rtype, int root,
+                                  MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    pair_t r = pair(rcount, rtype, rbuf, ALL, root, comm);
+    if (r.rc != MPI_SUCCESS)
+        return let_go(&r, NULL, failed(comm, r.rc));
+    return let_go(&r, NULL, pc_iscatterv(sbuf, vc(scounts), va(displs), stype, rbuf, r.count, r.dt, root, comm, req));
+}
+
+BOBCAT_EXPORT int MPI_Iallgatherv_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                                    const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype,
+                                    MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    pair_t s = pair(scount, stype, sbuf, ALL, 0, comm);
+    if (s.rc != MPI_SUCCESS)
+        return let_go(&s, NULL, failed(comm, s.rc));
+    return let_go(&s, NULL, pc_iallgatherv(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, comm, req));
+}
+
+BOBCAT_EXPORT int MPI_Ialltoallv_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                   MPI_Datatype stype, void *rbuf, const MPI_Count rcounts[], const MPI_Aint rdispls[],
+                                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_ialltoallvw(0, sbuf, vc(scounts), va(sdispls), &stype, rbuf, vc(rcounts), va(rdispls), &rtype, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Ialltoallw_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                   const MPI_Datatype stypes[], void *rbuf, const MPI_Count rcounts[],
+                                   const MPI_Aint rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm,
+                                   MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_ialltoallvw(1, sbuf, vc(scounts), va(sdispls), stypes, rbuf, vc(rcounts), va(rdispls), rtypes, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Gatherv_init_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                                     const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype, int root,
+                                     MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    pair_t s = pair(scount, stype, sbuf, ALL, root, comm);
+    if (s.rc != MPI_SUCCESS)
+        return let_go(&s, NULL, failed(comm, s.rc));
+    return let_go(&s, NULL,
+                  pc_gatherv_init(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, root, comm, info, req));
+}
+
+BOBCAT_EXPORT int MPI_Scatterv_init_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[],
+                                      MPI_Datatype stype, void *rbuf, MPI_Count rcount, MPI_Datatype rtype, int root,
+                                      MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    pair_t r = pair(rcount, rtype, rbuf, ALL, root, comm);
+    if (r.rc != MPI_SUCCESS)
+        return let_go(&r, NULL, failed(comm, r.rc));
+    return let_go(&r, NULL,
+                  pc_scatterv_init(sbuf, vc(scounts), va(displs), stype, rbuf, r.count, r.dt, root, comm, info, req));
+}
+
+BOBCAT_EXPORT int MPI_Allgatherv_init_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                                        const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype,
+                                        MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    pair_t s = pair(scount, stype, sbuf, ALL, 0, comm);
+    if (s.rc != MPI_SUCCESS)
+        return let_go(&s, NULL, failed(comm, s.rc));
+    return let_go(&s, NULL,
+                  pc_allgatherv_init(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, comm, info, req));
+}
+
+BOBCAT_EXPORT int MPI_Alltoallv_init_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                       MPI_Datatype stype, void *rbuf, const MPI_Count rcounts[],
+                                       const MPI_Aint rdispls[], MPI_Datatype rtype, MPI_Comm comm, MPI_Info info,
+                                       MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_alltoallvw_init(0, sbuf, vc(scounts), va(sdispls), &stype, rbuf, vc(rcounts), va(rdispls), &rtype, comm,
+                              info, req);
+}
+
+BOBCAT_EXPORT int MPI_Alltoallw_init_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
+                                       const MPI_Datatype stypes[], void *rbuf, const MPI_Count rcounts[],
+                                       const MPI_Aint rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm,
+                                       MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_alltoallvw_init(1, sbuf, vc(scounts), va(sdispls), stypes, rbuf, vc(rcounts), va(rdispls), rtypes, comm,
+                              info, req);
+}
+
+/* Reduce_scatter's counts are the same on every rank (the standard says so), so one look decides
+ * for all: when each fits an int, the int form's path with an int copy of them; else the real MPI's
+ * _c form on every rank alike. */
+BOBCAT_EXPORT int MPI_Reduce_scatter_c(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dt,
+                                       MPI_Op op, MPI_Comm comm)
+{
+    PMPI_GUARD();
+    int n = 0, stack[64], *c = stack, rc;
+    if (PMPI_Comm_size(comm, &n) != MPI_SUCCESS || !rcounts)
+        return PMPI_AWAY(PMPI_Reduce_scatter_c(sbuf, rbuf, rcounts, dt, op, comm));
+    for (int i = 0; i < n; i++)
+        if (rcounts[i] < 0 || rcounts[i] > INT_MAX)
+            return PMPI_AWAY(PMPI_Reduce_scatter_c(sbuf, rbuf, rcounts, dt, op, comm));
+    if (n > 64)
+        c = util_alloc_or_die((size_t)n * sizeof *c, "a large-count Reduce_scatter's counts");
+    for (int i = 0; i < n; i++)
+        c[i] = (int)rcounts[i];
+    rc = MPI_Reduce_scatter(sbuf, rbuf, c, dt, op, comm);
+    if (c != stack)
+        free(c);
+    return rc;
 }
 
 /* ---- reductions: the same count on every rank; a large one in pieces ------------------------- */

@@ -388,7 +388,7 @@ static void op_refs(const coll_op_t *op_p, int keep)
 void pc_op_keep(const coll_op_t *op_p) { op_refs(op_p, 1); }
 void pc_op_let_go(const coll_op_t *op_p) { op_refs(op_p, 0); }
 
-void pc_pack(const void *ubuf, int count, MPI_Datatype dt, const pc_dt_t *d, void *bytes)
+void pc_pack(const void *ubuf, MPI_Count count, MPI_Datatype dt, const pc_dt_t *d, void *bytes)
 {
     if (d->dense) {
         memcpy(bytes, ubuf, (size_t)count * (size_t)d->size);
@@ -397,16 +397,16 @@ void pc_pack(const void *ubuf, int count, MPI_Datatype dt, const pc_dt_t *d, voi
     pmpi_dt_pack(ubuf, count, dt, bytes); /* MPI_BOTTOM and large counts (pmpi_dt.c) */
 }
 
-void pc_unpack(const void *bytes, int count, MPI_Datatype dt, const pc_dt_t *d, void *ubuf)
+void pc_unpack(const void *bytes, MPI_Count count, MPI_Datatype dt, const pc_dt_t *d, void *ubuf)
 {
     if (d->dense) {
         memcpy(ubuf, bytes, (size_t)count * (size_t)d->size);
         return;
     }
-    pmpi_dt_unpack(bytes, (MPI_Count)count * d->size, ubuf, count, dt);
+    pmpi_dt_unpack(bytes, count * d->size, ubuf, count, dt);
 }
 
-int pc_in(pc_buf_t *b, const void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared)
+int pc_in(pc_buf_t *b, const void *buf, MPI_Count count, MPI_Datatype dt, const pc_dt_t *d, int shared)
 {
     *b = (pc_buf_t){(void *)buf, (void *)buf, count, dt, (size_t)count * (size_t)d->size, 0};
     if (d->dense && (!shared || smap_is_shared(buf) || !b->bytes))
@@ -418,7 +418,7 @@ int pc_in(pc_buf_t *b, const void *buf, int count, MPI_Datatype dt, const pc_dt_
     return 0;
 }
 
-int pc_out(pc_buf_t *b, void *buf, int count, MPI_Datatype dt, const pc_dt_t *d, int shared, int keep)
+int pc_out(pc_buf_t *b, void *buf, MPI_Count count, MPI_Datatype dt, const pc_dt_t *d, int shared, int keep)
 {
     *b = (pc_buf_t){buf, buf, count, dt, (size_t)count * (size_t)d->size, 0};
     if (d->dense && (!shared || smap_is_shared(buf) || !b->bytes))

@@ -240,7 +240,7 @@ static void vlayout_free(vlayout_t *v)
     v->bytes = NULL;
 }
 
-static int vlayout(vlayout_t *v, int n, const int *counts, const int *displs, const pc_dt_t *d)
+static int vlayout(vlayout_t *v, int n, pc_vec_t counts, pc_vec_t displs, const pc_dt_t *d)
 {
     v->bytes = n <= VSTACK ? v->stack : malloc(2 * (size_t)n * sizeof(size_t));
     if (!v->bytes)
@@ -249,23 +249,23 @@ static int vlayout(vlayout_t *v, int n, const int *counts, const int *displs, co
     v->packed = !d->dense;
     v->total = 0;
     for (int r = 0; r < n; r++) {
-        if (counts[r] < 0) {
+        long long c = pc_at(counts, r);
+        if (c < 0) {
             vlayout_free(v);
             return -1;
         }
         /* A negative displacement is legal (the buffer pointer need not be the lowest address):
          * the byte offset wraps as an unsigned add and lands below the buffer. */
-        v->bytes[r] = (size_t)counts[r] * (size_t)d->size;
-        v->displ[r] = v->packed ? v->total : (size_t)((MPI_Aint)displs[r] * d->extent);
+        v->bytes[r] = (size_t)c * (size_t)d->size;
+        v->displ[r] = v->packed ? v->total : (size_t)((MPI_Aint)pc_at(displs, r) * d->extent);
         v->total += v->bytes[r];
     }
     return 0;
 }
 
-BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
-                              const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm)
+int pc_gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts, pc_vec_t displs,
+               MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    PMPI_GUARD();
     pmpi_why_t why = PMPI_WHY_VARIANT;
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.gather, &why);
     pc_dt_t sd = {0}, rd = {0};
@@ -289,14 +289,19 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
     if (!pc) {
         vlayout_free(&v);
         pmpi_stat_mpi(&st_gatherv, why, 0);
-        return PMPI_AWAY(PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm));
+#if MPI_VERSION >= 4
+        if (pc_vec_wide(rcounts))
+            return PMPI_AWAY(PMPI_Gatherv_c(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, root, comm));
+#endif
+        return PMPI_AWAY(PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, root, comm));
     }
     if (pc->nnodes > 1) {
         /* Pieces packed; the root unpacks the comm-ordered whole at the displacements. */
         pc_buf_t in = {0};
         int leader = pc->leader == me, rc;
         if (me == root && in_place)
-            rc = pc_in(&in, (char *)rbuf + (MPI_Aint)displs[root] * rd.extent, rcounts[root], rtype, &rd, !leader);
+            rc = pc_in(&in, (char *)rbuf + (MPI_Aint)pc_at(displs, root) * rd.extent, pc_at(rcounts, root), rtype, &rd,
+                         !leader);
         else
             rc = pc_in(&in, sbuf, scount, stype, &sd, !leader);
         if (rc)
@@ -306,8 +311,9 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
         if (me == root) {
             size_t off = 0;
             for (int r = 0; r < pc->size; r++) {
-                if (rcounts[r] && !(r == root && in_place))
-                    pc_unpack(whole + off, rcounts[r], rtype, &rd, (char *)rbuf + (MPI_Aint)displs[r] * rd.extent);
+                if (pc_at(rcounts, r) && !(r == root && in_place))
+                    pc_unpack(whole + off, pc_at(rcounts, r), rtype, &rd,
+                              (char *)rbuf + (MPI_Aint)pc_at(displs, r) * rd.extent);
                 off += v.bytes[r];
             }
             free(whole);
@@ -327,8 +333,9 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
     coll_gatherv(&pc->cn, root, me == root && in_place ? NULL : in.p, in.bytes, dst, v.bytes, v.displ);
     if (me == root && v.packed) {
         for (int r = 0; r < pc->size; r++)
-            if (!(r == root && in_place) && rcounts[r])
-                pc_unpack(dst + v.displ[r], rcounts[r], rtype, &rd, (char *)rbuf + (MPI_Aint)displs[r] * rd.extent);
+            if (!(r == root && in_place) && pc_at(rcounts, r))
+                pc_unpack(dst + v.displ[r], pc_at(rcounts, r), rtype, &rd,
+                          (char *)rbuf + (MPI_Aint)pc_at(displs, r) * rd.extent);
         free(dst);
         staged = 1;
     }
@@ -338,10 +345,9 @@ BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, 
     return MPI_SUCCESS;
 }
 
-BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
-                               void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+int pc_scatterv(const void *sbuf, pc_vec_t scounts, pc_vec_t displs, MPI_Datatype stype, void *rbuf, int rcount,
+                MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-    PMPI_GUARD();
     pmpi_why_t why = PMPI_WHY_VARIANT;
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.scatter, &why);
     pc_dt_t sd = {0}, rd = {0};
@@ -365,7 +371,11 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
     if (!pc) {
         vlayout_free(&v);
         pmpi_stat_mpi(&st_scatterv, why, 0);
-        return PMPI_AWAY(PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm));
+#if MPI_VERSION >= 4
+        if (pc_vec_wide(scounts))
+            return PMPI_AWAY(PMPI_Scatterv_c(sbuf, scounts.p, displs.p, stype, rbuf, rcount, rtype, root, comm));
+#endif
+        return PMPI_AWAY(PMPI_Scatterv(sbuf, scounts.p, displs.p, stype, rbuf, rcount, rtype, root, comm));
     }
     if (pc->nnodes > 1) {
         /* The root packs the pieces end to end in comm order; each rank unpacks its own. */
@@ -377,8 +387,9 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
             whole = xalloc(v.total);
             size_t off = 0;
             for (int r = 0; r < pc->size; r++) {
-                if (scounts[r])
-                    pc_pack((const char *)sbuf + (MPI_Aint)displs[r] * sd.extent, scounts[r], stype, &sd, whole + off);
+                if (pc_at(scounts, r))
+                    pc_pack((const char *)sbuf + (MPI_Aint)pc_at(displs, r) * sd.extent, pc_at(scounts, r), stype, &sd,
+                            whole + off);
                 off += v.bytes[r];
             }
         }
@@ -409,8 +420,9 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
         if (!t)
             oom(v.total);
         for (int r = 0; r < pc->size; r++)
-            if (scounts[r])
-                pc_pack((const char *)sbuf + (MPI_Aint)displs[r] * sd.extent, scounts[r], stype, &sd, t + v.displ[r]);
+            if (pc_at(scounts, r))
+                pc_pack((const char *)sbuf + (MPI_Aint)pc_at(displs, r) * sd.extent, pc_at(scounts, r), stype, &sd,
+                        t + v.displ[r]);
         src = t;
         staged = 1;
     }
@@ -423,16 +435,26 @@ BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int 
     return MPI_SUCCESS;
 }
 
+static void tables_free(MPI_Count *cnt, MPI_Count *cnt_stack, MPI_Aint *dsp, MPI_Aint *dsp_stack)
+{
+    if (cnt != cnt_stack)
+        free(cnt);
+    if (dsp != dsp_stack)
+        free(dsp);
+}
+
 /* Allgather(v): my piece is sbuf, or (in place) rbuf + displ; peers read it, so it must be in the
  * segment and dense, else it is packed into a segment copy. */
-static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int *rcounts,
-                      const int *displs, int rcount, MPI_Datatype rtype, MPI_Comm comm)
+static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts,
+                      pc_vec_t displs, int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
     pmpi_why_t why = PMPI_WHY_VARIANT;
     pmpi_comm_t *pc = move_setup(comm, pc_knobs.allgather, &why);
     pc_dt_t sd = {0}, rd = {0};
     int in_place = sbuf == MPI_IN_PLACE, n = pc ? pc->size : 1, me = pc ? pc->rank : 0;
-    int *cnt = NULL, *dsp = NULL, cnt_stack[2 * VSTACK];
+    MPI_Count *cnt = NULL, cnt_stack[VSTACK];
+    MPI_Aint *dsp = NULL, dsp_stack[VSTACK];
+    int v_form = rcounts.p != NULL;
     vlayout_t v;
     v.bytes = v.displ = NULL;
     v.total = 0;
@@ -440,31 +462,36 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
     if (pc && rbuf == MPI_IN_PLACE)
         pc = NULL; /* erroneous: the real MPI reports it */
     if (pc) {
-        cnt = n <= VSTACK ? cnt_stack : malloc(2 * (size_t)n * sizeof(int));
-        if (!cnt)
+        cnt = n <= VSTACK ? cnt_stack : malloc((size_t)n * sizeof *cnt);
+        dsp = n <= VSTACK ? dsp_stack : malloc((size_t)n * sizeof *dsp);
+        if (!cnt || !dsp)
             oom(0);
-        dsp = cnt + n;
         for (int r = 0; r < n; r++) {
-            cnt[r] = rcounts ? rcounts[r] : rcount;
-            dsp[r] = rcounts ? displs[r] : (fits(rcount, r) ? rcount * r : -1);
+            cnt[r] = v_form ? pc_at(rcounts, r) : rcount;
+            dsp[r] = v_form ? pc_at(displs, r) : (MPI_Aint)rcount * r;
         }
         long long mine = in_place ? 0 : (long long)scount * (pc_dt(stype, &sd) ? -1 : sd.size);
         /* An empty piece may alias rbuf (legal; see Gatherv); a non-empty one is erroneous, at rbuf
          * or at my own block in it (MPI_IN_PLACE's place: MPICH reports both, every rank alike). */
-        if (!in_place && mine > 0 && !pc_dt(rtype, &rd) && dsp[me] >= 0 &&
+        if (!in_place && mine > 0 && !pc_dt(rtype, &rd) &&
             (sbuf == rbuf || sbuf == (const char *)rbuf + (MPI_Aint)dsp[me] * rd.extent))
             mine = -1;
-        if (pc_dt(rtype, &rd) || mine < 0 || vlayout(&v, n, cnt, dsp, &rd) || !v.total || (!rcounts && !fits(rcount, n)) ||
+        if (pc_dt(rtype, &rd) || mine < 0 ||
+            vlayout(&v, n, (pc_vec_t){cnt, PC_VEC_COUNT}, (pc_vec_t){dsp, PC_VEC_AINT}, &rd) || !v.total ||
+            (!v_form && !fits(rcount, n)) ||
             (pc->nnodes > 1 && v.total > INT_MAX))
             pc = NULL, why = PMPI_WHY_VARIANT;
     }
     if (!pc) {
-        if (cnt != cnt_stack)
-            free(cnt);
+        tables_free(cnt, cnt_stack, dsp, dsp_stack);
         vlayout_free(&v);
         pmpi_stat_mpi(st, why, 0);
-        return rcounts ? PMPI_AWAY(PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm))
-                       : PMPI_AWAY(PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+#if MPI_VERSION >= 4
+        if (pc_vec_wide(rcounts))
+            return PMPI_AWAY(PMPI_Allgatherv_c(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, comm));
+#endif
+        return v_form ? PMPI_AWAY(PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, comm))
+                      : PMPI_AWAY(PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm));
     }
     if (pc->nnodes > 1) {
         pc_buf_t in = {0};
@@ -493,8 +520,7 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
         }
         pmpi_stat_path(st, in.tmp || !direct ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, v.total, A_HIER);
         pc_in_done(&in);
-        if (cnt != cnt_stack)
-            free(cnt);
+        tables_free(cnt, cnt_stack, dsp, dsp_stack);
         vlayout_free(&v);
         return MPI_SUCCESS;
     }
@@ -528,8 +554,7 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
     }
     pmpi_stat_path(st, staged || in.tmp ? PMPI_PATH_STAGED : PMPI_PATH_INPLACE, v.total, 0);
     pc_in_done(&in);
-    if (cnt != cnt_stack)
-        free(cnt);
+    tables_free(cnt, cnt_stack, dsp, dsp_stack);
     vlayout_free(&v);
     return MPI_SUCCESS;
 }
@@ -538,14 +563,36 @@ BOBCAT_EXPORT int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype
                                 MPI_Datatype rtype, MPI_Comm comm)
 {
     PMPI_GUARD();
-    return allgatherv(&st_allgather, sbuf, scount, stype, rbuf, NULL, NULL, rcount, rtype, comm);
+    return allgatherv(&st_allgather, sbuf, scount, stype, rbuf, pc_vec_int(NULL), pc_vec_int(NULL), rcount, rtype,
+                      comm);
 }
 
 BOBCAT_EXPORT int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
                                  const int displs[], MPI_Datatype rtype, MPI_Comm comm)
 {
     PMPI_GUARD();
+    return allgatherv(&st_allgatherv, sbuf, scount, stype, rbuf, pc_vec_int(rcounts), pc_vec_int(displs), 0, rtype,
+                      comm);
+}
+
+int pc_allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts, pc_vec_t displs,
+                  MPI_Datatype rtype, MPI_Comm comm)
+{
     return allgatherv(&st_allgatherv, sbuf, scount, stype, rbuf, rcounts, displs, 0, rtype, comm);
+}
+
+BOBCAT_EXPORT int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+                              const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    PMPI_GUARD();
+    return pc_gatherv(sbuf, scount, stype, rbuf, pc_vec_int(rcounts), pc_vec_int(displs), rtype, root, comm);
+}
+
+BOBCAT_EXPORT int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
+                               void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    PMPI_GUARD();
+    return pc_scatterv(sbuf, pc_vec_int(scounts), pc_vec_int(displs), stype, rbuf, rcount, rtype, root, comm);
 }
 
 BOBCAT_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,

@@ -1391,7 +1391,8 @@ static int rs_alias(const void *sbuf, const void *rbuf, int mine)
     return rbuf == MPI_IN_PLACE || (sbuf == rbuf && mine > 0);
 }
 
-static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rcounts, int block, MPI_Datatype dt,
+static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rcounts, const MPI_Count *wide, int block,
+                   MPI_Datatype dt,
                    MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
     pmpi_comm_t *pc;
@@ -1430,6 +1431,10 @@ static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rco
         pmpi_real_requests = 1;
         if (block)
             return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcounts[0], dt, op, comm, req);
+#if MPI_VERSION >= 4
+        if (wide) /* (the large-count form's own counts: the real MPI may read them until completion) */
+            return PMPI_Ireduce_scatter_c(sbuf, rbuf, wide, dt, op, comm, req);
+#endif
         return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dt, op, comm, req);
     }
     nb_req_t *q = req_new();
@@ -1455,15 +1460,48 @@ BOBCAT_EXPORT int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int rc
                                             MPI_Comm comm, MPI_Request *req)
 {
     PMPI_GUARD();
-    return irs_any(&st_irsb, sbuf, rbuf, &rcount, 1, dt, op, comm, req);
+    return irs_any(&st_irsb, sbuf, rbuf, &rcount, NULL, 1, dt, op, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt, MPI_Op op,
                                       MPI_Comm comm, MPI_Request *req)
 {
     PMPI_GUARD();
-    return irs_any(&st_irs, sbuf, rbuf, rcounts, 0, dt, op, comm, req);
+    return irs_any(&st_irs, sbuf, rbuf, rcounts, NULL, 0, dt, op, comm, req);
 }
+
+#if MPI_VERSION >= 4
+/* The counts of a large-count Reduce_scatter as ints (the same on every rank, so every rank decides
+ * alike): into c (n of them), 0; -1 if one does not fit (the real MPI's call, on every rank). */
+static int rs_ints(const MPI_Count *rcounts, MPI_Comm comm, int **c_p, int *stack, int nstack)
+{
+    int n = 0;
+    *c_p = stack;
+    if (!rcounts || PMPI_Comm_size(comm, &n) != MPI_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (rcounts[i] < 0 || rcounts[i] > INT_MAX)
+            return -1;
+    if (n > nstack)
+        *c_p = util_alloc_or_die(sizeof(int) * (size_t)n, "a large-count Reduce_scatter's counts");
+    for (int i = 0; i < n; i++)
+        (*c_p)[i] = (int)rcounts[i];
+    return 0;
+}
+
+BOBCAT_EXPORT int MPI_Ireduce_scatter_c(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dt,
+                                        MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    int stack[64], *c;
+    if (rs_ints(rcounts, comm, &c, stack, 64))
+        return PMPI_Ireduce_scatter_c(sbuf, rbuf, rcounts, dt, op, comm, req);
+    int rc = irs_any(&st_irs, sbuf, rbuf, c, rcounts, 0, dt, op, comm, req); /* (c is read at the start only) */
+    if (c != stack)
+        free(c);
+    return rc;
+}
+#endif
 
 /* The moving calls: Iallgather, Ialltoall, Igather, Iscatter. */
 /* The arguments of a moving call are ones bobcat takes (0; the datatypes described into *sd, *rd
@@ -1937,7 +1975,8 @@ typedef struct pcoll {
      * arrays where significant (NULL elsewhere), and Alltoallw's types held (vtypes, n each side:
      * NULL in place) with the program's (vtypes_user). */
     int w;
-    int *scnt, *sdsp, *rcnt, *rdsp;
+    MPI_Count *scnt, *rcnt;  /* (64-bit whichever form made it) */
+    MPI_Aint *sdsp, *rdsp;
     MPI_Datatype *vtypes, *vtypes_user;
     int vn;
     /* Across nodes (hier), a leader: the real persistent request (MPI_REQUEST_NULL: nothing to
@@ -2002,7 +2041,8 @@ static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner)
                                     : p->kind == COLL_NB_SCAN ? &st_iscan : &st_iexscan,
                            p->sbuf, p->rbuf, p->rcount, p->rdt, p->op, p->root, comm, inner);
     case COLL_NB_REDUCE_SCATTER:
-        return irs_any(p->block ? &st_irsb : &st_irs, p->sbuf, p->rbuf, p->rcounts, p->block, p->rdt, p->op, comm, inner);
+        return irs_any(p->block ? &st_irsb : &st_irs, p->sbuf, p->rbuf, p->rcounts, NULL, p->block, p->rdt, p->op, comm,
+                       inner);
     case COLL_NB_GATHERV:
     case COLL_NB_SCATTERV:
     case COLL_NB_ALLGATHERV:
@@ -2637,6 +2677,25 @@ BOBCAT_EXPORT int PCOLL(Reduce_scatter)(const void *sbuf, void *rbuf, const int 
     return prs_init(&t, comm, req);
 }
 
+#if MPI_VERSION >= 4
+BOBCAT_EXPORT int MPI_Reduce_scatter_init_c(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dt,
+                                            MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    int stack[64], *c, rc;
+    if (rs_ints(rcounts, comm, &c, stack, 64))
+        return PMPI_Reduce_scatter_init_c(sbuf, rbuf, rcounts, dt, op, comm, info, req);
+    pcoll_t t = prs_args(sbuf, rbuf, c, 0, dt, op);
+    if (!pcoll_ours(&t, comm))
+        rc = PMPI_Reduce_scatter_init_c(sbuf, rbuf, rcounts, dt, op, comm, info, req);
+    else
+        rc = prs_init(&t, comm, req); /* (keeps a copy of c) */
+    if (c != stack)
+        free(c);
+    return rc;
+}
+#endif
+
 BOBCAT_EXPORT int PCOLL(Allgather)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                                    MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
@@ -2679,12 +2738,24 @@ BOBCAT_EXPORT int PCOLL(Scatter)(const void *sbuf, int scount, MPI_Datatype styp
 
 /* ---- the v/w forms (across nodes: pers_lead_start) ---- */
 
-static int *icopy(const int *a, int n)
+/* 64-bit copies of a v form's counts and displacements, int or large-count alike (NULL: none). */
+static MPI_Count *ccopy(pc_vec_t a, int n)
 {
-    if (!a)
+    if (!a.p)
         return NULL;
-    int *c = util_alloc_or_die(sizeof(int) * (size_t)(n ? n : 1), "a persistent collective's counts");
-    memcpy(c, a, sizeof(int) * (size_t)n);
+    MPI_Count *c = util_alloc_or_die(sizeof *c * (size_t)(n ? n : 1), "a persistent collective's counts");
+    for (int i = 0; i < n; i++)
+        c[i] = pc_at(a, i);
+    return c;
+}
+
+static MPI_Aint *acopy(pc_vec_t a, int n)
+{
+    if (!a.p)
+        return NULL;
+    MPI_Aint *c = util_alloc_or_die(sizeof *c * (size_t)(n ? n : 1), "a persistent collective's displacements");
+    for (int i = 0; i < n; i++)
+        c[i] = (MPI_Aint)pc_at(a, i);
     return c;
 }
 
@@ -2696,86 +2767,98 @@ static int comm_n(MPI_Comm comm, int *me)
     return n;
 }
 
-BOBCAT_EXPORT int PCOLL(Gatherv)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
-                                 const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
-                                 MPI_Request *req)
+int pc_gatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts, pc_vec_t displs,
+                    MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
-    PMPI_GUARD();
     int me, n = comm_n(comm, &me), at = me == root;
     pcoll_t t = {.kind = COLL_NB_GATHERV, .sbuf = sbuf, .scount = scount, .rbuf = rbuf, .root = root,
                  .sdt = at && sbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : stype, .rdt = at ? rtype : MPI_DATATYPE_NULL};
-    if (!pcoll_ours(&t, comm))
-        return PCOLL_REAL(Gatherv)(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, info, req);
+    if (!pcoll_ours(&t, comm)) {
+#if MPI_VERSION >= 4
+        if (pc_vec_wide(rcounts))
+            return PMPI_Gatherv_init_c(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, root, comm, info, req);
+#endif
+        return PCOLL_REAL(Gatherv)(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, root, comm, info, req);
+    }
     if (at) {
-        t.rcnt = icopy(rcounts, n);
-        t.rdsp = icopy(displs, n);
+        t.rcnt = ccopy(rcounts, n);
+        t.rdsp = acopy(displs, n);
     }
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int PCOLL(Scatterv)(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
-                                  void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
-                                  MPI_Request *req)
+int pc_scatterv_init(const void *sbuf, pc_vec_t scounts, pc_vec_t displs, MPI_Datatype stype, void *rbuf, int rcount,
+                     MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
-    PMPI_GUARD();
     int me, n = comm_n(comm, &me), at = me == root;
     pcoll_t t = {.kind = COLL_NB_SCATTERV, .sbuf = sbuf, .rbuf = rbuf, .rcount = rcount, .root = root,
                  .sdt = at ? stype : MPI_DATATYPE_NULL, .rdt = at && rbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : rtype};
-    if (!pcoll_ours(&t, comm))
-        return PCOLL_REAL(Scatterv)(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, info, req);
+    if (!pcoll_ours(&t, comm)) {
+#if MPI_VERSION >= 4
+        if (pc_vec_wide(scounts))
+            return PMPI_Scatterv_init_c(sbuf, scounts.p, displs.p, stype, rbuf, rcount, rtype, root, comm, info, req);
+#endif
+        return PCOLL_REAL(Scatterv)(sbuf, scounts.p, displs.p, stype, rbuf, rcount, rtype, root, comm, info, req);
+    }
     if (at) {
-        t.scnt = icopy(scounts, n);
-        t.sdsp = icopy(displs, n);
+        t.scnt = ccopy(scounts, n);
+        t.sdsp = acopy(displs, n);
     }
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int PCOLL(Allgatherv)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                                    const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm,
-                                    MPI_Info info, MPI_Request *req)
+int pc_allgatherv_init(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts,
+                       pc_vec_t displs, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
-    PMPI_GUARD();
     int me, n = comm_n(comm, &me);
+    /* (pcoll_ours reads the counts: a copy first, freed if the real MPI takes the request) */
     pcoll_t t = {.kind = COLL_NB_ALLGATHERV, .sbuf = sbuf, .scount = scount, .rbuf = rbuf, .rdt = rtype,
-                 .sdt = sbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : stype, .rcnt = (int *)rcounts};
-    if (!pcoll_ours(&t, comm))
-        return PCOLL_REAL(Allgatherv)(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req);
-    t.rcnt = icopy(rcounts, n);
-    t.rdsp = icopy(displs, n);
+                 .sdt = sbuf == MPI_IN_PLACE ? MPI_DATATYPE_NULL : stype, .rcnt = ccopy(rcounts, n)};
+    if (!pcoll_ours(&t, comm)) {
+        free(t.rcnt);
+#if MPI_VERSION >= 4
+        if (pc_vec_wide(rcounts))
+            return PMPI_Allgatherv_init_c(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, comm, info, req);
+#endif
+        return PCOLL_REAL(Allgatherv)(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, comm, info, req);
+    }
+    t.rdsp = acopy(displs, n);
     return pcoll_new(&t, comm, req);
 }
 
-BOBCAT_EXPORT int PCOLL(Alltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
-                                   void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
-                                   MPI_Comm comm, MPI_Info info, MPI_Request *req)
+/* Alltoallv (w = 0) and Alltoallw's init: the real MPI's request, or bobcat's with copies. */
+static int alltoallvw_real(int w, const void *sbuf, pc_vec_t scounts, pc_vec_t sdispls, const MPI_Datatype *stypes,
+                           void *rbuf, pc_vec_t rcounts, pc_vec_t rdispls, const MPI_Datatype *rtypes, MPI_Comm comm,
+                           MPI_Info info, MPI_Request *req)
 {
-    PMPI_GUARD();
-    int me, n = comm_n(comm, &me), ip = sbuf == MPI_IN_PLACE;
-    pcoll_t t = {.kind = COLL_NB_ALLTOALLV, .sbuf = sbuf, .rbuf = rbuf, .rdt = rtype,
-                 .sdt = ip ? MPI_DATATYPE_NULL : stype};
-    if (!pcoll_ours(&t, comm))
-        return PCOLL_REAL(Alltoallv)(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, info, req);
-    t.scnt = ip ? NULL : icopy(scounts, n);
-    t.sdsp = ip ? NULL : icopy(sdispls, n);
-    t.rcnt = icopy(rcounts, n);
-    t.rdsp = icopy(rdispls, n);
-    return pcoll_new(&t, comm, req);
+#if MPI_VERSION >= 4
+    if (pc_vec_wide(rcounts)) {
+        const MPI_Count *sc = scounts.p, *rc = rcounts.p;
+        const MPI_Aint *sd = sdispls.p, *rd = rdispls.p;
+        return w ? PMPI_Alltoallw_init_c(sbuf, sc, sd, stypes, rbuf, rc, rd, rtypes, comm, info, req)
+                 : PMPI_Alltoallv_init_c(sbuf, sc, sd, stypes[0], rbuf, rc, rd, rtypes[0], comm, info, req);
+    }
+#endif
+    const int *sc = scounts.p, *sd = sdispls.p, *rc = rcounts.p, *rd = rdispls.p;
+    return w ? PCOLL_REAL(Alltoallw)(sbuf, sc, sd, stypes, rbuf, rc, rd, rtypes, comm, info, req)
+             : PCOLL_REAL(Alltoallv)(sbuf, sc, sd, stypes[0], rbuf, rc, rd, rtypes[0], comm, info, req);
 }
 
-BOBCAT_EXPORT int PCOLL(Alltoallw)(const void *sbuf, const int scounts[], const int sdispls[],
-                                   const MPI_Datatype stypes[], void *rbuf, const int rcounts[], const int rdispls[],
-                                   const MPI_Datatype rtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *req)
+int pc_alltoallvw_init(int w, const void *sbuf, pc_vec_t scounts, pc_vec_t sdispls, const MPI_Datatype *stypes,
+                       void *rbuf, pc_vec_t rcounts, pc_vec_t rdispls, const MPI_Datatype *rtypes, MPI_Comm comm,
+                       MPI_Info info, MPI_Request *req)
 {
-    PMPI_GUARD();
     int me, n = comm_n(comm, &me), ip = sbuf == MPI_IN_PLACE;
-    pcoll_t t = {.kind = COLL_NB_ALLTOALLV, .w = 1, .sbuf = sbuf, .rbuf = rbuf, .sdt = MPI_DATATYPE_NULL,
-                 .rdt = MPI_DATATYPE_NULL};
+    pcoll_t t = {.kind = COLL_NB_ALLTOALLV, .w = w, .sbuf = sbuf, .rbuf = rbuf,
+                 .rdt = w ? MPI_DATATYPE_NULL : rtypes[0], .sdt = w || ip ? MPI_DATATYPE_NULL : stypes[0]};
     if (!pcoll_ours(&t, comm))
-        return PCOLL_REAL(Alltoallw)(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, info, req);
-    t.scnt = ip ? NULL : icopy(scounts, n);
-    t.sdsp = ip ? NULL : icopy(sdispls, n);
-    t.rcnt = icopy(rcounts, n);
-    t.rdsp = icopy(rdispls, n);
+        return alltoallvw_real(w, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, info, req);
+    t.scnt = ip ? NULL : ccopy(scounts, n);
+    t.sdsp = ip ? NULL : acopy(sdispls, n);
+    t.rcnt = ccopy(rcounts, n);
+    t.rdsp = acopy(rdispls, n);
+    if (!w)
+        return pcoll_new(&t, comm, req);
     t.vn = n;
     t.vtypes = util_alloc_or_die(2 * sizeof(MPI_Datatype) * (size_t)(n ? n : 1), "a persistent collective's types");
     t.vtypes_user = util_alloc_or_die(2 * sizeof(MPI_Datatype) * (size_t)(n ? n : 1), "a persistent collective's types");
@@ -2786,6 +2869,51 @@ BOBCAT_EXPORT int PCOLL(Alltoallw)(const void *sbuf, const int scounts[], const 
     for (int q = 0; q < 2 * n; q++)
         t.vtypes[q] = pmpi_dt_keep(t.vtypes_user[q]);
     return pcoll_new(&t, comm, req);
+}
+
+BOBCAT_EXPORT int PCOLL(Gatherv)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+                                 const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
+                                 MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_gatherv_init(sbuf, scount, stype, rbuf, pc_vec_int(rcounts), pc_vec_int(displs), rtype, root, comm, info,
+                           req);
+}
+
+BOBCAT_EXPORT int PCOLL(Scatterv)(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
+                                  void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info,
+                                  MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_scatterv_init(sbuf, pc_vec_int(scounts), pc_vec_int(displs), stype, rbuf, rcount, rtype, root, comm, info,
+                            req);
+}
+
+BOBCAT_EXPORT int PCOLL(Allgatherv)(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                                    const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm,
+                                    MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_allgatherv_init(sbuf, scount, stype, rbuf, pc_vec_int(rcounts), pc_vec_int(displs), rtype, comm, info,
+                              req);
+}
+
+BOBCAT_EXPORT int PCOLL(Alltoallv)(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
+                                   void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
+                                   MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_alltoallvw_init(0, sbuf, pc_vec_int(scounts), pc_vec_int(sdispls), &stype, rbuf, pc_vec_int(rcounts),
+                              pc_vec_int(rdispls), &rtype, comm, info, req);
+}
+
+BOBCAT_EXPORT int PCOLL(Alltoallw)(const void *sbuf, const int scounts[], const int sdispls[],
+                                   const MPI_Datatype stypes[], void *rbuf, const int rcounts[], const int rdispls[],
+                                   const MPI_Datatype rtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_alltoallvw_init(1, sbuf, pc_vec_int(scounts), pc_vec_int(sdispls), stypes, rbuf, pc_vec_int(rcounts),
+                              pc_vec_int(rdispls), rtypes, comm, info, req);
 }
 
 #else /* no persistent collectives in this MPI: no call has q->pers or q->pinit set */

@@ -23,7 +23,10 @@
  * call's table (coll_nb.c, "Tables"): this rank's counts and addresses, so node mates reach them
  * whatever memory the program's arrays are in. A rank's own piece or block is copied at the start,
  * without the ring. Ialltoallv/w in place: the blocks peers read are copies (this rank's unit
- * overwrites them meanwhile). */
+ * overwrites them meanwhile).
+ *
+ * The arrays arrive as pc_vec_t (pmpi_coll.h): the int forms' and MPI 4.0's large-count forms'
+ * (MPI_Igatherv_c, ..., pmpi_coll_count.c) alike, and the persistent forms' 64-bit copies. */
 #include "pmpi_coll.h"
 #include "../base/pmpi_dt.h"
 
@@ -50,8 +53,9 @@ static void *xmalloc(size_t bytes) { return util_alloc_or_die(bytes ? bytes : 1,
 
 /* One block of this rank's side: where the program has it, and where the call reads or writes it. */
 typedef struct {
-    char *at;      /* the program's memory (buffer + displacement) */
-    int count, ti; /* elements, and the index of their type in the call's table of types */
+    char *at;        /* the program's memory (buffer + displacement) */
+    MPI_Count count; /* elements */
+    int ti;          /* the index of their type in the call's table of types */
     int copy;      /* a send block peers must read from a copy (in place) */
     size_t bytes;
     char *use;     /* set by nbv_place: at itself, or its place in the call's heap block */
@@ -61,7 +65,8 @@ typedef struct {
 typedef struct {
     const char *src;
     char *at;
-    int count, ti;
+    MPI_Count count;
+    int ti;
 } job_t;
 
 typedef struct {
@@ -80,7 +85,7 @@ static const pc_dt_t none = {.size = 0, .lb = 0, .extent = 0, .dense = 1, .prede
 static const pc_dt_t packed_bytes = {.size = 1, .lb = 0, .extent = 1, .dense = 1, .predefined = 1};
 
 /* The facts of a side of count elements of dt (none when empty); -1 if erroneous. */
-static int side(int count, MPI_Datatype dt, pc_dt_t *d_p)
+static int side(MPI_Count count, MPI_Datatype dt, pc_dt_t *d_p)
 {
     if (count < 0)
         return -1;
@@ -92,15 +97,16 @@ static int side(int count, MPI_Datatype dt, pc_dt_t *d_p)
 }
 
 /* One type for n counts (a v form's side): looked at if any count is not 0; -1 if erroneous. */
-static int vside(const int *counts, const int *displs, int n, MPI_Datatype dt, pc_dt_t *d_p)
+static int vside(pc_vec_t counts, pc_vec_t displs, int n, MPI_Datatype dt, pc_dt_t *d_p)
 {
-    if (!counts || !displs)
+    if (!counts.p || !displs.p)
         return -1;
     int any = 0;
     for (int r = 0; r < n; r++) {
-        if (counts[r] < 0)
+        long long c = pc_at(counts, r);
+        if (c < 0)
             return -1;
-        any |= counts[r] > 0;
+        any |= c > 0;
     }
     return side(any, dt, d_p);
 }
@@ -207,8 +213,8 @@ static void nbv_release(void *st)
 static const pc_nbv_ops_t nbv_ops = {nbv_done, nbv_release};
 
 /* This rank's own piece or block, from its send side to its receive side, at the start. */
-static void own_copy(const void *sat, int sc, MPI_Datatype st, const pc_dt_t *sd, void *rat, int rc, MPI_Datatype rt,
-                     const pc_dt_t *rd)
+static void own_copy(const void *sat, MPI_Count sc, MPI_Datatype st, const pc_dt_t *sd, void *rat, MPI_Count rc,
+                     MPI_Datatype rt, const pc_dt_t *rd)
 {
     size_t sb = (size_t)sc * (size_t)sd->size, rb = (size_t)rc * (size_t)rd->size, b = sb < rb ? sb : rb;
     if (!b)
@@ -501,10 +507,9 @@ static int hier_go(pmpi_comm_t *pc, struct nb_comm *node, nbv_t *v, const pc_nbv
 
 /* ---- the entry points ----------------------------------------------------------------------------- */
 
-BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
-                               const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+int pc_igatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts, pc_vec_t displs,
+                MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
 {
-    PMPI_GUARD();
     pmpi_comm_t *pc;
     pmpi_why_t why;
     pc_dt_t sd = none, rd = none;
@@ -526,7 +531,11 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
     }
     if (!ring && !hier) {
         to_mpi(&st_igatherv, why);
-        return PMPI_Igatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, req);
+#if MPI_VERSION >= 4
+        if (pc_vec_wide(rcounts))
+            return PMPI_Igatherv_c(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, root, comm, req);
+#endif
+        return PMPI_Igatherv(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, root, comm, req);
     }
     int n = pc->size, me = pc->rank;
     coll_nb_t a = {.kind = COLL_NB_GATHERV, .root = root};
@@ -547,10 +556,11 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
     blk_t *r = blocks(n);
     size_t total = 0;
     for (int q = 0; q < n; q++) {
-        char *at = (char *)rbuf + (MPI_Aint)displs[q] * rd.extent;
+        char *at = (char *)rbuf + (MPI_Aint)pc_at(displs, q) * rd.extent;
+        MPI_Count c = pc_at(rcounts, q);
         if (q != root)
-            r[q] = (blk_t){at, rcounts[q], 0, 0, (size_t)rcounts[q] * (size_t)rd.size, NULL};
-        total += (size_t)rcounts[q] * (size_t)rd.size;
+            r[q] = (blk_t){at, c, 0, 0, (size_t)c * (size_t)rd.size, NULL};
+        total += (size_t)c * (size_t)rd.size;
     }
     size_t h = hier ? 2 : 0; /* across nodes: my own piece's words first (none) */
     nbv_place(v, NULL, 0, r, n, h + 2 * (size_t)n);
@@ -560,7 +570,8 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
     }
     free(r);
     if (!in_place)
-        own_copy(sbuf, scount, stype, &sd, (char *)rbuf + (MPI_Aint)displs[root] * rd.extent, rcounts[root], rtype, &rd);
+        own_copy(sbuf, scount, stype, &sd, (char *)rbuf + (MPI_Aint)pc_at(displs, root) * rd.extent,
+                 pc_at(rcounts, root), rtype, &rd);
     if (hier) {
         v->tab[0] = v->tab[1] = 0;
         return hier_go(pc, node, v, &gatherv_lead, root, &st_igatherv, total, comm, req);
@@ -568,10 +579,9 @@ BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype,
     return go(ring, &a, v, &st_igatherv, total, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
-                                void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+int pc_iscatterv(const void *sbuf, pc_vec_t scounts, pc_vec_t displs, MPI_Datatype stype, void *rbuf, int rcount,
+                 MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
 {
-    PMPI_GUARD();
     pmpi_comm_t *pc;
     pmpi_why_t why;
     pc_dt_t sd = none, rd = none;
@@ -593,7 +603,11 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
     }
     if (!ring && !hier) {
         to_mpi(&st_iscatterv, why);
-        return PMPI_Iscatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, req);
+#if MPI_VERSION >= 4
+        if (pc_vec_wide(scounts))
+            return PMPI_Iscatterv_c(sbuf, scounts.p, displs.p, stype, rbuf, rcount, rtype, root, comm, req);
+#endif
+        return PMPI_Iscatterv(sbuf, scounts.p, displs.p, stype, rbuf, rcount, rtype, root, comm, req);
     }
     int n = pc->size, me = pc->rank;
     coll_nb_t a = {.kind = COLL_NB_SCATTERV, .root = root};
@@ -614,10 +628,11 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
     blk_t *s = blocks(n);
     size_t total = 0;
     for (int q = 0; q < n; q++) {
-        char *at = (char *)sbuf + (MPI_Aint)displs[q] * sd.extent;
+        char *at = (char *)sbuf + (MPI_Aint)pc_at(displs, q) * sd.extent;
+        MPI_Count c = pc_at(scounts, q);
         if (q != root)
-            s[q] = (blk_t){at, scounts[q], 0, 0, (size_t)scounts[q] * (size_t)sd.size, NULL};
-        total += (size_t)scounts[q] * (size_t)sd.size;
+            s[q] = (blk_t){at, c, 0, 0, (size_t)c * (size_t)sd.size, NULL};
+        total += (size_t)c * (size_t)sd.size;
     }
     size_t h = hier ? 2 : 0; /* across nodes: my own piece's words first (none) */
     nbv_place(v, s, n, NULL, 0, h + 2 * (size_t)n);
@@ -627,8 +642,8 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
     }
     free(s);
     if (!in_place)
-        own_copy((const char *)sbuf + (MPI_Aint)displs[root] * sd.extent, scounts[root], stype, &sd, rbuf, rcount, rtype,
-                 &rd);
+        own_copy((const char *)sbuf + (MPI_Aint)pc_at(displs, root) * sd.extent, pc_at(scounts, root), stype, &sd, rbuf,
+                 rcount, rtype, &rd);
     if (hier) {
         v->tab[0] = v->tab[1] = 0;
         return hier_go(pc, node, v, &scatterv_lead, root, &st_iscatterv, total, comm, req);
@@ -643,7 +658,7 @@ BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int
  * block of the call's heap block, unpacked into the program's result when the request completes.
  * d: the receive side's facts, then the send side's. */
 static int iallgatherv_hier(pmpi_comm_t *pc, struct nb_comm *node, const void *sbuf, int scount, MPI_Datatype stype,
-                            void *rbuf, const int *rcounts, const int *displs, MPI_Datatype rtype, const pc_dt_t *d,
+                            void *rbuf, pc_vec_t rcounts, pc_vec_t displs, MPI_Datatype rtype, const pc_dt_t *d,
                             MPI_Comm comm, MPI_Request *req)
 {
     int n = pc->size, me = pc->rank, ns = pc->node_size, in_place = sbuf == MPI_IN_PLACE;
@@ -655,16 +670,17 @@ static int iallgatherv_hier(pmpi_comm_t *pc, struct nb_comm *node, const void *s
     for (int i = 0; i < n; i++) { /* node order */
         int q = pc->by_pos[i];
         off[q] = total;
-        total += (size_t)rcounts[q] * (size_t)d[0].size;
-        packed &= displs[q] == elems;
-        elems += rcounts[q];
+        total += (size_t)pc_at(rcounts, q) * (size_t)d[0].size;
+        packed &= pc_at(displs, q) == elems;
+        elems += pc_at(rcounts, q);
     }
     MPI_Datatype types[2] = {rtype, stype};
     nbv_t *v = nbv_new(n, 2, types, d);
-    char *mine = (char *)rbuf + (MPI_Aint)displs[me] * d[0].extent;
-    blk_t s = in_place ? (blk_t){mine, rcounts[me], 0, 0, (size_t)rcounts[me] * (size_t)d[0].size, NULL}
+    char *mine = (char *)rbuf + (MPI_Aint)pc_at(displs, me) * d[0].extent;
+    MPI_Count cme = pc_at(rcounts, me);
+    blk_t s = in_place ? (blk_t){mine, cme, 0, 0, (size_t)cme * (size_t)d[0].size, NULL}
                        : (blk_t){(char *)sbuf, scount, 1, 0, (size_t)scount * (size_t)d[1].size, NULL};
-    blk_t whole = {rbuf, (int)elems, 0, 0, total, NULL};
+    blk_t whole = {rbuf, elems, 0, 0, total, NULL};
     size_t tabwords = lead ? 2 * (size_t)ns : 0;
     char *W;
     if (packed) { /* W is the result, staged as one block if need be */
@@ -679,20 +695,20 @@ static int iallgatherv_hier(pmpi_comm_t *pc, struct nb_comm *node, const void *s
             abort();
         }
         for (int q = 0; q < n; q++)
-            if (rcounts[q])
-                v->jobs[v->njobs++] = (job_t){W + off[q], (char *)rbuf + (MPI_Aint)displs[q] * d[0].extent,
-                                              rcounts[q], 0};
+            if (pc_at(rcounts, q))
+                v->jobs[v->njobs++] = (job_t){W + off[q], (char *)rbuf + (MPI_Aint)pc_at(displs, q) * d[0].extent,
+                                              pc_at(rcounts, q), 0};
     }
     int *lcd = NULL;
     if (lead) {
         /* my piece into W now; my mates' as my table says */
         char *at = W + off[me];
-        size_t room = (size_t)rcounts[me] * (size_t)d[0].size;
+        size_t room = (size_t)cme * (size_t)d[0].size;
         if (at != s.at && room <= INT_MAX)
             own_copy(s.at, s.count, types[s.ti], &v->d[s.ti], at, (int)room, MPI_BYTE, &packed_bytes);
         for (int i = 0; i < ns; i++) {
             int q = pc->node_ranks[i];
-            v->tab[i] = q == me ? 0 : (size_t)rcounts[q] * (size_t)d[0].size;
+            v->tab[i] = q == me ? 0 : (size_t)pc_at(rcounts, q) * (size_t)d[0].size;
             v->tab[ns + i] = q == me ? 0 : (uint64_t)(uintptr_t)(W + off[q]);
         }
         int nn = pc->nnodes;
@@ -710,10 +726,9 @@ static int iallgatherv_hier(pmpi_comm_t *pc, struct nb_comm *node, const void *s
                                    lcd, &nbv_ops, v, comm, req);
 }
 
-BOBCAT_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
-                                  const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+int pc_iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, pc_vec_t rcounts, pc_vec_t displs,
+                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
 {
-    PMPI_GUARD();
     pmpi_comm_t *pc;
     pmpi_why_t why;
     pc_dt_t d[2] = {none, none}; /* the receive side's, the send side's */
@@ -726,11 +741,11 @@ BOBCAT_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype sty
         if (!bad && !in_place) /* (aliasing rbuf or my own block in it: erroneous, as Iallgather) */
             bad = side(scount, stype, &d[1]) != 0 ||
                   ((size_t)scount * (size_t)d[1].size > 0 &&
-                   (sbuf == rbuf || sbuf == (const char *)rbuf + (MPI_Aint)displs[pc->rank] * d[0].extent));
+                   (sbuf == rbuf || sbuf == (const char *)rbuf + (MPI_Aint)pc_at(displs, pc->rank) * d[0].extent));
         if (!bad && hier) { /* the leaders' counts and displacements are ints of bytes */
             long long all = 0;
             for (int q = 0; q < pc->size; q++)
-                all += (long long)rcounts[q] * (long long)d[0].size;
+                all += pc_at(rcounts, q) * (long long)d[0].size;
             bad = all > INT_MAX;
         }
         if (bad)
@@ -740,7 +755,11 @@ BOBCAT_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype sty
         return iallgatherv_hier(pc, node, sbuf, scount, stype, rbuf, rcounts, displs, rtype, d, comm, req);
     if (!ring) {
         to_mpi(&st_iallgatherv, why);
-        return PMPI_Iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req);
+#if MPI_VERSION >= 4
+        if (pc_vec_wide(rcounts))
+            return PMPI_Iallgatherv_c(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, comm, req);
+#endif
+        return PMPI_Iallgatherv(sbuf, scount, stype, rbuf, rcounts.p, displs.p, rtype, comm, req);
     }
     int n = pc->size, me = pc->rank;
     MPI_Datatype types[2] = {rtype, stype};
@@ -748,14 +767,16 @@ BOBCAT_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype sty
     blk_t *r = blocks(n), s;
     size_t total = 0;
     for (int q = 0; q < n; q++) {
-        char *at = (char *)rbuf + (MPI_Aint)displs[q] * d[0].extent;
+        char *at = (char *)rbuf + (MPI_Aint)pc_at(displs, q) * d[0].extent;
+        MPI_Count c = pc_at(rcounts, q);
         if (q != me)
-            r[q] = (blk_t){at, rcounts[q], 0, 0, (size_t)rcounts[q] * (size_t)d[0].size, NULL};
-        total += (size_t)rcounts[q] * (size_t)d[0].size;
+            r[q] = (blk_t){at, c, 0, 0, (size_t)c * (size_t)d[0].size, NULL};
+        total += (size_t)c * (size_t)d[0].size;
     }
-    char *mine = (char *)rbuf + (MPI_Aint)displs[me] * d[0].extent;
+    char *mine = (char *)rbuf + (MPI_Aint)pc_at(displs, me) * d[0].extent;
+    MPI_Count cme = pc_at(rcounts, me);
     if (in_place)
-        s = (blk_t){mine, rcounts[me], 0, 0, (size_t)rcounts[me] * (size_t)d[0].size, NULL};
+        s = (blk_t){mine, cme, 0, 0, (size_t)cme * (size_t)d[0].size, NULL};
     else
         s = (blk_t){(char *)sbuf, scount, 1, 0, (size_t)scount * (size_t)d[1].size, NULL};
     nbv_place(v, &s, 1, r, n, 2 * (size_t)n);
@@ -765,17 +786,17 @@ BOBCAT_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype sty
     }
     free(r);
     if (!in_place)
-        own_copy(sbuf, scount, stype, &d[1], mine, rcounts[me], rtype, &d[0]);
+        own_copy(sbuf, scount, stype, &d[1], mine, cme, rtype, &d[0]);
     coll_nb_t a = {.kind = COLL_NB_ALLGATHERV, .sbuf = s.use, .bytes = s.bytes};
     return go(ring, &a, v, &st_iallgatherv, total, comm, req);
 }
 
 /* Ialltoallv (w = 0: one type a side, displacements in its extents) and Ialltoallw (a type per
  * block, displacements in bytes). Types: receive side's at [0, nt), send side's at [nt, 2nt). */
-static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scounts, const int *sdispls,
-                       const MPI_Datatype *stypes, void *rbuf, const int *rcounts, const int *rdispls,
-                       const MPI_Datatype *rtypes, MPI_Comm comm, MPI_Request *req)
+int pc_ialltoallvw(int w, const void *sbuf, pc_vec_t scounts, pc_vec_t sdispls, const MPI_Datatype *stypes, void *rbuf,
+                   pc_vec_t rcounts, pc_vec_t rdispls, const MPI_Datatype *rtypes, MPI_Comm comm, MPI_Request *req)
 {
+    pmpi_stat_t *st = w ? &st_ialltoallw : &st_ialltoallv;
     pmpi_comm_t *pc;
     pmpi_why_t why;
     struct nb_comm *node;
@@ -787,14 +808,14 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
     if (ring || hier) {
         d = xmalloc(2 * (size_t)nt * sizeof(pc_dt_t));
         types = xmalloc(2 * (size_t)nt * sizeof(MPI_Datatype));
-        int bad = rbuf == MPI_IN_PLACE || !rcounts || !rdispls || (!in_place && (!scounts || !sdispls));
+        int bad = rbuf == MPI_IN_PLACE || !rcounts.p || !rdispls.p || (!in_place && (!scounts.p || !sdispls.p));
         for (int k = 0; k < 2 && !bad; k++) { /* k = 0 the receive side, 1 the send side */
-            const int *cnt = k && !in_place ? scounts : rcounts, *dsp = k && !in_place ? sdispls : rdispls;
+            pc_vec_t cnt = k && !in_place ? scounts : rcounts, dsp = k && !in_place ? sdispls : rdispls;
             const MPI_Datatype *ty = k && !in_place ? stypes : rtypes;
             if (w) {
                 for (int q = 0; q < n && !bad; q++) {
-                    types[k * nt + q] = cnt[q] ? ty[q] : MPI_DATATYPE_NULL;
-                    bad = side(cnt[q], ty[q], &d[k * nt + q]) != 0;
+                    types[k * nt + q] = pc_at(cnt, q) ? ty[q] : MPI_DATATYPE_NULL;
+                    bad = side(pc_at(cnt, q), ty[q], &d[k * nt + q]) != 0;
                 }
             } else {
                 types[k] = ty[0];
@@ -803,7 +824,8 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
         }
         if (!bad && !in_place && sbuf == rbuf)
             for (int q = 0; q < n && !bad; q++) /* the same buffer twice: erroneous unless nothing moves */
-                bad = (size_t)scounts[q] * d[nt + (w ? q : 0)].size + (size_t)rcounts[q] * d[w ? q : 0].size > 0;
+                bad = (size_t)pc_at(scounts, q) * d[nt + (w ? q : 0)].size +
+                          (size_t)pc_at(rcounts, q) * d[w ? q : 0].size > 0;
         if (bad) {
             ring = NULL, hier = 0, why = PMPI_WHY_VARIANT;
             free(d);
@@ -813,29 +835,40 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
     if (!ring && !hier) {
         to_mpi(st, why);
         const void *sb = in_place ? MPI_IN_PLACE : sbuf;
-        return w ? PMPI_Ialltoallw(sb, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, req)
-                 : PMPI_Ialltoallv(sb, scounts, sdispls, stypes[0], rbuf, rcounts, rdispls, rtypes[0], comm, req);
+#if MPI_VERSION >= 4
+        if (pc_vec_wide(rcounts)) {
+            const MPI_Count *sc = scounts.p, *rc = rcounts.p;
+            const MPI_Aint *sd = sdispls.p, *rd = rdispls.p;
+            return w ? PMPI_Ialltoallw_c(sb, sc, sd, stypes, rbuf, rc, rd, rtypes, comm, req)
+                     : PMPI_Ialltoallv_c(sb, sc, sd, stypes[0], rbuf, rc, rd, rtypes[0], comm, req);
+        }
+#endif
+        const int *sc = scounts.p, *sd = sdispls.p, *rc = rcounts.p, *rd = rdispls.p;
+        return w ? PMPI_Ialltoallw(sb, sc, sd, stypes, rbuf, rc, rd, rtypes, comm, req)
+                 : PMPI_Ialltoallv(sb, sc, sd, stypes[0], rbuf, rc, rd, rtypes[0], comm, req);
     }
     int me = pc->rank;
     const char *sbase = in_place ? rbuf : sbuf;
-    const int *sc = in_place ? rcounts : scounts, *sdsp = in_place ? rdispls : sdispls;
+    pc_vec_t sc = in_place ? rcounts : scounts, sdsp = in_place ? rdispls : sdispls;
     nbv_t *v = nbv_new(n, 2 * nt, types, d);
     blk_t *s = blocks(2 * n), *r = s + n;
     size_t total = 0;
     for (int q = 0; q < n; q++) {
         int rti = w ? q : 0, sti = nt + rti;
         const pc_dt_t *rd = &d[rti], *sd = &d[sti];
-        char *rat = (char *)rbuf + (w ? (MPI_Aint)rdispls[q] : (MPI_Aint)rdispls[q] * rd->extent);
-        char *sat = (char *)sbase + (w ? (MPI_Aint)sdsp[q] : (MPI_Aint)sdsp[q] * sd->extent);
-        size_t sb = (size_t)sc[q] * (size_t)sd->size;
+        MPI_Aint rdq = (MPI_Aint)pc_at(rdispls, q), sdq = (MPI_Aint)pc_at(sdsp, q);
+        char *rat = (char *)rbuf + (w ? rdq : rdq * rd->extent);
+        char *sat = (char *)sbase + (w ? sdq : sdq * sd->extent);
+        MPI_Count scq = pc_at(sc, q), rcq = pc_at(rcounts, q);
+        size_t sb = (size_t)scq * (size_t)sd->size;
         total += sb;
         if (q == me) {
             if (!in_place)
-                own_copy(sat, sc[q], types[sti], sd, rat, rcounts[q], types[rti], rd);
+                own_copy(sat, scq, types[sti], sd, rat, rcq, types[rti], rd);
             continue;
         }
-        s[q] = (blk_t){sat, sc[q], sti, in_place, sb, NULL};
-        r[q] = (blk_t){rat, rcounts[q], rti, 0, (size_t)rcounts[q] * (size_t)rd->size, NULL};
+        s[q] = (blk_t){sat, scq, sti, in_place, sb, NULL};
+        r[q] = (blk_t){rat, rcq, rti, 0, (size_t)rcq * (size_t)rd->size, NULL};
     }
     nbv_place(v, s, n, r, n, 4 * (size_t)n);
     for (int q = 0; q < n; q++) {
@@ -853,12 +886,34 @@ static int ialltoallvw(pmpi_stat_t *st, int w, const void *sbuf, const int *scou
     return go(ring, &a, v, st, total, comm, req);
 }
 
+BOBCAT_EXPORT int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+                               const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_igatherv(sbuf, scount, stype, rbuf, pc_vec_int(rcounts), pc_vec_int(displs), rtype, root, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
+                                void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_iscatterv(sbuf, pc_vec_int(scounts), pc_vec_int(displs), stype, rbuf, rcount, rtype, root, comm, req);
+}
+
+BOBCAT_EXPORT int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, const int rcounts[],
+                                  const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    PMPI_GUARD();
+    return pc_iallgatherv(sbuf, scount, stype, rbuf, pc_vec_int(rcounts), pc_vec_int(displs), rtype, comm, req);
+}
+
 BOBCAT_EXPORT int MPI_Ialltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
                                  void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm,
                                  MPI_Request *req)
 {
     PMPI_GUARD();
-    return ialltoallvw(&st_ialltoallv, 0, sbuf, scounts, sdispls, &stype, rbuf, rcounts, rdispls, &rtype, comm, req);
+    return pc_ialltoallvw(0, sbuf, pc_vec_int(scounts), pc_vec_int(sdispls), &stype, rbuf, pc_vec_int(rcounts),
+                          pc_vec_int(rdispls), &rtype, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Ialltoallw(const void *sbuf, const int scounts[], const int sdispls[],
@@ -866,24 +921,23 @@ BOBCAT_EXPORT int MPI_Ialltoallw(const void *sbuf, const int scounts[], const in
                                  const MPI_Datatype rtypes[], MPI_Comm comm, MPI_Request *req)
 {
     PMPI_GUARD();
-    return ialltoallvw(&st_ialltoallw, 1, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, req);
+    return pc_ialltoallvw(1, sbuf, pc_vec_int(scounts), pc_vec_int(sdispls), stypes, rbuf, pc_vec_int(rcounts),
+                          pc_vec_int(rdispls), rtypes, comm, req);
 }
 
-/* A persistent v/w collective's start (pmpi_coll_nb.c): the nonblocking call on its channel. */
+/* A persistent v/w collective's start (pmpi_coll_nb.c): the nonblocking call on its channel, with
+ * the 64-bit copies of the arrays its init made. */
 static int persist_start(const pc_nbv_args_t *a, MPI_Comm comm, MPI_Request *req)
 {
+    pc_vec_t sc = {a->scnt, PC_VEC_COUNT}, sd = {a->sdsp, PC_VEC_AINT}, rc = {a->rcnt, PC_VEC_COUNT},
+             rd = {a->rdsp, PC_VEC_AINT};
     switch (a->kind) {
-    case COLL_NB_GATHERV:
-        return MPI_Igatherv(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcnt, a->rdsp, a->rdt, a->root, comm, req);
-    case COLL_NB_SCATTERV:
-        return MPI_Iscatterv(a->sbuf, a->scnt, a->sdsp, a->sdt, a->rbuf, a->rcount, a->rdt, a->root, comm, req);
-    case COLL_NB_ALLGATHERV:
-        return MPI_Iallgatherv(a->sbuf, a->scount, a->sdt, a->rbuf, a->rcnt, a->rdsp, a->rdt, comm, req);
+    case COLL_NB_GATHERV: return pc_igatherv(a->sbuf, a->scount, a->sdt, a->rbuf, rc, rd, a->rdt, a->root, comm, req);
+    case COLL_NB_SCATTERV: return pc_iscatterv(a->sbuf, sc, sd, a->sdt, a->rbuf, a->rcount, a->rdt, a->root, comm, req);
+    case COLL_NB_ALLGATHERV: return pc_iallgatherv(a->sbuf, a->scount, a->sdt, a->rbuf, rc, rd, a->rdt, comm, req);
     default:
-        if (a->w)
-            return MPI_Ialltoallw(a->sbuf, a->scnt, a->sdsp, a->stypes, a->rbuf, a->rcnt, a->rdsp, a->rtypes, comm,
-                                  req);
-        return MPI_Ialltoallv(a->sbuf, a->scnt, a->sdsp, a->sdt, a->rbuf, a->rcnt, a->rdsp, a->rdt, comm, req);
+        return pc_ialltoallvw(a->w, a->sbuf, sc, sd, a->w ? a->stypes : &a->sdt, a->rbuf, rc, rd,
+                              a->w ? a->rtypes : &a->rdt, comm, req);
     }
 }
 
