@@ -1396,9 +1396,10 @@ static int rs_alias(const void *sbuf, const void *rbuf, int mine)
     return rbuf == MPI_IN_PLACE || (sbuf == rbuf && mine > 0);
 }
 
+/* Ireduce_scatter(_block), and their persistent starts; wide: a large-count call's own counts (rcounts
+ * their int copy), what the real MPI gets if it takes the call. */
 static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rcounts, const MPI_Count *wide, int block,
-                   MPI_Datatype dt,
-                   MPI_Op op, MPI_Comm comm, MPI_Request *req)
+                   MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
     pmpi_comm_t *pc;
     pmpi_why_t why;
