@@ -134,6 +134,8 @@ typedef struct {
     pc_vec_kind_t kind;
 } pc_vec_t;
 static inline pc_vec_t pc_vec_int(const int *p) { return (pc_vec_t){p, PC_VEC_INT}; }
+static inline pc_vec_t pc_vec_count(const MPI_Count *p) { return (pc_vec_t){p, PC_VEC_COUNT}; }
+static inline pc_vec_t pc_vec_aint(const MPI_Aint *p) { return (pc_vec_t){p, PC_VEC_AINT}; }
 static inline long long pc_at(pc_vec_t v, int i)
 {
     switch (v.kind) {
@@ -144,6 +146,13 @@ static inline long long pc_at(pc_vec_t v, int i)
 }
 /* The large-count form's arrays (the real MPI's `_c` call takes them as they came). */
 static inline int pc_vec_wide(pc_vec_t v) { return v.kind != PC_VEC_INT; }
+
+#if MPI_VERSION >= 4
+/* A large-count Reduce_scatter's counts (the same on every rank, so every rank decides alike) as
+ * ints (pmpi_coll_count.c): into *c_p, stack (nstack of them) or a block to free; 0, or -1 if one
+ * does not fit, or the communicator's size is not known (the real MPI's call, on every rank). */
+int pc_counts_as_ints(const MPI_Count *counts, MPI_Comm comm, int **c_p, int *stack, int nstack);
+#endif
 
 /* The v forms' blocking paths (pmpi_coll_move.c), for the int entry points and the large-count
  * ones (pmpi_coll_count.c, whose big scalar counts arrive as one element of a big datatype). */

@@ -290,8 +290,8 @@ BOBCAT_EXPORT int MPI_Alltoallv_c(const void *sbuf, const MPI_Count scounts[], c
 {
     PMPI_GUARD();
     int in_place = sbuf == MPI_IN_PLACE;
-    a2av_args_t a = {in_place ? NULL : sbuf, {scounts, PC_VEC_COUNT}, {sdispls, PC_VEC_AINT}, &stype, rbuf,
-                     {rcounts, PC_VEC_COUNT}, {rdispls, PC_VEC_AINT}, &rtype, 0, in_place};
+    a2av_args_t a = {in_place ? NULL : sbuf, pc_vec_count(scounts), pc_vec_aint(sdispls), &stype, rbuf,
+                     pc_vec_count(rcounts), pc_vec_aint(rdispls), &rtype, 0, in_place};
     return alltoallvw(&st_alltoallv, &a, comm);
 }
 
@@ -301,8 +301,8 @@ BOBCAT_EXPORT int MPI_Alltoallw_c(const void *sbuf, const MPI_Count scounts[], c
 {
     PMPI_GUARD();
     int in_place = sbuf == MPI_IN_PLACE;
-    a2av_args_t a = {in_place ? NULL : sbuf, {scounts, PC_VEC_COUNT}, {sdispls, PC_VEC_AINT}, stypes, rbuf,
-                     {rcounts, PC_VEC_COUNT}, {rdispls, PC_VEC_AINT}, rtypes, 1, in_place};
+    a2av_args_t a = {in_place ? NULL : sbuf, pc_vec_count(scounts), pc_vec_aint(sdispls), stypes, rbuf,
+                     pc_vec_count(rcounts), pc_vec_aint(rdispls), rtypes, 1, in_place};
     return alltoallvw(&st_alltoallw, &a, comm);
 }
 #endif

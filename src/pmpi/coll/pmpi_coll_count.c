@@ -122,6 +122,12 @@ static int failed(MPI_Comm comm, int rc)
     return rc;
 }
 
+/* One pair p on every rank's side (root: the call's, for pair's view of it). */
+#define ONE(p, root, count_, dt_, buf_)                                                                        \
+    pair_t p = pair(count_, dt_, buf_, ALL, root, comm);                                                       \
+    if (p.rc != MPI_SUCCESS)                                                                                   \
+        return let_go(&p, NULL, failed(comm, p.rc));
+
 #define TWO(root, sc, st, sb, sside, rc_, rt, rb, rside)                                                        \
     pair_t s = pair(sc, st, sb, sside, root, comm), r = pair(rc_, rt, rb, rside, root, comm);                   \
     if (s.rc != MPI_SUCCESS || r.rc != MPI_SUCCESS)                                                           \
@@ -132,9 +138,7 @@ static int failed(MPI_Comm comm, int rc)
 BOBCAT_EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     PMPI_GUARD();
-    pair_t b = pair(count, dt, buf, ALL, 0, comm);
-    if (b.rc != MPI_SUCCESS)
-        return let_go(&b, NULL, failed(comm, b.rc));
+    ONE(b, 0, count, dt, buf)
     return let_go(&b, NULL, MPI_Bcast(buf, b.count, b.dt, root, comm));
 }
 
@@ -142,9 +146,7 @@ BOBCAT_EXPORT int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype dt, int 
                                MPI_Request *req)
 {
     PMPI_GUARD();
-    pair_t b = pair(count, dt, buf, ALL, 0, comm);
-    if (b.rc != MPI_SUCCESS)
-        return let_go(&b, NULL, failed(comm, b.rc));
+    ONE(b, 0, count, dt, buf)
     return let_go(&b, NULL, MPI_Ibcast(buf, b.count, b.dt, root, comm, req));
 }
 
@@ -214,18 +216,14 @@ BOBCAT_EXPORT int MPI_Ialltoall_c(const void *sbuf, MPI_Count scount, MPI_Dataty
 
 /* ---- the v forms: 64-bit tables all the way (pc_vec_t), a big scalar count as one element ------- */
 
-static pc_vec_t vc(const MPI_Count *p) { return (pc_vec_t){p, PC_VEC_COUNT}; }
-static pc_vec_t va(const MPI_Aint *p) { return (pc_vec_t){p, PC_VEC_AINT}; }
-
 BOBCAT_EXPORT int MPI_Gatherv_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
                                 const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rtype, int root,
                                 MPI_Comm comm)
 {
     PMPI_GUARD();
-    pair_t s = pair(scount, stype, sbuf, ALL, root, comm);
-    if (s.rc != MPI_SUCCESS)
-        return let_go(&s, NULL, failed(comm, s.rc));
-    return let_go(&s, NULL, pc_gatherv(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, root, comm));
+    ONE(s, root, scount, stype, sbuf)
+    return let_go(&s, NULL, pc_gatherv(sbuf, s.count, s.dt, rbuf, pc_vec_count(rcounts), pc_vec_aint(displs), rtype,
+                                       root, comm));
 }
 
 BOBCAT_EXPORT int MPI_Scatterv_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[],
@@ -233,10 +231,9 @@ BOBCAT_EXPORT int MPI_Scatterv_c(const void *sbuf, const MPI_Count scounts[], co
                                  MPI_Comm comm)
 {
     PMPI_GUARD();
-    pair_t r = pair(rcount, rtype, rbuf, ALL, root, comm);
-    if (r.rc != MPI_SUCCESS)
-        return let_go(&r, NULL, failed(comm, r.rc));
-    return let_go(&r, NULL, pc_scatterv(sbuf, vc(scounts), va(displs), stype, rbuf, r.count, r.dt, root, comm));
+    ONE(r, root, rcount, rtype, rbuf)
+    return let_go(&r, NULL, pc_scatterv(sbuf, pc_vec_count(scounts), pc_vec_aint(displs), stype, rbuf, r.count, r.dt,
+                                        root, comm));
 }
 
 BOBCAT_EXPORT int MPI_Allgatherv_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
@@ -244,10 +241,9 @@ BOBCAT_EXPORT int MPI_Allgatherv_c(const void *sbuf, MPI_Count scount, MPI_Datat
                                    MPI_Comm comm)
 {
     PMPI_GUARD();
-    pair_t s = pair(scount, stype, sbuf, ALL, 0, comm);
-    if (s.rc != MPI_SUCCESS)
-        return let_go(&s, NULL, failed(comm, s.rc));
-    return let_go(&s, NULL, pc_allgatherv(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, comm));
+    ONE(s, 0, scount, stype, sbuf)
+    return let_go(&s, NULL, pc_allgatherv(sbuf, s.count, s.dt, rbuf, pc_vec_count(rcounts), pc_vec_aint(displs),
+                                          rtype, comm));
 }
 
 BOBCAT_EXPORT int MPI_Igatherv_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
@@ -255,10 +251,9 @@ BOBCAT_EXPORT int MPI_Igatherv_c(const void *sbuf, MPI_Count scount, MPI_Datatyp
                                  MPI_Comm comm, MPI_Request *req)
 {
     PMPI_GUARD();
-    pair_t s = pair(scount, stype, sbuf, ALL, root, comm);
-    if (s.rc != MPI_SUCCESS)
-        return let_go(&s, NULL, failed(comm, s.rc));
-    return let_go(&s, NULL, pc_igatherv(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, root, comm, req));
+    ONE(s, root, scount, stype, sbuf)
+    return let_go(&s, NULL, pc_igatherv(sbuf, s.count, s.dt, rbuf, pc_vec_count(rcounts), pc_vec_aint(displs), rtype,
+                                        root, comm, req));
 }
 
 BOBCAT_EXPORT int MPI_Iscatterv_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[],
@@ -266,10 +261,9 @@ BOBCAT_EXPORT int MPI_Iscatterv_c(const void *sbuf, const MPI_Count scounts[], c
                                   MPI_Comm comm, MPI_Request *req)
 {
     PMPI_GUARD();
-    pair_t r = pair(rcount, rtype, rbuf, ALL, root, comm);
-    if (r.rc != MPI_SUCCESS)
-        return let_go(&r, NULL, failed(comm, r.rc));
-    return let_go(&r, NULL, pc_iscatterv(sbuf, vc(scounts), va(displs), stype, rbuf, r.count, r.dt, root, comm, req));
+    ONE(r, root, rcount, rtype, rbuf)
+    return let_go(&r, NULL, pc_iscatterv(sbuf, pc_vec_count(scounts), pc_vec_aint(displs), stype, rbuf, r.count, r.dt,
+                                         root, comm, req));
 }
 
 BOBCAT_EXPORT int MPI_Iallgatherv_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
@@ -277,10 +271,9 @@ BOBCAT_EXPORT int MPI_Iallgatherv_c(const void *sbuf, MPI_Count scount, MPI_Data
                                     MPI_Comm comm, MPI_Request *req)
 {
     PMPI_GUARD();
-    pair_t s = pair(scount, stype, sbuf, ALL, 0, comm);
-    if (s.rc != MPI_SUCCESS)
-        return let_go(&s, NULL, failed(comm, s.rc));
-    return let_go(&s, NULL, pc_iallgatherv(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, comm, req));
+    ONE(s, 0, scount, stype, sbuf)
+    return let_go(&s, NULL, pc_iallgatherv(sbuf, s.count, s.dt, rbuf, pc_vec_count(rcounts), pc_vec_aint(displs),
+                                           rtype, comm, req));
 }
 
 BOBCAT_EXPORT int MPI_Ialltoallv_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
@@ -288,7 +281,8 @@ BOBCAT_EXPORT int MPI_Ialltoallv_c(const void *sbuf, const MPI_Count scounts[], 
                                    MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
 {
     PMPI_GUARD();
-    return pc_ialltoallvw(0, sbuf, vc(scounts), va(sdispls), &stype, rbuf, vc(rcounts), va(rdispls), &rtype, comm, req);
+    return pc_ialltoallvw(0, sbuf, pc_vec_count(scounts), pc_vec_aint(sdispls), &stype, rbuf, pc_vec_count(rcounts),
+                          pc_vec_aint(rdispls), &rtype, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Ialltoallw_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
@@ -297,7 +291,8 @@ BOBCAT_EXPORT int MPI_Ialltoallw_c(const void *sbuf, const MPI_Count scounts[], 
                                    MPI_Request *req)
 {
     PMPI_GUARD();
-    return pc_ialltoallvw(1, sbuf, vc(scounts), va(sdispls), stypes, rbuf, vc(rcounts), va(rdispls), rtypes, comm, req);
+    return pc_ialltoallvw(1, sbuf, pc_vec_count(scounts), pc_vec_aint(sdispls), stypes, rbuf, pc_vec_count(rcounts),
+                          pc_vec_aint(rdispls), rtypes, comm, req);
 }
 
 BOBCAT_EXPORT int MPI_Gatherv_init_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
@@ -305,11 +300,10 @@ BOBCAT_EXPORT int MPI_Gatherv_init_c(const void *sbuf, MPI_Count scount, MPI_Dat
                                      MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    pair_t s = pair(scount, stype, sbuf, ALL, root, comm);
-    if (s.rc != MPI_SUCCESS)
-        return let_go(&s, NULL, failed(comm, s.rc));
+    ONE(s, root, scount, stype, sbuf)
     return let_go(&s, NULL,
-                  pc_gatherv_init(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, root, comm, info, req));
+                  pc_gatherv_init(sbuf, s.count, s.dt, rbuf, pc_vec_count(rcounts), pc_vec_aint(displs), rtype, root,
+                                  comm, info, req));
 }
 
 BOBCAT_EXPORT int MPI_Scatterv_init_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint displs[],
@@ -317,11 +311,10 @@ BOBCAT_EXPORT int MPI_Scatterv_init_c(const void *sbuf, const MPI_Count scounts[
                                       MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    pair_t r = pair(rcount, rtype, rbuf, ALL, root, comm);
-    if (r.rc != MPI_SUCCESS)
-        return let_go(&r, NULL, failed(comm, r.rc));
+    ONE(r, root, rcount, rtype, rbuf)
     return let_go(&r, NULL,
-                  pc_scatterv_init(sbuf, vc(scounts), va(displs), stype, rbuf, r.count, r.dt, root, comm, info, req));
+                  pc_scatterv_init(sbuf, pc_vec_count(scounts), pc_vec_aint(displs), stype, rbuf, r.count, r.dt, root,
+                                   comm, info, req));
 }
 
 BOBCAT_EXPORT int MPI_Allgatherv_init_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
@@ -329,11 +322,10 @@ BOBCAT_EXPORT int MPI_Allgatherv_init_c(const void *sbuf, MPI_Count scount, MPI_
                                         MPI_Comm comm, MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    pair_t s = pair(scount, stype, sbuf, ALL, 0, comm);
-    if (s.rc != MPI_SUCCESS)
-        return let_go(&s, NULL, failed(comm, s.rc));
+    ONE(s, 0, scount, stype, sbuf)
     return let_go(&s, NULL,
-                  pc_allgatherv_init(sbuf, s.count, s.dt, rbuf, vc(rcounts), va(displs), rtype, comm, info, req));
+                  pc_allgatherv_init(sbuf, s.count, s.dt, rbuf, pc_vec_count(rcounts), pc_vec_aint(displs), rtype,
+                                     comm, info, req));
 }
 
 BOBCAT_EXPORT int MPI_Alltoallv_init_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
@@ -342,8 +334,8 @@ BOBCAT_EXPORT int MPI_Alltoallv_init_c(const void *sbuf, const MPI_Count scounts
                                        MPI_Request *req)
 {
     PMPI_GUARD();
-    return pc_alltoallvw_init(0, sbuf, vc(scounts), va(sdispls), &stype, rbuf, vc(rcounts), va(rdispls), &rtype, comm,
-                              info, req);
+    return pc_alltoallvw_init(0, sbuf, pc_vec_count(scounts), pc_vec_aint(sdispls), &stype, rbuf,
+                              pc_vec_count(rcounts), pc_vec_aint(rdispls), &rtype, comm, info, req);
 }
 
 BOBCAT_EXPORT int MPI_Alltoallw_init_c(const void *sbuf, const MPI_Count scounts[], const MPI_Aint sdispls[],
@@ -352,8 +344,24 @@ BOBCAT_EXPORT int MPI_Alltoallw_init_c(const void *sbuf, const MPI_Count scounts
                                        MPI_Info info, MPI_Request *req)
 {
     PMPI_GUARD();
-    return pc_alltoallvw_init(1, sbuf, vc(scounts), va(sdispls), stypes, rbuf, vc(rcounts), va(rdispls), rtypes, comm,
-                              info, req);
+    return pc_alltoallvw_init(1, sbuf, pc_vec_count(scounts), pc_vec_aint(sdispls), stypes, rbuf,
+                              pc_vec_count(rcounts), pc_vec_aint(rdispls), rtypes, comm, info, req);
+}
+
+int pc_counts_as_ints(const MPI_Count *counts, MPI_Comm comm, int **c_p, int *stack, int nstack)
+{
+    int n = 0;
+    *c_p = stack;
+    if (!counts || PMPI_Comm_size(comm, &n) != MPI_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (counts[i] < 0 || counts[i] > INT_MAX)
+            return -1;
+    if (n > nstack)
+        *c_p = util_alloc_or_die(sizeof(int) * (size_t)n, "a large-count Reduce_scatter's counts");
+    for (int i = 0; i < n; i++)
+        (*c_p)[i] = (int)counts[i];
+    return 0;
 }
 
 /* Reduce_scatter's counts are the same on every rank (the standard says so), so one look decides
@@ -363,17 +371,10 @@ BOBCAT_EXPORT int MPI_Reduce_scatter_c(const void *sbuf, void *rbuf, const MPI_C
                                        MPI_Op op, MPI_Comm comm)
 {
     PMPI_GUARD();
-    int n = 0, stack[64], *c = stack, rc;
-    if (PMPI_Comm_size(comm, &n) != MPI_SUCCESS || !rcounts)
+    int stack[64], *c;
+    if (pc_counts_as_ints(rcounts, comm, &c, stack, 64))
         return PMPI_AWAY(PMPI_Reduce_scatter_c(sbuf, rbuf, rcounts, dt, op, comm));
-    for (int i = 0; i < n; i++)
-        if (rcounts[i] < 0 || rcounts[i] > INT_MAX)
-            return PMPI_AWAY(PMPI_Reduce_scatter_c(sbuf, rbuf, rcounts, dt, op, comm));
-    if (n > 64)
-        c = util_alloc_or_die((size_t)n * sizeof *c, "a large-count Reduce_scatter's counts");
-    for (int i = 0; i < n; i++)
-        c[i] = (int)rcounts[i];
-    rc = MPI_Reduce_scatter(sbuf, rbuf, c, dt, op, comm);
+    int rc = MPI_Reduce_scatter(sbuf, rbuf, c, dt, op, comm);
     if (c != stack)
         free(c);
     return rc;
@@ -496,9 +497,7 @@ BOBCAT_EXPORT int MPI_Bcast_init_c(void *buf, MPI_Count count, MPI_Datatype dt, 
                                    MPI_Request *req)
 {
     PMPI_GUARD();
-    pair_t b = pair(count, dt, buf, ALL, 0, comm);
-    if (b.rc != MPI_SUCCESS)
-        return let_go(&b, NULL, failed(comm, b.rc));
+    ONE(b, 0, count, dt, buf)
     return let_go(&b, NULL, MPI_Bcast_init(buf, b.count, b.dt, root, comm, info, req));
 }
 

@@ -477,7 +477,7 @@ static int allgatherv(pmpi_stat_t *st, const void *sbuf, int scount, MPI_Datatyp
             (sbuf == rbuf || sbuf == (const char *)rbuf + (MPI_Aint)dsp[me] * rd.extent))
             mine = -1;
         if (pc_dt(rtype, &rd) || mine < 0 ||
-            vlayout(&v, n, (pc_vec_t){cnt, PC_VEC_COUNT}, (pc_vec_t){dsp, PC_VEC_AINT}, &rd) || !v.total ||
+            vlayout(&v, n, pc_vec_count(cnt), pc_vec_aint(dsp), &rd) || !v.total ||
             (!v_form && !fits(rcount, n)) ||
             (pc->nnodes > 1 && v.total > INT_MAX))
             pc = NULL, why = PMPI_WHY_VARIANT;

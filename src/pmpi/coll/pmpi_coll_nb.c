@@ -1477,30 +1477,12 @@ BOBCAT_EXPORT int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rc
 }
 
 #if MPI_VERSION >= 4
-/* The counts of a large-count Reduce_scatter as ints (the same on every rank, so every rank decides
- * alike): into c (n of them), 0; -1 if one does not fit (the real MPI's call, on every rank). */
-static int rs_ints(const MPI_Count *rcounts, MPI_Comm comm, int **c_p, int *stack, int nstack)
-{
-    int n = 0;
-    *c_p = stack;
-    if (!rcounts || PMPI_Comm_size(comm, &n) != MPI_SUCCESS)
-        return -1;
-    for (int i = 0; i < n; i++)
-        if (rcounts[i] < 0 || rcounts[i] > INT_MAX)
-            return -1;
-    if (n > nstack)
-        *c_p = util_alloc_or_die(sizeof(int) * (size_t)n, "a large-count Reduce_scatter's counts");
-    for (int i = 0; i < n; i++)
-        (*c_p)[i] = (int)rcounts[i];
-    return 0;
-}
-
 BOBCAT_EXPORT int MPI_Ireduce_scatter_c(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dt,
                                         MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
     PMPI_GUARD();
     int stack[64], *c;
-    if (rs_ints(rcounts, comm, &c, stack, 64))
+    if (pc_counts_as_ints(rcounts, comm, &c, stack, 64))
         return PMPI_Ireduce_scatter_c(sbuf, rbuf, rcounts, dt, op, comm, req);
     int rc = irs_any(&st_irs, sbuf, rbuf, c, rcounts, 0, dt, op, comm, req); /* (c is read at the start only) */
     if (c != stack)
@@ -2689,7 +2671,7 @@ BOBCAT_EXPORT int MPI_Reduce_scatter_init_c(const void *sbuf, void *rbuf, const 
 {
     PMPI_GUARD();
     int stack[64], *c, rc;
-    if (rs_ints(rcounts, comm, &c, stack, 64))
+    if (pc_counts_as_ints(rcounts, comm, &c, stack, 64))
         return PMPI_Reduce_scatter_init_c(sbuf, rbuf, rcounts, dt, op, comm, info, req);
     pcoll_t t = prs_args(sbuf, rbuf, c, 0, dt, op);
     if (!pcoll_ours(&t, comm))

@@ -929,8 +929,8 @@ BOBCAT_EXPORT int MPI_Ialltoallw(const void *sbuf, const int scounts[], const in
  * the 64-bit copies of the arrays its init made. */
 static int persist_start(const pc_nbv_args_t *a, MPI_Comm comm, MPI_Request *req)
 {
-    pc_vec_t sc = {a->scnt, PC_VEC_COUNT}, sd = {a->sdsp, PC_VEC_AINT}, rc = {a->rcnt, PC_VEC_COUNT},
-             rd = {a->rdsp, PC_VEC_AINT};
+    pc_vec_t sc = pc_vec_count(a->scnt), sd = pc_vec_aint(a->sdsp), rc = pc_vec_count(a->rcnt),
+             rd = pc_vec_aint(a->rdsp);
     switch (a->kind) {
     case COLL_NB_GATHERV: return pc_igatherv(a->sbuf, a->scount, a->sdt, a->rbuf, rc, rd, a->rdt, a->root, comm, req);
     case COLL_NB_SCATTERV: return pc_iscatterv(a->sbuf, sc, sd, a->sdt, a->rbuf, a->rcount, a->rdt, a->root, comm, req);

@@ -829,7 +829,7 @@ BOBCAT_EXPORT int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendc
 {
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_AGV, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
-                    .rcounts = (pc_vec_t){recvcounts, PC_VEC_COUNT}, .rdispls = (pc_vec_t){displs, PC_VEC_AINT},
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(displs),
                     .rtype = recvtype};
     MPI_Request *request = NULL;
     NBR_CALL(&st_agv, 0, PMPI_AWAY(PMPI_Neighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
@@ -842,7 +842,7 @@ BOBCAT_EXPORT int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count send
 {
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_AGV, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
-                    .rcounts = (pc_vec_t){recvcounts, PC_VEC_COUNT}, .rdispls = (pc_vec_t){displs, PC_VEC_AINT},
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(displs),
                     .rtype = recvtype};
     NBR_CALL(&st_iagv, 1, PMPI_Ineighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                                                       recvtype, comm, request));
@@ -855,7 +855,7 @@ BOBCAT_EXPORT int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count 
 {
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_AGV, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
-                    .rcounts = (pc_vec_t){recvcounts, PC_VEC_COUNT}, .rdispls = (pc_vec_t){displs, PC_VEC_AINT},
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(displs),
                     .rtype = recvtype};
     if (npers_init(&st_iagv, &a, comm, request))
         return MPI_SUCCESS;
@@ -904,9 +904,9 @@ BOBCAT_EXPORT int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count 
                                            MPI_Datatype recvtype, MPI_Comm comm)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = (pc_vec_t){sendcounts, PC_VEC_COUNT},
-                    .sdispls = (pc_vec_t){sdispls, PC_VEC_AINT}, .stype = sendtype, .rbuf = recvbuf,
-                    .rcounts = (pc_vec_t){recvcounts, PC_VEC_COUNT}, .rdispls = (pc_vec_t){rdispls, PC_VEC_AINT},
+    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispls = pc_vec_aint(sdispls), .stype = sendtype, .rbuf = recvbuf,
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(rdispls),
                     .rtype = recvtype};
     MPI_Request *request = NULL;
     NBR_CALL(&st_a2av, 0, PMPI_AWAY(PMPI_Neighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
@@ -919,9 +919,9 @@ BOBCAT_EXPORT int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count
                                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = (pc_vec_t){sendcounts, PC_VEC_COUNT},
-                    .sdispls = (pc_vec_t){sdispls, PC_VEC_AINT}, .stype = sendtype, .rbuf = recvbuf,
-                    .rcounts = (pc_vec_t){recvcounts, PC_VEC_COUNT}, .rdispls = (pc_vec_t){rdispls, PC_VEC_AINT},
+    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispls = pc_vec_aint(sdispls), .stype = sendtype, .rbuf = recvbuf,
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(rdispls),
                     .rtype = recvtype};
     NBR_CALL(&st_ia2av, 1, PMPI_Ineighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                                       rdispls, recvtype, comm, request));
@@ -934,9 +934,9 @@ BOBCAT_EXPORT int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_C
                                                 MPI_Request *request)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = (pc_vec_t){sendcounts, PC_VEC_COUNT},
-                    .sdispls = (pc_vec_t){sdispls, PC_VEC_AINT}, .stype = sendtype, .rbuf = recvbuf,
-                    .rcounts = (pc_vec_t){recvcounts, PC_VEC_COUNT}, .rdispls = (pc_vec_t){rdispls, PC_VEC_AINT},
+    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispls = pc_vec_aint(sdispls), .stype = sendtype, .rbuf = recvbuf,
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(rdispls),
                     .rtype = recvtype};
     if (npers_init(&st_ia2av, &a, comm, request))
         return MPI_SUCCESS;
@@ -950,9 +950,8 @@ BOBCAT_EXPORT int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count 
                                            const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = (pc_vec_t){sendcounts, PC_VEC_COUNT},
-                    .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = (pc_vec_t){recvcounts,
-                                                                                                   PC_VEC_COUNT},
+    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = pc_vec_count(recvcounts),
                                                                                                    .rdispw = rdispls,
                                                                                                    .rtypes = recvtypes};
     MPI_Request *request = NULL;
@@ -966,9 +965,8 @@ BOBCAT_EXPORT int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count
                                             const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = (pc_vec_t){sendcounts, PC_VEC_COUNT},
-                    .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = (pc_vec_t){recvcounts,
-                                                                                                   PC_VEC_COUNT},
+    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = pc_vec_count(recvcounts),
                                                                                                    .rdispw = rdispls,
                                                                                                    .rtypes = recvtypes};
     NBR_CALL(&st_ia2aw, 1, PMPI_Ineighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
@@ -982,9 +980,8 @@ BOBCAT_EXPORT int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_C
                                                 MPI_Request *request)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = (pc_vec_t){sendcounts, PC_VEC_COUNT},
-                    .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = (pc_vec_t){recvcounts,
-                                                                                                   PC_VEC_COUNT},
+    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = pc_vec_count(recvcounts),
                                                                                                    .rdispw = rdispls,
                                                                                                    .rtypes = recvtypes};
     if (npers_init(&st_ia2aw, &a, comm, request))
