@@ -3,6 +3,9 @@
  * persistent (MPI_..._init_c), take the layer's path as the int forms do: their MPI_Count counts and
  * MPI_Aint displacements become the same 64-bit tables (coll/pmpi_coll.h, pc_vec_t).
  *
+ * The neighbourhood forms (MPI_Neighbor_allgather_c, ..._alltoallw_c, their MPI_Ineighbor_ and
+ * _init_c forms) likewise, on a distributed graph with self-loops at 2 ranks.
+ *
  * `small` (default): every call with irregular counts (zeros among them) and displacements laid
  * out backwards with gaps that differ from rank to rank, on MPI_COMM_WORLD and on a communicator of
  * the ranks in reverse order, roots 0 and the last, MPI_IN_PLACE where the call has it, Alltoallw
@@ -11,8 +14,8 @@
  * row (persistent starts in the nonblocking one's) and none sent to the real MPI.
  * `big`: values above INT_MAX (2 GiB a rank): MPI_Gatherv_c whose root places rank 1's piece of
  * 2^31 + 5 bytes first and its own 8 bytes after it (a count and a displacement above INT_MAX,
- * the root's alone), and MPI_Alltoallv_c and MPI_Ialltoallv_c whose blocks land beyond 2^31
- * elements in every rank's receive buffer; every byte checked, every call on bobcat's path.
+ * the root's alone), and MPI_Alltoallv_c, MPI_Ialltoallv_c and their neighbourhood forms whose
+ * blocks land beyond 2^31 elements in every rank's receive buffer; every byte checked, every call on bobcat's path.
  *
  * Needs an MPI with the _c forms (MPI_VERSION 4: MPICH); CMake registers it for MPICH only. */
 #include <mpi.h>
@@ -231,6 +234,110 @@ static void small(MPI_Comm comm, int root, int salt, int mode)
     MPI_Type_free(&spaced);
 }
 
+/* The neighbourhood forms on a distributed graph: out-edges to r+1 and r+2, in-edges from r-1 and
+ * r-2 (mod the size: at 2 ranks one edge of each is a self-loop, at 3 and 4 ranks repeated
+ * neighbours do not arise), so in-slot j receives out-block j of rank r-1-j. */
+static void neighbours(MPI_Comm comm, int salt, int mode)
+{
+    int r, size;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &size);
+    int dst[2] = {(r + 1) % size, (r + 2) % size}, src[2] = {(r - 1 + size) % size, (r - 2 + 2 * size) % size};
+    MPI_Comm g;
+    MPI_Dist_graph_create_adjacent(comm, 2, src, MPI_UNWEIGHTED, 2, dst, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &g);
+    static int sb[BUF], rb[BUF];
+    MPI_Count sc[2], rc[2];
+    MPI_Aint sd[2], rd[2];
+    MPI_Datatype ty[2] = {MPI_INT, MPI_INT};
+    MPI_Request q = MPI_REQUEST_NULL;
+    char what[96];
+    const char *mname = mode == 0 ? "" : mode == 1 ? "I" : "init ";
+    const char *row_ = NULL;
+    long long c0 = 0, m0 = 0;
+#define NRUN(ROW, IROW, FILL, B, NB, INIT, CHECKS)                                                                \
+    do {                                                                                                         \
+        row_ = mode == 0 ? ROW : IROW, c0 = row(row_, "calls"), m0 = row(row_, "mpi");                            \
+        for (int round = 0; round < (mode == 2 ? 2 : 1); round++) {                                              \
+            int t = salt + 100 * round;                                                                          \
+            FILL;                                                                                                \
+            int rc_ = mode == 0 ? (B) : mode == 1 ? (NB) : round == 0 ? (INIT) : MPI_SUCCESS;                    \
+            if (rc_ == MPI_SUCCESS && mode == 2)                                                                 \
+                rc_ = MPI_Start(&q);                                                                             \
+            if (rc_ == MPI_SUCCESS && mode)                                                                      \
+                rc_ = MPI_Wait(&q, MPI_STATUS_IGNORE);                                                           \
+            snprintf(what, sizeof what, "%s%s_c salt=%d", mname, ROW, t);                                        \
+            CHECK(rc_ == MPI_SUCCESS, "%s: error %d", what, rc_);                                                \
+            CHECKS;                                                                                              \
+        }                                                                                                        \
+        if (mode == 2)                                                                                           \
+            MPI_Request_free(&q);                                                                                \
+        counted(row_, c0, m0, mode == 2 ? 2 : 1);                                                                \
+    } while (0)
+
+    /* Neighbor_allgather: K ints to both out-neighbours. */
+    NRUN("Neighbor_allgather", "Ineighbor_allgather",
+         for (int i = 0; i < BUF; i++) sb[i] = rb[i] = -1;
+         for (int k = 0; k < K; k++) sb[k] = v(r, k, t),
+         MPI_Neighbor_allgather_c(sb, K, MPI_INT, rb, K, MPI_INT, g),
+         MPI_Ineighbor_allgather_c(sb, K, MPI_INT, rb, K, MPI_INT, g, &q),
+         MPI_Neighbor_allgather_init_c(sb, K, MPI_INT, rb, K, MPI_INT, g, MPI_INFO_NULL, &q),
+         for (int j = 0; j < 2; j++) for (int k = 0; k < K; k++)
+             CHECK(rb[j * K + k] == v(src[j], k, t), "%s: slot %d [%d] = %d", what, j, k, rb[j * K + k]);
+         dig(what, rb, 2 * K * sizeof(int)));
+
+    /* Neighbor_allgatherv: (s+salt)%3 ints from rank s, slots laid out backwards with a gap. */
+    MPI_Count mine = (r + salt) % 3;
+    for (int j = 0; j < 2; j++)
+        rc[j] = (src[j] + salt) % 3;
+    rd[1] = 0, rd[0] = (MPI_Aint)rc[1] + 1;
+    NRUN("Neighbor_allgatherv", "Ineighbor_allgatherv",
+         for (int i = 0; i < BUF; i++) sb[i] = rb[i] = -1;
+         for (int k = 0; k < mine; k++) sb[k] = v(r, k, t),
+         MPI_Neighbor_allgatherv_c(sb, mine, MPI_INT, rb, rc, rd, MPI_INT, g),
+         MPI_Ineighbor_allgatherv_c(sb, mine, MPI_INT, rb, rc, rd, MPI_INT, g, &q),
+         MPI_Neighbor_allgatherv_init_c(sb, mine, MPI_INT, rb, rc, rd, MPI_INT, g, MPI_INFO_NULL, &q),
+         for (int j = 0; j < 2; j++) for (int k = 0; k < rc[j]; k++)
+             CHECK(rb[rd[j] + k] == v(src[j], k, t), "%s: slot %d [%d] = %d", what, j, k, rb[rd[j] + k]);
+         dig(what, rb, (size_t)(rd[0] + rc[0]) * sizeof(int)));
+
+    /* Neighbor_alltoall: out-block i of K ints to dst[i]. */
+    NRUN("Neighbor_alltoall", "Ineighbor_alltoall",
+         for (int i = 0; i < BUF; i++) sb[i] = rb[i] = -1;
+         for (int i = 0; i < 2 * K; i++) sb[i] = v(r, (i / K) * 100 + i % K, t),
+         MPI_Neighbor_alltoall_c(sb, K, MPI_INT, rb, K, MPI_INT, g),
+         MPI_Ineighbor_alltoall_c(sb, K, MPI_INT, rb, K, MPI_INT, g, &q),
+         MPI_Neighbor_alltoall_init_c(sb, K, MPI_INT, rb, K, MPI_INT, g, MPI_INFO_NULL, &q),
+         for (int j = 0; j < 2; j++) for (int k = 0; k < K; k++)
+             CHECK(rb[j * K + k] == v(src[j], j * 100 + k, t), "%s: slot %d [%d] = %d", what, j, k, rb[j * K + k]);
+         dig(what, rb, 2 * K * sizeof(int)));
+
+    /* Neighbor_alltoallv and _alltoallw: out-block i holds (r+i+salt)%3 ints; backwards layouts
+     * (alltoallw's displacements in bytes). */
+    for (int w = 0; w < 2; w++) {
+        for (int i = 0; i < 2; i++) {
+            sc[i] = (r + i + salt + w) % 3;
+            rc[i] = (src[i] + i + salt + w) % 3;
+        }
+        sd[1] = 0, sd[0] = (MPI_Aint)sc[1] + 2;
+        rd[1] = 0, rd[0] = (MPI_Aint)rc[1] + 1;
+        MPI_Aint sdb[2] = {sd[0] * 4, sd[1] * 4}, rdb[2] = {rd[0] * 4, rd[1] * 4};
+        NRUN(w ? "Neighbor_alltoallw" : "Neighbor_alltoallv", w ? "Ineighbor_alltoallw" : "Ineighbor_alltoallv",
+             for (int i = 0; i < BUF; i++) sb[i] = rb[i] = -1;
+             for (int i = 0; i < 2; i++) for (int k = 0; k < sc[i]; k++) sb[sd[i] + k] = v(r, i * 100 + k, t),
+             w ? MPI_Neighbor_alltoallw_c(sb, sc, sdb, ty, rb, rc, rdb, ty, g)
+               : MPI_Neighbor_alltoallv_c(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, g),
+             w ? MPI_Ineighbor_alltoallw_c(sb, sc, sdb, ty, rb, rc, rdb, ty, g, &q)
+               : MPI_Ineighbor_alltoallv_c(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, g, &q),
+             w ? MPI_Neighbor_alltoallw_init_c(sb, sc, sdb, ty, rb, rc, rdb, ty, g, MPI_INFO_NULL, &q)
+               : MPI_Neighbor_alltoallv_init_c(sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, g, MPI_INFO_NULL, &q),
+             for (int j = 0; j < 2; j++) for (int k = 0; k < rc[j]; k++)
+                 CHECK(rb[rd[j] + k] == v(src[j], j * 100 + k, t), "%s: slot %d [%d] = %d", what, j, k, rb[rd[j] + k]);
+             dig(what, rb, (size_t)(rd[0] + rc[0]) * sizeof(int)));
+    }
+#undef NRUN
+    MPI_Comm_free(&g);
+}
+
 /* Values above INT_MAX, the root's or every rank's own (2 ranks). */
 static void big(void)
 {
@@ -297,6 +404,33 @@ static void big(void)
                       "%s_c beyond INT_MAX: from %d [%d] = %d", name, p, i, b[large + 8 * p + i]);
     }
 
+    /* Neighbor_alltoallv_c, then Ineighbor_alltoallv_c, on a graph of the two ranks: 5 bytes land
+     * `large` + 16 bytes into the receive buffer. */
+    int other = 1 - me;
+    MPI_Comm g;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &other, MPI_UNWEIGHTED, 1, &other, MPI_UNWEIGHTED, MPI_INFO_NULL,
+                                   0, &g);
+    for (int nb = 0; nb < 2; nb++) {
+        uint8_t sbuf[8];
+        MPI_Count c = 5;
+        MPI_Aint s0 = 0, r0 = (MPI_Aint)large + 16;
+        for (int i = 0; i < 5; i++)
+            sbuf[i] = (uint8_t)(me * 70 + i + nb);
+        memset(b + large, 0, 32);
+        const char *name = nb ? "Ineighbor_alltoallv" : "Neighbor_alltoallv";
+        c0 = row(name, "calls"), m0 = row(name, "mpi");
+        MPI_Request q;
+        rc_ = nb ? MPI_Ineighbor_alltoallv_c(sbuf, &c, &s0, MPI_BYTE, b, &c, &r0, MPI_BYTE, g, &q)
+                 : MPI_Neighbor_alltoallv_c(sbuf, &c, &s0, MPI_BYTE, b, &c, &r0, MPI_BYTE, g);
+        if (nb && rc_ == MPI_SUCCESS)
+            rc_ = MPI_Wait(&q, MPI_STATUS_IGNORE);
+        CHECK(rc_ == MPI_SUCCESS, "%s_c beyond INT_MAX: error %d", name, rc_);
+        counted(name, c0, m0, 1);
+        for (int i = 0; i < 5; i++)
+            CHECK(b[large + 16 + i] == (uint8_t)(other * 70 + i + nb), "%s_c beyond INT_MAX: [%d] = %d", name, i,
+                  b[large + 16 + i]);
+    }
+    MPI_Comm_free(&g);
     free(b);
 }
 
@@ -324,6 +458,10 @@ int main(int argc, char **argv)
                 small(MPI_COMM_WORLD, root, 10 * root + mode, mode);
                 small(rev, root, 10 * root + 5 + mode, mode);
             }
+        for (int mode = 0; mode < 3; mode++) {
+            neighbours(MPI_COMM_WORLD, 20 + mode, mode);
+            neighbours(rev, 30 + mode, mode);
+        }
         MPI_Comm_free(&rev);
     }
     if (digest)

@@ -20,9 +20,8 @@
  * The v forms (Gatherv, Scatterv, Allgatherv, their nonblocking and persistent forms) take their
  * count and displacement arrays as they are (pc_vec_t, pmpi_coll.h: the layer's tables are 64-bit),
  * so a rank whose own values pass INT_MAX goes the int form's way like its peers; their one scalar
- * count is a pair as above. Alltoallv/w's are in pmpi_coll_alltoallv.c, Reduce_scatter's nonblocking
- * and persistent ones in pmpi_coll_nb.c. The neighbourhood _c forms stay the real MPI's (docs/mpi.md,
- * "Large counts"). */
+ * count is a pair as above. Alltoallv/w's are in pmpi_coll_alltoallv.c, the neighbourhood forms' in
+ * pmpi_coll_neighbor.c, Reduce_scatter's nonblocking and persistent ones in pmpi_coll_nb.c. */
 #include "../base/pmpi_dt.h"
 #include "pmpi_coll.h"
 

@@ -29,7 +29,10 @@
  * order alone does not give: on a Cartesian communicator block k is sent with tag k and received
  * with tag k^1 (the -1 block comes from the neighbour's +1 send). The real MPIs installed here get
  * that case wrong in some calls (Open MPI 4.1's nonblocking alltoall forms, MPICH 4.0's alltoallv/w):
- * there bobcat's result is the standard's and differs from theirs (tests/mp/mp_neighbor.c). */
+ * there bobcat's result is the standard's and differs from theirs (tests/mp/mp_neighbor.c).
+ *
+ * MPI 4.0's large-count forms (MPI_Neighbor_alltoallv_c, ..., MPICH) are the same calls: counts and
+ * displacements are read through pc_vec_t, and point-to-point takes 64-bit counts. */
 #include "pmpi_coll.h"
 #include "../p2p/p2p.h"
 
@@ -141,48 +144,53 @@ typedef enum { K_AG, K_AGV, K_A2A, K_A2AV, K_A2AW } nbr_kind_t;
 typedef struct {
     nbr_kind_t kind;
     const void *sbuf;
-    int scount;
-    const int *scounts, *sdispls;
+    MPI_Count scount;
+    pc_vec_t scounts, sdispls;       /* (int, or the large-count form's MPI_Count and MPI_Aint) */
     const MPI_Aint *sdispw;          /* Alltoallw: byte displacements */
     MPI_Datatype stype;
     const MPI_Datatype *stypes;
     void *rbuf;
-    int rcount;
-    const int *rcounts, *rdispls;
+    MPI_Count rcount;
+    pc_vec_t rcounts, rdispls;
     const MPI_Aint *rdispw;
     MPI_Datatype rtype;
     const MPI_Datatype *rtypes;
 } nbr_args_t;
 
 /* Send block i: where, how many, of what (sext: stype's extent). */
-static inline const void *send_block(const nbr_args_t *a, int i, MPI_Aint sext, int *count_p, MPI_Datatype *dt_p)
+static inline const void *send_block(const nbr_args_t *a, int i, MPI_Aint sext, MPI_Count *count_p,
+                                     MPI_Datatype *dt_p)
 {
     const char *s = a->sbuf;
     switch (a->kind) {
     case K_AG:
     case K_AGV: *count_p = a->scount; *dt_p = a->stype; return s;
     case K_A2A: *count_p = a->scount; *dt_p = a->stype; return s + (MPI_Aint)i * a->scount * sext;
-    case K_A2AV: *count_p = a->scounts[i]; *dt_p = a->stype; return s + (MPI_Aint)a->sdispls[i] * sext;
-    default: *count_p = a->scounts[i]; *dt_p = a->stypes[i]; return s + a->sdispw[i];
+    case K_A2AV:
+        *count_p = pc_at(a->scounts, i), *dt_p = a->stype;
+        return s + (MPI_Aint)pc_at(a->sdispls, i) * sext;
+    default: *count_p = pc_at(a->scounts, i); *dt_p = a->stypes[i]; return s + a->sdispw[i];
     }
 }
 
-static inline void *recv_block(const nbr_args_t *a, int i, MPI_Aint rext, int *count_p, MPI_Datatype *dt_p)
+static inline void *recv_block(const nbr_args_t *a, int i, MPI_Aint rext, MPI_Count *count_p, MPI_Datatype *dt_p)
 {
     char *r = a->rbuf;
     switch (a->kind) {
     case K_AG:
     case K_A2A: *count_p = a->rcount; *dt_p = a->rtype; return r + (MPI_Aint)i * a->rcount * rext;
     case K_AGV:
-    case K_A2AV: *count_p = a->rcounts[i]; *dt_p = a->rtype; return r + (MPI_Aint)a->rdispls[i] * rext;
-    default: *count_p = a->rcounts[i]; *dt_p = a->rtypes[i]; return r + a->rdispw[i];
+    case K_A2AV:
+        *count_p = pc_at(a->rcounts, i), *dt_p = a->rtype;
+        return r + (MPI_Aint)pc_at(a->rdispls, i) * rext;
+    default: *count_p = pc_at(a->rcounts, i); *dt_p = a->rtypes[i]; return r + a->rdispw[i];
     }
 }
 
 /* Counts the real MPI would reject (negative): the call is left to it, which reports the error. */
 static int args_bad(const nbr_t *nb, const nbr_args_t *a)
 {
-    int c;
+    MPI_Count c;
     MPI_Datatype dt;
     for (int i = 0; i < nb->outdeg; i++)
         if (send_block(a, i, 0, &c, &dt), c < 0)
@@ -230,7 +238,7 @@ static void op_start(nbr_op_t *op, const nbr_t *nb, MPI_Comm sh, const nbr_args_
     for (int i = 0; i < nb->indeg; i++) {
         if (nb->src[i] == MPI_PROC_NULL)
             continue;
-        int count;
+        MPI_Count count;
         MPI_Datatype dt;
         void *buf = recv_block(a, i, rext, &count, &dt);
         int rc = p2p_irecv_any(buf, count, dt, nb->src[i], tag0 + (cart ? i ^ 1 : 0), sh, &op->reqs[op->n]);
@@ -244,7 +252,7 @@ static void op_start(nbr_op_t *op, const nbr_t *nb, MPI_Comm sh, const nbr_args_
     for (int i = 0; i < nb->outdeg; i++) {
         if (nb->dst[i] == MPI_PROC_NULL)
             continue;
-        int count;
+        MPI_Count count;
         MPI_Datatype dt;
         const void *buf = send_block(a, i, sext, &count, &dt);
         int rc = p2p_isend_any(buf, count, dt, nb->dst[i], tag0 + (cart ? i : 0), sh, MODE_STD, &op->reqs[op->n]);
@@ -326,7 +334,8 @@ static void count_call(pmpi_stat_t *st, const nbr_t *nb, const nbr_args_t *a)
     if (!pmpi_stats_on)
         return;
     size_t bytes = 0;
-    int staged = 0, count;
+    int staged = 0;
+    MPI_Count count;
     MPI_Datatype dt;
     for (int i = 0; i < nb->outdeg; i++) {
         if (nb->dst[i] == MPI_PROC_NULL)
@@ -487,10 +496,12 @@ static int npers_init(pmpi_stat_t *st, const nbr_args_t *a, MPI_Comm comm, MPI_R
         return 0;
     }
     int out = nb->outdeg, in = nb->indeg, w = a->kind == K_A2AW;
-    /* counts and displacements as the call has them, then (alltoallw) the types */
-    size_t ints = a->kind == K_A2AV ? 2 * ((size_t)out + (size_t)in) : a->kind == K_AGV ? 2 * (size_t)in
-                  : w ? (size_t)out + (size_t)in : 0;
-    size_t aoff = (ints * sizeof(int) + sizeof(MPI_Aint) - 1) / sizeof(MPI_Aint) * sizeof(MPI_Aint);
+    /* counts and displacements as 64-bit words (an int or a large-count form alike), then
+     * (alltoallw) the types */
+    size_t words = a->kind == K_A2AV ? 2 * ((size_t)out + (size_t)in) : a->kind == K_AGV ? 2 * (size_t)in
+                   : w ? (size_t)out + (size_t)in : 0;
+    _Static_assert(sizeof(MPI_Count) == 8 && sizeof(MPI_Aint) == 8, "64-bit counts and displacements");
+    size_t aoff = words * 8;
     size_t bytes = aoff + (w ? ((size_t)out + (size_t)in) * (sizeof(MPI_Aint) + 2 * sizeof(MPI_Datatype)) : 0);
     npers_t *p = calloc(1, sizeof *p);
     char *arr = malloc(bytes ? bytes : 1);
@@ -510,26 +521,28 @@ static int npers_init(pmpi_stat_t *st, const nbr_args_t *a, MPI_Comm comm, MPI_R
     p->outdeg = out;
     p->indeg = in;
     p->arrays = arr;
-    int *ip = (int *)(void *)arr;
-#define KEEP_INTS(field, n)                                                                          \
+    char *wp = arr;
+#define KEEP(field, n, T, kind)                                                                      \
     do {                                                                                             \
-        memcpy(ip, a->field, sizeof(int) * (size_t)(n));                                             \
-        p->a.field = ip;                                                                             \
-        ip += (n);                                                                                   \
+        T *c_ = (T *)(void *)wp;                                                                     \
+        for (int i_ = 0; i_ < (n); i_++)                                                             \
+            c_[i_] = (T)pc_at(a->field, i_);                                                         \
+        p->a.field = (pc_vec_t){c_, kind};                                                           \
+        wp += sizeof(T) * (size_t)(n);                                                               \
     } while (0)
     if (a->kind == K_AGV) {
-        KEEP_INTS(rcounts, in);
-        KEEP_INTS(rdispls, in);
+        KEEP(rcounts, in, MPI_Count, PC_VEC_COUNT);
+        KEEP(rdispls, in, MPI_Aint, PC_VEC_AINT);
     } else if (a->kind == K_A2AV) {
-        KEEP_INTS(scounts, out);
-        KEEP_INTS(sdispls, out);
-        KEEP_INTS(rcounts, in);
-        KEEP_INTS(rdispls, in);
+        KEEP(scounts, out, MPI_Count, PC_VEC_COUNT);
+        KEEP(sdispls, out, MPI_Aint, PC_VEC_AINT);
+        KEEP(rcounts, in, MPI_Count, PC_VEC_COUNT);
+        KEEP(rdispls, in, MPI_Aint, PC_VEC_AINT);
     } else if (w) {
-        KEEP_INTS(scounts, out);
-        KEEP_INTS(rcounts, in);
+        KEEP(scounts, out, MPI_Count, PC_VEC_COUNT);
+        KEEP(rcounts, in, MPI_Count, PC_VEC_COUNT);
     }
-#undef KEEP_INTS
+#undef KEEP
     if (w) {
         MPI_Aint *ap = (MPI_Aint *)(void *)(arr + aoff);
         memcpy(ap, a->sdispw, sizeof(MPI_Aint) * (size_t)out);
@@ -601,7 +614,7 @@ BOBCAT_EXPORT int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MP
 {
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_AGV, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
-                    .rcounts = recvcounts, .rdispls = displs, .rtype = recvtype};
+                    .rcounts = pc_vec_int(recvcounts), .rdispls = pc_vec_int(displs), .rtype = recvtype};
     MPI_Request *request = NULL;
     NBR_CALL(&st_agv, 0,
              PMPI_AWAY(PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
@@ -614,7 +627,7 @@ BOBCAT_EXPORT int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, M
 {
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_AGV, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
-                    .rcounts = recvcounts, .rdispls = displs, .rtype = recvtype};
+                    .rcounts = pc_vec_int(recvcounts), .rdispls = pc_vec_int(displs), .rtype = recvtype};
     NBR_CALL(&st_iagv, 1,
              PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
                                        request));
@@ -646,8 +659,10 @@ BOBCAT_EXPORT int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcoun
                                          const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = sendcounts, .sdispls = sdispls, .stype = sendtype,
-                    .rbuf = recvbuf, .rcounts = recvcounts, .rdispls = rdispls, .rtype = recvtype};
+    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = pc_vec_int(sendcounts),
+                    .sdispls = pc_vec_int(sdispls), .stype = sendtype,
+                    .rbuf = recvbuf, .rcounts = pc_vec_int(recvcounts), .rdispls = pc_vec_int(rdispls),
+                    .rtype = recvtype};
     MPI_Request *request = NULL;
     NBR_CALL(&st_a2av, 0,
              PMPI_AWAY(PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
@@ -660,8 +675,10 @@ BOBCAT_EXPORT int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcou
                                           MPI_Request *request)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = sendcounts, .sdispls = sdispls, .stype = sendtype,
-                    .rbuf = recvbuf, .rcounts = recvcounts, .rdispls = rdispls, .rtype = recvtype};
+    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = pc_vec_int(sendcounts),
+                    .sdispls = pc_vec_int(sdispls), .stype = sendtype,
+                    .rbuf = recvbuf, .rcounts = pc_vec_int(recvcounts), .rdispls = pc_vec_int(rdispls),
+                    .rtype = recvtype};
     NBR_CALL(&st_ia2av, 1,
              PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
                                       comm, request));
@@ -672,8 +689,9 @@ BOBCAT_EXPORT int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcoun
                                          const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = sendcounts, .sdispw = sdispls, .stypes = sendtypes,
-                    .rbuf = recvbuf, .rcounts = recvcounts, .rdispw = rdispls, .rtypes = recvtypes};
+    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_int(sendcounts), .sdispw = sdispls,
+                    .stypes = sendtypes,
+                    .rbuf = recvbuf, .rcounts = pc_vec_int(recvcounts), .rdispw = rdispls, .rtypes = recvtypes};
     MPI_Request *request = NULL;
     NBR_CALL(&st_a2aw, 0,
              PMPI_AWAY(PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
@@ -686,8 +704,9 @@ BOBCAT_EXPORT int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcou
                                           MPI_Request *request)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = sendcounts, .sdispw = sdispls, .stypes = sendtypes,
-                    .rbuf = recvbuf, .rcounts = recvcounts, .rdispw = rdispls, .rtypes = recvtypes};
+    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_int(sendcounts), .sdispw = sdispls,
+                    .stypes = sendtypes,
+                    .rbuf = recvbuf, .rcounts = pc_vec_int(recvcounts), .rdispw = rdispls, .rtypes = recvtypes};
     NBR_CALL(&st_ia2aw, 1,
              PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
                                       comm, request));
@@ -715,7 +734,7 @@ BOBCAT_EXPORT int PCOLL(Neighbor_allgatherv)(const void *sendbuf, int sendcount,
 {
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_AGV, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
-                    .rcounts = recvcounts, .rdispls = displs, .rtype = recvtype};
+                    .rcounts = pc_vec_int(recvcounts), .rdispls = pc_vec_int(displs), .rtype = recvtype};
     if (npers_init(&st_iagv, &a, comm, request))
         return MPI_SUCCESS;
     return PCOLL_REAL(Neighbor_allgatherv)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
@@ -741,8 +760,10 @@ BOBCAT_EXPORT int PCOLL(Neighbor_alltoallv)(const void *sendbuf, const int sendc
                                             MPI_Info info, MPI_Request *request)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = sendcounts, .sdispls = sdispls, .stype = sendtype,
-                    .rbuf = recvbuf, .rcounts = recvcounts, .rdispls = rdispls, .rtype = recvtype};
+    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = pc_vec_int(sendcounts),
+                    .sdispls = pc_vec_int(sdispls), .stype = sendtype,
+                    .rbuf = recvbuf, .rcounts = pc_vec_int(recvcounts), .rdispls = pc_vec_int(rdispls),
+                    .rtype = recvtype};
     if (npers_init(&st_ia2av, &a, comm, request))
         return MPI_SUCCESS;
     return PCOLL_REAL(Neighbor_alltoallv)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
@@ -755,11 +776,218 @@ BOBCAT_EXPORT int PCOLL(Neighbor_alltoallw)(const void *sendbuf, const int sendc
                                             MPI_Info info, MPI_Request *request)
 {
     PMPI_GUARD();
-    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = sendcounts, .sdispw = sdispls, .stypes = sendtypes,
-                    .rbuf = recvbuf, .rcounts = recvcounts, .rdispw = rdispls, .rtypes = recvtypes};
+    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_int(sendcounts), .sdispw = sdispls,
+                    .stypes = sendtypes,
+                    .rbuf = recvbuf, .rcounts = pc_vec_int(recvcounts), .rdispw = rdispls, .rtypes = recvtypes};
     if (npers_init(&st_ia2aw, &a, comm, request))
         return MPI_SUCCESS;
     return PCOLL_REAL(Neighbor_alltoallw)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                                           recvtypes, comm, info, request);
 }
+#endif
+
+/* ---- MPI 4.0's large-count forms (MPICH): the same calls, their counts and displacements 64-bit ---- */
+#if MPI_VERSION >= 4
+BOBCAT_EXPORT int MPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_AG, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcount = recvcount, .rtype = recvtype};
+    MPI_Request *request = NULL;
+    NBR_CALL(&st_ag, 0, PMPI_AWAY(PMPI_Neighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                                            recvtype, comm)));
+}
+
+BOBCAT_EXPORT int MPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                            void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                            MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_AG, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcount = recvcount, .rtype = recvtype};
+    NBR_CALL(&st_iag, 1, PMPI_Ineighbor_allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                                    request));
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                                void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                                MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_AG, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcount = recvcount, .rtype = recvtype};
+    if (npers_init(&st_iag, &a, comm, request))
+        return MPI_SUCCESS;
+    return PMPI_Neighbor_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
+                                          request);
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                            void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                                            MPI_Datatype recvtype, MPI_Comm comm)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_AGV, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(displs),
+                    .rtype = recvtype};
+    MPI_Request *request = NULL;
+    NBR_CALL(&st_agv, 0, PMPI_AWAY(PMPI_Neighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                                              displs, recvtype, comm)));
+}
+
+BOBCAT_EXPORT int MPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                             void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_AGV, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(displs),
+                    .rtype = recvtype};
+    NBR_CALL(&st_iagv, 1, PMPI_Ineighbor_allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                                      recvtype, comm, request));
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                                 void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                                                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                                 MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_AGV, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(displs),
+                    .rtype = recvtype};
+    if (npers_init(&st_iagv, &a, comm, request))
+        return MPI_SUCCESS;
+    return PMPI_Neighbor_allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                                           info, request);
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2A, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcount = recvcount, .rtype = recvtype};
+    MPI_Request *request = NULL;
+    NBR_CALL(&st_a2a, 0, PMPI_AWAY(PMPI_Neighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                                            recvtype, comm)));
+}
+
+BOBCAT_EXPORT int MPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                           MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2A, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcount = recvcount, .rtype = recvtype};
+    NBR_CALL(&st_ia2a, 1, PMPI_Ineighbor_alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                                    request));
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                               void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                               MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2A, .sbuf = sendbuf, .scount = sendcount, .stype = sendtype, .rbuf = recvbuf,
+                    .rcount = recvcount, .rtype = recvtype};
+    if (npers_init(&st_ia2a, &a, comm, request))
+        return MPI_SUCCESS;
+    return PMPI_Neighbor_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
+                                         request);
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                           const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                           const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                                           MPI_Datatype recvtype, MPI_Comm comm)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispls = pc_vec_aint(sdispls), .stype = sendtype, .rbuf = recvbuf,
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(rdispls),
+                    .rtype = recvtype};
+    MPI_Request *request = NULL;
+    NBR_CALL(&st_a2av, 0, PMPI_AWAY(PMPI_Neighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                                              recvcounts, rdispls, recvtype, comm)));
+}
+
+BOBCAT_EXPORT int MPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                            const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                            const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispls = pc_vec_aint(sdispls), .stype = sendtype, .rbuf = recvbuf,
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(rdispls),
+                    .rtype = recvtype};
+    NBR_CALL(&st_ia2av, 1, PMPI_Ineighbor_alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                                      rdispls, recvtype, comm, request));
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                                const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                                const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                                MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2AV, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispls = pc_vec_aint(sdispls), .stype = sendtype, .rbuf = recvbuf,
+                    .rcounts = pc_vec_count(recvcounts), .rdispls = pc_vec_aint(rdispls),
+                    .rtype = recvtype};
+    if (npers_init(&st_ia2av, &a, comm, request))
+        return MPI_SUCCESS;
+    return PMPI_Neighbor_alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                                          recvtype, comm, info, request);
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                           const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
+                                           const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                                           const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = pc_vec_count(recvcounts),
+                                                                                                   .rdispw = rdispls,
+                                                                                                   .rtypes = recvtypes};
+    MPI_Request *request = NULL;
+    NBR_CALL(&st_a2aw, 0, PMPI_AWAY(PMPI_Neighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                                              recvcounts, rdispls, recvtypes, comm)));
+}
+
+BOBCAT_EXPORT int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                            const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf,
+                                            const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                                            const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = pc_vec_count(recvcounts),
+                                                                                                   .rdispw = rdispls,
+                                                                                                   .rtypes = recvtypes};
+    NBR_CALL(&st_ia2aw, 1, PMPI_Ineighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                                                      rdispls, recvtypes, comm, request));
+}
+
+BOBCAT_EXPORT int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                                const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                                void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                                                const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
+                                                MPI_Request *request)
+{
+    PMPI_GUARD();
+    nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
+                    .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = pc_vec_count(recvcounts),
+                                                                                                   .rdispw = rdispls,
+                                                                                                   .rtypes = recvtypes};
+    if (npers_init(&st_ia2aw, &a, comm, request))
+        return MPI_SUCCESS;
+    return PMPI_Neighbor_alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                                          recvtypes, comm, info, request);
+}
+
 #endif
