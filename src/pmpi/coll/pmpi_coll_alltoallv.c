@@ -20,9 +20,8 @@
  *
  * Decisions from facts every rank shares: the communicator (across nodes hierarchical, or the real
  * MPI with BOBCAT_COLL_HIER=0: why.multinode), the knob. Erroneous arguments (negative counts, a null
- * datatype, sbuf == rbuf with data) go to the real MPI, which reports them. A leaders' phase whose
- * node-pair blocks pass INT_MAX bytes aborts with a message (the per-rank counts that would tell
- * are not known to every rank).
+ * datatype, sbuf == rbuf with data) go to the real MPI, which reports them. Across nodes the leaders
+ * exchange node-pair blocks of any size point-to-point (pmpi_coll_hier.c, lead_exchange).
  *
  * MPI_Alltoallv_c and MPI_Alltoallw_c (MPI 4.0's large counts, MPICH) are the same calls: the arrays
  * are read through pc_vec_t, so their MPI_Count counts and MPI_Aint displacements need no int. */

@@ -1,6 +1,7 @@
 /* pmpi_coll_hier: the data-movement collectives across nodes on packed bytes (as Cray's MPICH2
  * on SMARTMAP): a node phase in shared memory (coll/, the node's leader gathers or distributes),
- * and the leaders' phase through PMPI_* on the private leaders' communicator. The data of the
+ * and the leaders' phase through PMPI_* on the private leaders' communicator (its collectives, or
+ * point-to-point where a block may pass INT_MAX bytes: lead_exchange). The data of the
  * leaders' phase is in node order (pmpi_comm_t.pos): nodes in leaders_comm order, comm rank order
  * inside a node. A communicator whose ranks are interleaved across nodes is handled by permuting
  * pieces between comm order and node order where the data is whole (at the root, or after the
@@ -26,7 +27,8 @@ static int node_index_of(const pmpi_comm_t *pc, int r)
     return -1;
 }
 
-/* int counts of the leaders' phase: a byte count past INT_MAX cannot travel as MPI_BYTE in one call. */
+/* int counts of the leaders' phase: a byte count past INT_MAX cannot travel as MPI_BYTE in one call
+ * (the callers take lead_exchange where one could). */
 static int icount(size_t bytes)
 {
     if (bytes > INT_MAX) {
@@ -44,6 +46,96 @@ static void leaders_layout(const pmpi_comm_t *pc, const size_t *nodebytes, int *
         dsp[k] = icount(off);
         off += nodebytes[k];
     }
+}
+
+/* ---- the leaders' exchange of blocks of any size ---------------------------------------------
+ * The real MPI's v calls take int counts and displacements of MPI_BYTE, so a node's block past
+ * INT_MAX bytes, or one lying past INT_MAX bytes into the buffer, cannot be named in them (the
+ * large-count _c forms are MPICH's alone). Where a call may need that, the leaders exchange the
+ * blocks point-to-point on the leaders' communicator instead (the layer's own: no other
+ * point-to-point travels on it, and a collective's messages never match it), each block one
+ * element of a datatype of 1 GiB runs, every receive posted before any send, then the waits. A
+ * block that is not exchanged is NO_BLOCK; a zero-byte block is still a message, so a leader whose
+ * count disagrees with its peer's (an erroneous program) gets the MPI's truncation error, never a
+ * stray message. */
+#define NO_BLOCK SIZE_MAX
+#define LEAD_TAG 11
+#define LEAD_RUN ((size_t)1 << 30)
+
+/* One element of this type (committed; MPI_BYTE, to free or not, when bytes fit an int: *n_p = bytes)
+ * is `bytes` bytes from where the buffer starts. BOBCAT_COLL_LEAD_RUN > 0 makes every block runs of
+ * that many bytes (the tests' way onto this path). */
+static MPI_Datatype bytes_type(size_t bytes, int *n_p)
+{
+    size_t run = pmpi_layer.opt ? (size_t)pmpi_layer.opt->COLL_LEAD_RUN : 0;
+    if (!run && bytes <= INT_MAX) {
+        *n_p = (int)bytes;
+        return MPI_BYTE;
+    }
+    run = run && run < LEAD_RUN ? run : LEAD_RUN;
+    size_t nrun = (bytes + run - 1) / run;
+    if (nrun > INT_MAX) {
+        util_error("a %zu-byte leaders' block needs %zu runs of %zu bytes (BOBCAT_COLL_LEAD_RUN)", bytes, nrun,
+                   run);
+        abort(); /* (the other leaders wait for this block) */
+    }
+    int runs = (int)nrun;
+    int *len = hier_alloc((size_t)(runs ? runs : 1) * sizeof(int));
+    MPI_Aint *at = hier_alloc((size_t)(runs ? runs : 1) * sizeof(MPI_Aint));
+    for (int i = 0; i < runs; i++) {
+        size_t off = (size_t)i * run;
+        at[i] = (MPI_Aint)off;
+        len[i] = (int)(bytes - off < run ? bytes - off : run);
+    }
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    if (PMPI_Type_create_hindexed(runs, len, at, MPI_BYTE, &t) != MPI_SUCCESS ||
+        PMPI_Type_commit(&t) != MPI_SUCCESS) {
+        util_error("cannot make a datatype for a %zu-byte leaders' phase", bytes);
+        abort(); /* (the other leaders wait for this block) */
+    }
+    free(len);
+    free(at);
+    *n_p = 1;
+    return t;
+}
+
+/* Block k of mine to leader k (sp[k], sb[k] bytes) and block k from leader k into rp[k] (rb[k]
+ * bytes), leaders_comm order, my own index skipped (the caller copies its own block). */
+static void lead_exchange(const pmpi_comm_t *pc, char *const *sp, const size_t *sb, char *const *rp,
+                          const size_t *rb)
+{
+    int N = pc->nnodes, myk = pc->leader_rank[pc->rank], nq = 0;
+    MPI_Request *q = hier_alloc(2 * (size_t)N * sizeof(MPI_Request));
+    MPI_Datatype *t = hier_alloc(2 * (size_t)N * sizeof(MPI_Datatype));
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < N; k++) {
+            const size_t *b = pass ? sb : rb;
+            if (k == myk || !b || b[k] == NO_BLOCK)
+                continue;
+            int n;
+            t[nq] = bytes_type(b[k], &n);
+            if (pass)
+                PMPI_AWAY(PMPI_Isend(sp[k], n, t[nq], k, LEAD_TAG, pc->leaders_comm, &q[nq]));
+            else
+                PMPI_AWAY(PMPI_Irecv(rp[k], n, t[nq], k, LEAD_TAG, pc->leaders_comm, &q[nq]));
+            nq++;
+        }
+    for (int i = 0; i < nq; i++) /* (errors go to leaders_comm's handler) */
+        PMPI_AWAY(PMPI_Wait(&q[i], MPI_STATUS_IGNORE));
+    for (int i = 0; i < nq; i++)
+        if (t[i] != MPI_BYTE)
+            PMPI_Type_free(&t[i]);
+    free(q);
+    free(t);
+}
+
+/* n blocks of NO_BLOCK (then the caller names the ones exchanged). */
+static size_t *no_blocks(int n)
+{
+    size_t *b = hier_alloc((size_t)n * sizeof(size_t));
+    for (int i = 0; i < n; i++)
+        b[i] = NO_BLOCK;
+    return b;
 }
 
 /* Pieces of byte counts bytes[] (comm order) between comm order (prefix offsets) and node order:
@@ -157,21 +249,42 @@ void hier_gatherv(pmpi_comm_t *pc, int root, const void *piece, size_t mybytes, 
         nbuf = hier_alloc(mytot);
     }
     coll_gatherv(&pc->cn, 0, piece, mybytes, nbuf, mb, md);
-    /* 2. The leaders gather the node blocks at the root's leader. */
+    /* 2. The leaders gather the node blocks at the root's leader: the MPI's Gatherv where every
+     * leader knows the whole fits an int (a uniform call), else lead_exchange (the other leaders
+     * cannot know whether the root's layout fits). */
     size_t *nb = root_node_totals(pc, root, bytes, mybytes, uniform), total = 0;
     char *all = NULL;
     if (leader) {
-        int *cnt = NULL, *dsp = NULL;
-        if (pc->leader_rank[me] == lroot) {
-            cnt = hier_alloc(2 * (size_t)N * sizeof(int));
-            dsp = cnt + N;
-            leaders_layout(pc, nb, cnt, dsp);
+        int at_root = pc->leader_rank[me] == lroot;
+        if (at_root) {
             for (int k = 0; k < N; k++)
                 total += nb[k];
             all = hier_alloc(total);
         }
-        PMPI_AWAY(PMPI_Gatherv(nbuf, icount(mytot), MPI_BYTE, all, cnt, dsp, MPI_BYTE, lroot, pc->leaders_comm));
-        free(cnt);
+        if (uniform && (size_t)pc->size * mybytes <= INT_MAX) {
+            int *cnt = NULL, *dsp = NULL;
+            if (at_root) {
+                cnt = hier_alloc(2 * (size_t)N * sizeof(int));
+                dsp = cnt + N;
+                leaders_layout(pc, nb, cnt, dsp);
+            }
+            PMPI_AWAY(PMPI_Gatherv(nbuf, icount(mytot), MPI_BYTE, all, cnt, dsp, MPI_BYTE, lroot, pc->leaders_comm));
+            free(cnt);
+        } else {
+            char **bp = hier_alloc((size_t)N * sizeof(char *));
+            size_t *bb = no_blocks(N), off = 0;
+            for (int k = 0; at_root && k < N; off += nb[k], k++) {
+                bp[k] = all + off;
+                bb[k] = nb[k];
+                if (k == lroot && mytot)
+                    memcpy(all + off, nbuf, mytot);
+            }
+            if (!at_root)
+                bp[lroot] = nbuf, bb[lroot] = mytot;
+            lead_exchange(pc, at_root ? NULL : bp, at_root ? NULL : bb, at_root ? bp : NULL, at_root ? bb : NULL);
+            free(bp);
+            free(bb);
+        }
     }
     /* 3. The root's leader hands the node-ordered whole to the root, which puts it in comm order. */
     if (on_root_node) {
@@ -245,14 +358,31 @@ void hier_scatterv(pmpi_comm_t *pc, int root, const void *in, const size_t *byte
         md = hier_alloc((size_t)ns * sizeof(size_t));
         mytot = prefix(mb, ns, md);
         nbuf = hier_alloc(mytot);
-        int *cnt = NULL, *dsp = NULL;
-        if (pc->leader_rank[me] == lroot) {
-            cnt = hier_alloc(2 * (size_t)N * sizeof(int));
-            dsp = cnt + N;
-            leaders_layout(pc, nb, cnt, dsp);
+        int at_root = pc->leader_rank[me] == lroot;
+        if (uniform && (size_t)pc->size * mybytes <= INT_MAX) { /* (as in hier_gatherv) */
+            int *cnt = NULL, *dsp = NULL;
+            if (at_root) {
+                cnt = hier_alloc(2 * (size_t)N * sizeof(int));
+                dsp = cnt + N;
+                leaders_layout(pc, nb, cnt, dsp);
+            }
+            PMPI_AWAY(PMPI_Scatterv(all, cnt, dsp, MPI_BYTE, nbuf, icount(mytot), MPI_BYTE, lroot, pc->leaders_comm));
+            free(cnt);
+        } else {
+            char **bp = hier_alloc((size_t)N * sizeof(char *));
+            size_t *bb = no_blocks(N), off = 0;
+            for (int k = 0; at_root && k < N; off += nb[k], k++) {
+                bp[k] = all + off;
+                bb[k] = nb[k];
+                if (k == lroot && mytot)
+                    memcpy(nbuf, all + off, mytot);
+            }
+            if (!at_root)
+                bp[lroot] = nbuf, bb[lroot] = mytot;
+            lead_exchange(pc, at_root ? bp : NULL, at_root ? bb : NULL, at_root ? NULL : bp, at_root ? NULL : bb);
+            free(bp);
+            free(bb);
         }
-        PMPI_AWAY(PMPI_Scatterv(all, cnt, dsp, MPI_BYTE, nbuf, icount(mytot), MPI_BYTE, lroot, pc->leaders_comm));
-        free(cnt);
     }
     coll_scatterv(&pc->cn, 0, nbuf, mb, md, piece, mybytes);
     free(all);
@@ -277,11 +407,25 @@ void hier_allgatherv(pmpi_comm_t *pc, const void *piece, const size_t *bytes, vo
     if (leader) {
         /* The node's pieces land in the leader's whole at the node's place; the leaders then fill
          * in the other nodes' blocks around it. */
-        int *cnt = hier_alloc(2 * (size_t)N * sizeof(int)), *dsp = cnt + N;
-        leaders_layout(pc, nb, cnt, dsp);
-        coll_gatherv(&pc->cn, 0, piece, bytes[me], all + dsp[pc->leader_rank[me]], mb, md);
-        PMPI_AWAY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, cnt, dsp, MPI_BYTE, pc->leaders_comm));
-        free(cnt);
+        int myk = pc->leader_rank[me];
+        size_t *off = hier_alloc((size_t)N * sizeof(size_t));
+        prefix(nb, N, off);
+        coll_gatherv(&pc->cn, 0, piece, bytes[me], all + off[myk], mb, md);
+        if (total <= INT_MAX) { /* (every rank knows every count) */
+            int *cnt = hier_alloc(2 * (size_t)N * sizeof(int)), *dsp = cnt + N;
+            leaders_layout(pc, nb, cnt, dsp);
+            PMPI_AWAY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, cnt, dsp, MPI_BYTE, pc->leaders_comm));
+            free(cnt);
+        } else {
+            char **sp = hier_alloc(2 * (size_t)N * sizeof(char *)), **rp = sp + N;
+            size_t *sb = hier_alloc((size_t)N * sizeof(size_t));
+            for (int k = 0; k < N; k++)
+                sp[k] = all + off[myk], sb[k] = nb[myk], rp[k] = all + off[k];
+            lead_exchange(pc, sp, sb, rp, nb);
+            free(sp);
+            free(sb);
+        }
+        free(off);
     } else {
         coll_gatherv(&pc->cn, 0, piece, bytes[me], NULL, mb, md);
     }
@@ -315,30 +459,46 @@ void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out)
         memcpy((char *)out + (size_t)pc->node_ranks[i] * b, src[i] + (size_t)me * b, b);
     /* 3. The leader packs the off-node blocks per node pair straight from the node mates' buffers,
      * [destination j of node k][source i of mine], and the leaders exchange them. */
-    int *rdsp = hier_alloc((size_t)N * sizeof(int));
-    for (int k = 0, off = 0; k < N; k++) {
+    size_t *rdsp = hier_alloc((size_t)N * sizeof(size_t));
+    for (size_t k = 0, off = 0; k < (size_t)N; k++) {
         rdsp[k] = off;
-        off = k == myk ? off : icount((size_t)off + (size_t)ns * (size_t)pc->node_count[k] * b);
+        off += (int)k == myk ? 0 : (size_t)ns * (size_t)pc->node_count[k] * b;
     }
     uint64_t rptr = 0;
     char *rbuf = NULL;
     if (leader) {
-        int *scnt = hier_alloc(3 * (size_t)N * sizeof(int)), *sdsp = scnt + N, *rcnt = sdsp + N;
+        size_t *sd = hier_alloc(3 * (size_t)N * sizeof(size_t)), *sc = sd + N, *rc = sc + N;
         size_t far = (size_t)(n - ns) * (size_t)ns * b, off = 0;
         char *sbuf = hier_alloc(far);
         rbuf = hier_alloc(far);
         for (int k = 0; k < N; k++) {
-            sdsp[k] = icount(off);
-            rcnt[k] = k == myk ? 0 : icount((size_t)ns * (size_t)pc->node_count[k] * b);
+            sd[k] = off;
+            rc[k] = k == myk ? 0 : (size_t)ns * (size_t)pc->node_count[k] * b;
             if (k != myk)
                 for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++)
                     for (int i = 0; i < ns; i++, off += b)
                         memcpy(sbuf + off, src[i] + (size_t)pc->by_pos[p] * b, b);
-            scnt[k] = icount(off - (size_t)sdsp[k]);
+            sc[k] = off - sd[k];
         }
-        PMPI_AWAY(PMPI_Alltoallv(sbuf, scnt, sdsp, MPI_BYTE, rbuf, rcnt, rdsp, MPI_BYTE, pc->leaders_comm));
+        /* The MPI's Alltoallv while the whole call's bytes fit an int (every rank knows n and b);
+         * past that lead_exchange, which takes any size. */
+        if ((uint64_t)n * (uint64_t)n * b <= INT_MAX) {
+            int *ic = hier_alloc(4 * (size_t)N * sizeof(int));
+            for (int k = 0; k < N; k++)
+                ic[k] = icount(sc[k]), ic[N + k] = icount(sd[k]), ic[2 * N + k] = icount(rc[k]),
+                ic[3 * N + k] = icount(rdsp[k]);
+            PMPI_AWAY(PMPI_Alltoallv(sbuf, ic, ic + N, MPI_BYTE, rbuf, ic + 2 * N, ic + 3 * N, MPI_BYTE,
+                                     pc->leaders_comm));
+            free(ic);
+        } else {
+            char **sp = hier_alloc(2 * (size_t)N * sizeof(char *)), **rp = sp + N;
+            for (int k = 0; k < N; k++)
+                sp[k] = sbuf + sd[k], rp[k] = rbuf + rdsp[k];
+            lead_exchange(pc, sp, sc, rp, rc);
+            free(sp);
+        }
         free(sbuf);
-        free(scnt);
+        free(sd);
         rptr = (uint64_t)(uintptr_t)rbuf;
     }
     /* 4. Every rank reads its off-node blocks from the leader's receive buffer: from node m,
@@ -400,38 +560,32 @@ void hier_alltoallv(pmpi_comm_t *pc, const void *const *sblk, const size_t *sbyt
     /* 3. The leader packs the off-node blocks per node pair straight from the node mates' buffers,
      * [destination p of node k][source i of mine], and the leaders exchange them; what a leader
      * receives from node m is [destination i of mine][source j of m], sized from the mates' tables. */
-    int *rdsp = hier_alloc((size_t)N * sizeof(int));
-    {
-        size_t off = 0;
-        for (int k = 0; k < N; k++) {
-            rdsp[k] = icount(off);
-            if (k == myk)
-                continue;
-            for (int i = 0; i < ns; i++)
-                for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++)
-                    off += (size_t)mt[i][3 * (size_t)pc->by_pos[p] + 2];
-        }
-        icount(off);
+    size_t *rdsp = hier_alloc((size_t)N * sizeof(size_t)), rfar = 0;
+    for (int k = 0; k < N; k++) {
+        rdsp[k] = rfar;
+        if (k == myk)
+            continue;
+        for (int i = 0; i < ns; i++)
+            for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++)
+                rfar += (size_t)mt[i][3 * (size_t)pc->by_pos[p] + 2];
     }
     uint64_t rptr = 0;
     char *rbuf = NULL;
     if (leader) {
-        int *scnt = hier_alloc(3 * (size_t)N * sizeof(int)), *sdsp = scnt + N, *rcnt = sdsp + N;
-        size_t far = 0, rfar = 0, off = 0;
+        size_t *sd = hier_alloc(3 * (size_t)N * sizeof(size_t)), *sc = sd + N, *rc = sc + N;
+        size_t far = 0, off = 0;
         for (int k = 0; k < N; k++) {
             if (k == myk)
                 continue;
             for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++)
-                for (int i = 0; i < ns; i++) {
+                for (int i = 0; i < ns; i++)
                     far += (size_t)mt[i][3 * (size_t)pc->by_pos[p] + 1];
-                    rfar += (size_t)mt[i][3 * (size_t)pc->by_pos[p] + 2];
-                }
         }
         char *sbuf = hier_alloc(far ? far : 1);
         rbuf = hier_alloc(rfar ? rfar : 1);
         for (int k = 0; k < N; k++) {
-            sdsp[k] = icount(off);
-            rcnt[k] = k == myk ? 0 : icount((size_t)(k + 1 < N ? rdsp[k + 1] : (int)rfar) - (size_t)rdsp[k]);
+            sd[k] = off;
+            rc[k] = k == myk ? 0 : (k + 1 < N ? rdsp[k + 1] : rfar) - rdsp[k];
             if (k != myk)
                 for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++)
                     for (int i = 0; i < ns; i++) {
@@ -441,11 +595,18 @@ void hier_alltoallv(pmpi_comm_t *pc, const void *const *sblk, const size_t *sbyt
                             util_copy(sbuf + off, BLK(i, d), b);
                         off += b;
                     }
-            scnt[k] = icount(off - (size_t)sdsp[k]);
+            sc[k] = off - sd[k];
         }
-        PMPI_AWAY(PMPI_Alltoallv(sbuf, scnt, sdsp, MPI_BYTE, rbuf, rcnt, rdsp, MPI_BYTE, pc->leaders_comm));
+        /* Always lead_exchange: a leader knows its own node pairs' bytes only, so no rank could
+         * tell that every leader's fit the MPI's int counts (and the MPIs' own Alltoallv is such
+         * a linear exchange too). */
+        char **sp = hier_alloc(2 * (size_t)N * sizeof(char *)), **rp = sp + N;
+        for (int k = 0; k < N; k++)
+            sp[k] = sbuf + sd[k], rp[k] = rbuf + rdsp[k];
+        lead_exchange(pc, sp, sc, rp, rc);
+        free(sp);
         free(sbuf);
-        free(scnt);
+        free(sd);
         rptr = (uint64_t)(uintptr_t)rbuf;
     }
 #undef BLK
