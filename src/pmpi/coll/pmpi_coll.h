@@ -181,6 +181,12 @@ void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out);
  * expected). sblk[me] == rblk[me]: in place, my own block stays. */
 void hier_alltoallv(pmpi_comm_t *pc, const void *const *sblk, const size_t *sbytes, void *const *rblk,
                     const size_t *rbytes);
+/* A leaders' block of `bytes` bytes at byte `off` of its buffer, for calls that take an element
+ * count, an int displacement and a datatype per block (point-to-point, Ialltoallw): MPI_BYTE with
+ * *count_p = bytes and *disp_p = off where both fit an int; else count 1 and displacement 0 of a
+ * committed datatype of 1 GiB runs that starts at off (BOBCAT_COLL_LEAD_RUN: runs of that many
+ * bytes, always), which the caller frees once the call is complete. */
+MPI_Datatype hier_bytes_type(size_t off, size_t bytes, int *count_p, int *disp_p);
 
 /* ---- the nonblocking v/w forms (pmpi_coll_nbv.c) on pmpi_coll_nb.c's ring -------------------- */
 struct nb_comm;

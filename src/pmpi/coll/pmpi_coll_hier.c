@@ -62,14 +62,12 @@ static void leaders_layout(const pmpi_comm_t *pc, const size_t *nodebytes, int *
 #define LEAD_TAG 11
 #define LEAD_RUN ((size_t)1 << 30)
 
-/* One element of this type (committed; MPI_BYTE, to free or not, when bytes fit an int: *n_p = bytes)
- * is `bytes` bytes from where the buffer starts. BOBCAT_COLL_LEAD_RUN > 0 makes every block runs of
- * that many bytes (the tests' way onto this path). */
-static MPI_Datatype bytes_type(size_t bytes, int *n_p)
+MPI_Datatype hier_bytes_type(size_t off, size_t bytes, int *count_p, int *disp_p)
 {
     size_t run = pmpi_layer.opt ? (size_t)pmpi_layer.opt->COLL_LEAD_RUN : 0;
-    if (!run && bytes <= INT_MAX) {
-        *n_p = (int)bytes;
+    if (!run && bytes <= INT_MAX && off <= INT_MAX) {
+        *count_p = (int)bytes;
+        *disp_p = (int)off;
         return MPI_BYTE;
     }
     run = run && run < LEAD_RUN ? run : LEAD_RUN;
@@ -83,9 +81,9 @@ static MPI_Datatype bytes_type(size_t bytes, int *n_p)
     int *len = hier_alloc((size_t)(runs ? runs : 1) * sizeof(int));
     MPI_Aint *at = hier_alloc((size_t)(runs ? runs : 1) * sizeof(MPI_Aint));
     for (int i = 0; i < runs; i++) {
-        size_t off = (size_t)i * run;
-        at[i] = (MPI_Aint)off;
-        len[i] = (int)(bytes - off < run ? bytes - off : run);
+        size_t o = (size_t)i * run;
+        at[i] = (MPI_Aint)(off + o);
+        len[i] = (int)(bytes - o < run ? bytes - o : run);
     }
     MPI_Datatype t = MPI_DATATYPE_NULL;
     if (PMPI_Type_create_hindexed(runs, len, at, MPI_BYTE, &t) != MPI_SUCCESS ||
@@ -95,7 +93,8 @@ static MPI_Datatype bytes_type(size_t bytes, int *n_p)
     }
     free(len);
     free(at);
-    *n_p = 1;
+    *count_p = 1;
+    *disp_p = 0;
     return t;
 }
 
@@ -112,8 +111,8 @@ static void lead_exchange(const pmpi_comm_t *pc, char *const *sp, const size_t *
             const size_t *b = pass ? sb : rb;
             if (k == myk || !b || b[k] == NO_BLOCK)
                 continue;
-            int n;
-            t[nq] = bytes_type(b[k], &n);
+            int n, zero;
+            t[nq] = hier_bytes_type(0, b[k], &n, &zero);
             if (pass)
                 PMPI_AWAY(PMPI_Isend(sp[k], n, t[nq], k, LEAD_TAG, pc->leaders_comm, &q[nq]));
             else

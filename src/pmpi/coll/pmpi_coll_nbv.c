@@ -203,9 +203,13 @@ static void nbv_done(void *st)
     v->mem = NULL;
 }
 
+static void lead_types_free(struct lead *L);
+
 static void nbv_release(void *st)
 {
     nbv_t *v = st;
+    if (v->L)
+        lead_types_free(v->L); /* (a call that never finished: its leaders' types) */
     free(v->L);
     free(v);
 }
@@ -270,6 +274,7 @@ typedef struct lead {
                                             comm ranks by node rank (copied: the communicator may be
                                             freed before the call completes) */
     int *cnt;                            /* the leaders' call's counts and displacements (4 nn) */
+    MPI_Datatype *types;                 /* Ialltoallw's: send then receive types (2 nn), or NULL */
     char *S, *R;                         /* its packed bytes */
 } lead_t;
 
@@ -289,6 +294,7 @@ static lead_t *lead_new(const pmpi_comm_t *pc, int root)
     memcpy(L->first, pc->node_first, sizeof(int) * (size_t)nn);
     memcpy(L->count, pc->node_count, sizeof(int) * (size_t)nn);
     memcpy(L->mates, pc->node_ranks, sizeof(int) * (size_t)ns);
+    L->types = NULL;
     L->S = L->R = NULL;
     return L;
 }
@@ -303,18 +309,31 @@ static void copy_bytes(char *to, const char *from, size_t b)
         memcpy(to, from, b);
 }
 
-/* The leaders' counts as ints: the job stops if they do not fit (every leader's call would differ). */
+/* Igatherv/Iscatterv's leaders' counts as ints: the job stops if they do not fit (every leader's
+ * call would differ; Ialltoallv/w's leaders' call takes datatypes that name any size). */
 static void lead_fit(unsigned long long so, unsigned long long ro)
 {
     if (so > INT_MAX || ro > INT_MAX) {
-        util_error("a nonblocking v/w collective across nodes moves more than INT_MAX bytes between two "
+        util_error("an MPI_Igatherv or MPI_Iscatterv across nodes moves more than INT_MAX bytes between two "
                    "nodes' leaders; set BOBCAT_COLL_NBC=mpi for this program");
         abort();
     }
 }
 
 /* Ialltoallv/w (tables as on one node: t[q] where my block for q lies, t[n + q] its bytes, t[2n + q]
- * where q's block for me lands, t[3n + q] the bytes I expect). */
+ * where q's block for me lands, t[3n + q] the bytes I expect). The leaders' call is MPI_Ialltoallw,
+ * so that a block past INT_MAX bytes, or one lying past INT_MAX bytes into the packed bytes, is one
+ * element of a datatype of its own (hier_bytes_type): each leader names its blocks as they fit, and
+ * the type signatures (so many bytes) match whatever the other leader chose. */
+static void lead_types_free(struct lead *L)
+{
+    for (int i = 0; L->types && i < 2 * L->nn; i++)
+        if (L->types[i] != MPI_BYTE)
+            PMPI_Type_free(&L->types[i]);
+    free(L->types);
+    L->types = NULL;
+}
+
 static int a2av_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
 {
     lead_t *L = ((nbv_t *)st)->L;
@@ -328,18 +347,18 @@ static int a2av_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI
                 copy_bytes(at_of(tj[2 * n + qi], base, j), at_of(ti[qj], base, i), b);
         }
     int *sc = L->cnt, *sd = sc + nn, *rc = sd + nn, *rd = rc + nn;
-    unsigned long long so = 0, ro = 0;
+    MPI_Datatype *ty = L->types = xmalloc(2 * (size_t)nn * sizeof(MPI_Datatype));
+    size_t so = 0, ro = 0;
     for (int k = 0; k < nn; k++) {
-        unsigned long long a = 0, b = 0;
+        size_t a = 0, b = 0;
         for (int x = L->first[k]; x < L->first[k] + L->count[k] && k != L->myk; x++)
             for (int i = 0; i < ns; i++) {
                 a += tab_of(tabs, i)[n + L->by_pos[x]];
                 b += tab_of(tabs, i)[3 * n + L->by_pos[x]];
             }
-        sd[k] = (int)so, rd[k] = (int)ro;
+        ty[k] = hier_bytes_type(so, a, &sc[k], &sd[k]);
+        ty[nn + k] = hier_bytes_type(ro, b, &rc[k], &rd[k]);
         so += a, ro += b;
-        lead_fit(so, ro);
-        sc[k] = (int)a, rc[k] = (int)b;
     }
     char *o = L->S = xmalloc(so);
     L->R = xmalloc(ro);
@@ -351,7 +370,7 @@ static int a2av_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI
                 copy_bytes(o, at_of(ti[p], base, i), ti[n + p]);
                 o += ti[n + p];
             }
-    return PMPI_Ialltoallv(L->S, sc, sd, MPI_BYTE, L->R, rc, rd, MPI_BYTE, lcomm, real);
+    return PMPI_Ialltoallw(L->S, sc, sd, ty, L->R, rc, rd, ty + nn, lcomm, real);
 }
 
 static void a2av_finish(void *st, const uint64_t *tabs, const uintptr_t *base)
@@ -370,6 +389,7 @@ static void a2av_finish(void *st, const uint64_t *tabs, const uintptr_t *base)
     free(L->S);
     free(L->R);
     L->S = L->R = NULL;
+    lead_types_free(L);
 }
 
 static const pc_nbv_lead_t a2av_lead = {a2av_start, a2av_finish};
