@@ -347,6 +347,7 @@ static int a2av_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI
                 copy_bytes(at_of(tj[2 * n + qi], base, j), at_of(ti[qj], base, i), b);
         }
     int *sc = L->cnt, *sd = sc + nn, *rc = sd + nn, *rd = rc + nn;
+    lead_types_free(L); /* (a persistent call's previous start: its finish freed them already) */
     MPI_Datatype *ty = L->types = xmalloc(2 * (size_t)nn * sizeof(MPI_Datatype));
     size_t so = 0, ro = 0;
     for (int k = 0; k < nn; k++) {
