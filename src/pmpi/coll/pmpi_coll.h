@@ -149,7 +149,7 @@ static inline int pc_vec_wide(pc_vec_t v) { return v.kind != PC_VEC_INT; }
 
 #if MPI_VERSION >= 4
 /* A large-count Reduce_scatter's counts (the same on every rank, so every rank decides alike) as
- * ints (pmpi_coll_count.c): into *c_p, stack (nstack of them) or a block to free; 0, or -1 if one
+ * ints (pmpi_coll_nb.c): into *c_p, stack (nstack of them) or a block to free; 0, or -1 if one
  * does not fit, or the communicator's size is not known (the real MPI's call, on every rank). */
 int pc_counts_as_ints(const MPI_Count *counts, MPI_Comm comm, int **c_p, int *stack, int nstack);
 #endif

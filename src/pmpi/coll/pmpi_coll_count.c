@@ -348,22 +348,6 @@ BOBCAT_EXPORT int MPI_Alltoallw_init_c(const void *sbuf, const MPI_Count scounts
                               pc_vec_count(rcounts), pc_vec_aint(rdispls), rtypes, comm, info, req);
 }
 
-int pc_counts_as_ints(const MPI_Count *counts, MPI_Comm comm, int **c_p, int *stack, int nstack)
-{
-    int n = 0;
-    *c_p = stack;
-    if (!counts || PMPI_Comm_size(comm, &n) != MPI_SUCCESS)
-        return -1;
-    for (int i = 0; i < n; i++)
-        if (counts[i] < 0 || counts[i] > INT_MAX)
-            return -1;
-    if (n > nstack)
-        *c_p = util_alloc_or_die(sizeof(int) * (size_t)n, "a large-count Reduce_scatter's counts");
-    for (int i = 0; i < n; i++)
-        (*c_p)[i] = (int)counts[i];
-    return 0;
-}
-
 /* Reduce_scatter's counts are the same on every rank (the standard says so), so one look decides
  * for all: when each fits an int, the int form's path with an int copy of them; else the real MPI's
  * _c form on every rank alike. */

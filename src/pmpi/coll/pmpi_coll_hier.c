@@ -137,6 +137,45 @@ static size_t *no_blocks(int n)
     return b;
 }
 
+/* The leaders' phase of a rooted call, Gatherv (gather: the node blocks into `all` at the root's
+ * leader, lroot) or Scatterv (from it): the MPI's call where every leader knows that the whole fits
+ * an int (a uniform call: every rank's piece is mybytes), else lead_exchange (the other leaders
+ * cannot know whether the root's layout fits). nb: the node totals (at the root's leader); nbuf,
+ * mytot: my node's block. */
+static void lead_rooted(pmpi_comm_t *pc, int lroot, int gather, int uniform, size_t mybytes, const size_t *nb,
+                        char *all, char *nbuf, size_t mytot)
+{
+    int N = pc->nnodes, at_root = pc->leader_rank[pc->rank] == lroot;
+    if (uniform && (size_t)pc->size * mybytes <= INT_MAX) {
+        int *cnt = NULL, *dsp = NULL;
+        if (at_root) {
+            cnt = hier_alloc(2 * (size_t)N * sizeof(int));
+            dsp = cnt + N;
+            leaders_layout(pc, nb, cnt, dsp);
+        }
+        if (gather)
+            PMPI_AWAY(PMPI_Gatherv(nbuf, icount(mytot), MPI_BYTE, all, cnt, dsp, MPI_BYTE, lroot, pc->leaders_comm));
+        else
+            PMPI_AWAY(PMPI_Scatterv(all, cnt, dsp, MPI_BYTE, nbuf, icount(mytot), MPI_BYTE, lroot, pc->leaders_comm));
+        free(cnt);
+        return;
+    }
+    char **bp = hier_alloc((size_t)N * sizeof(char *));
+    size_t *bb = no_blocks(N), off = 0;
+    for (int k = 0; at_root && k < N; off += nb[k], k++) {
+        bp[k] = all + off;
+        bb[k] = nb[k];
+        if (k == lroot && mytot)
+            memcpy(gather ? all + off : nbuf, gather ? nbuf : all + off, mytot);
+    }
+    if (!at_root)
+        bp[lroot] = nbuf, bb[lroot] = mytot;
+    int sends = gather ? !at_root : at_root;
+    lead_exchange(pc, sends ? bp : NULL, sends ? bb : NULL, sends ? NULL : bp, sends ? NULL : bb);
+    free(bp);
+    free(bb);
+}
+
 /* Pieces of byte counts bytes[] (comm order) between comm order (prefix offsets) and node order:
  * to_node copies comm -> node, else node -> comm. */
 static void permute(const pmpi_comm_t *pc, const size_t *bytes, char *comm_order, char *node_order, int to_node)
@@ -248,42 +287,16 @@ void hier_gatherv(pmpi_comm_t *pc, int root, const void *piece, size_t mybytes, 
         nbuf = hier_alloc(mytot);
     }
     coll_gatherv(&pc->cn, 0, piece, mybytes, nbuf, mb, md);
-    /* 2. The leaders gather the node blocks at the root's leader: the MPI's Gatherv where every
-     * leader knows the whole fits an int (a uniform call), else lead_exchange (the other leaders
-     * cannot know whether the root's layout fits). */
+    /* 2. The leaders gather the node blocks at the root's leader (lead_rooted). */
     size_t *nb = root_node_totals(pc, root, bytes, mybytes, uniform), total = 0;
     char *all = NULL;
     if (leader) {
-        int at_root = pc->leader_rank[me] == lroot;
-        if (at_root) {
+        if (pc->leader_rank[me] == lroot) {
             for (int k = 0; k < N; k++)
                 total += nb[k];
             all = hier_alloc(total);
         }
-        if (uniform && (size_t)pc->size * mybytes <= INT_MAX) {
-            int *cnt = NULL, *dsp = NULL;
-            if (at_root) {
-                cnt = hier_alloc(2 * (size_t)N * sizeof(int));
-                dsp = cnt + N;
-                leaders_layout(pc, nb, cnt, dsp);
-            }
-            PMPI_AWAY(PMPI_Gatherv(nbuf, icount(mytot), MPI_BYTE, all, cnt, dsp, MPI_BYTE, lroot, pc->leaders_comm));
-            free(cnt);
-        } else {
-            char **bp = hier_alloc((size_t)N * sizeof(char *));
-            size_t *bb = no_blocks(N), off = 0;
-            for (int k = 0; at_root && k < N; off += nb[k], k++) {
-                bp[k] = all + off;
-                bb[k] = nb[k];
-                if (k == lroot && mytot)
-                    memcpy(all + off, nbuf, mytot);
-            }
-            if (!at_root)
-                bp[lroot] = nbuf, bb[lroot] = mytot;
-            lead_exchange(pc, at_root ? NULL : bp, at_root ? NULL : bb, at_root ? bp : NULL, at_root ? bb : NULL);
-            free(bp);
-            free(bb);
-        }
+        lead_rooted(pc, lroot, 1, uniform, mybytes, nb, all, nbuf, mytot);
     }
     /* 3. The root's leader hands the node-ordered whole to the root, which puts it in comm order. */
     if (on_root_node) {
@@ -357,31 +370,7 @@ void hier_scatterv(pmpi_comm_t *pc, int root, const void *in, const size_t *byte
         md = hier_alloc((size_t)ns * sizeof(size_t));
         mytot = prefix(mb, ns, md);
         nbuf = hier_alloc(mytot);
-        int at_root = pc->leader_rank[me] == lroot;
-        if (uniform && (size_t)pc->size * mybytes <= INT_MAX) { /* (as in hier_gatherv) */
-            int *cnt = NULL, *dsp = NULL;
-            if (at_root) {
-                cnt = hier_alloc(2 * (size_t)N * sizeof(int));
-                dsp = cnt + N;
-                leaders_layout(pc, nb, cnt, dsp);
-            }
-            PMPI_AWAY(PMPI_Scatterv(all, cnt, dsp, MPI_BYTE, nbuf, icount(mytot), MPI_BYTE, lroot, pc->leaders_comm));
-            free(cnt);
-        } else {
-            char **bp = hier_alloc((size_t)N * sizeof(char *));
-            size_t *bb = no_blocks(N), off = 0;
-            for (int k = 0; at_root && k < N; off += nb[k], k++) {
-                bp[k] = all + off;
-                bb[k] = nb[k];
-                if (k == lroot && mytot)
-                    memcpy(nbuf, all + off, mytot);
-            }
-            if (!at_root)
-                bp[lroot] = nbuf, bb[lroot] = mytot;
-            lead_exchange(pc, at_root ? bp : NULL, at_root ? bb : NULL, at_root ? NULL : bp, at_root ? NULL : bb);
-            free(bp);
-            free(bb);
-        }
+        lead_rooted(pc, lroot, 0, uniform, mybytes, nb, all, nbuf, mytot);
     }
     coll_scatterv(&pc->cn, 0, nbuf, mb, md, piece, mybytes);
     free(all);

@@ -1477,6 +1477,23 @@ BOBCAT_EXPORT int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rc
 }
 
 #if MPI_VERSION >= 4
+/* (here, below pmpi_coll_count.c, whose MPI_Reduce_scatter_c takes it too) */
+int pc_counts_as_ints(const MPI_Count *counts, MPI_Comm comm, int **c_p, int *stack, int nstack)
+{
+    int n = 0;
+    *c_p = stack;
+    if (!counts || PMPI_Comm_size(comm, &n) != MPI_SUCCESS)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (counts[i] < 0 || counts[i] > INT_MAX)
+            return -1;
+    if (n > nstack)
+        *c_p = util_alloc_or_die(sizeof(int) * (size_t)n, "a large-count Reduce_scatter's counts");
+    for (int i = 0; i < n; i++)
+        (*c_p)[i] = (int)counts[i];
+    return 0;
+}
+
 BOBCAT_EXPORT int MPI_Ireduce_scatter_c(const void *sbuf, void *rbuf, const MPI_Count rcounts[], MPI_Datatype dt,
                                         MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
