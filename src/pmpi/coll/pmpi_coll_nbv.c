@@ -309,17 +309,6 @@ static void copy_bytes(char *to, const char *from, size_t b)
         memcpy(to, from, b);
 }
 
-/* Igatherv/Iscatterv's leaders' counts as ints: the job stops if they do not fit (every leader's
- * call would differ; Ialltoallv/w's leaders' call takes datatypes that name any size). */
-static void lead_fit(unsigned long long so, unsigned long long ro)
-{
-    if (so > INT_MAX || ro > INT_MAX) {
-        util_error("an MPI_Igatherv or MPI_Iscatterv across nodes moves more than INT_MAX bytes between two "
-                   "nodes' leaders; set BOBCAT_COLL_NBC=mpi for this program");
-        abort();
-    }
-}
-
 /* Ialltoallv/w (tables as on one node: t[q] where my block for q lies, t[n + q] its bytes, t[2n + q]
  * where q's block for me lands, t[3n + q] the bytes I expect). The leaders' call is MPI_Ialltoallw,
  * so that a block past INT_MAX bytes, or one lying past INT_MAX bytes into the packed bytes, is one
@@ -399,7 +388,11 @@ static const pc_nbv_lead_t a2av_lead = {a2av_start, a2av_finish};
  * the root, whose own piece is copied at the start), t[1] = where it lies or lands; the root's also
  * t[2 + q] = rank q's piece's bytes, t[2 + n + q] = where it lands or lies. The root's node's leader
  * moves its node's pieces between the root's blocks and its mates' directly; every other leader
- * moves its node's pieces as one block of the leaders' MPI_Igatherv / MPI_Iscatterv, in node order. */
+ * moves its node's pieces as one block to or from the root's node's leader, in node order. The
+ * leaders' call is MPI_Ialltoallw, every block but those empty, as in Ialltoallv/w: only the root's
+ * leader knows where the blocks lie, so no other leader could tell that an Igatherv's int counts
+ * and displacements would fit, while a datatype per block names any size (the MPIs send no
+ * message for an empty block, so it moves what MPI_Igatherv would). */
 static unsigned long long rooted_node_bytes(const lead_t *L, const uint64_t *R, int k)
 {
     unsigned long long b = 0;
@@ -409,7 +402,7 @@ static unsigned long long rooted_node_bytes(const lead_t *L, const uint64_t *R, 
 }
 
 /* The root's node's leader: the mates' pieces and the root's blocks, then the leaders' counts. */
-static unsigned long long rooted_root_node(lead_t *L, const uint64_t *tabs, const uintptr_t *base, int gather)
+static size_t rooted_root_node(lead_t *L, const uint64_t *tabs, const uintptr_t *base, int gather)
 {
     int n = L->n, nn = L->nn, ri = L->ri;
     const uint64_t *R = tab_of(tabs, ri);
@@ -424,26 +417,43 @@ static unsigned long long rooted_root_node(lead_t *L, const uint64_t *tabs, cons
         else
             copy_bytes(at_of(t[1], base, i), at_of(R[2 + n + q], base, ri), b);
     }
-    int *c = L->cnt, *d = c + nn;
-    unsigned long long o = 0;
+    /* the leaders' blocks: Igatherv's receive side, Iscatterv's send side */
+    int *c = L->cnt + (gather ? 2 * nn : 0), *d = c + nn;
+    MPI_Datatype *ty = L->types + (gather ? nn : 0);
+    size_t o = 0;
     for (int k = 0; k < nn; k++) {
-        unsigned long long b = k == L->myk ? 0 : rooted_node_bytes(L, R, k);
-        d[k] = (int)o;
+        size_t b = k == L->myk ? 0 : rooted_node_bytes(L, R, k);
+        ty[k] = hier_bytes_type(o, b, &c[k], &d[k]);
         o += b;
-        lead_fit(o, 0);
-        c[k] = (int)b;
     }
     return o;
 }
 
 /* Another node's leader: its node's pieces' bytes together. */
-static unsigned long long rooted_my_node(const lead_t *L, const uint64_t *tabs)
+static size_t rooted_my_node(const lead_t *L, const uint64_t *tabs)
 {
-    unsigned long long o = 0;
+    size_t o = 0;
     for (int i = 0; i < L->ns; i++)
         o += tab_of(tabs, i)[0];
-    lead_fit(o, 0);
     return o;
+}
+
+/* Every leaders' block empty (MPI_BYTE, count 0) until the start names its own. */
+static void rooted_prepare(lead_t *L)
+{
+    lead_types_free(L); /* (a persistent call's previous start) */
+    L->types = xmalloc(2 * (size_t)L->nn * sizeof(MPI_Datatype));
+    for (int i = 0; i < 2 * L->nn; i++)
+        L->types[i] = MPI_BYTE;
+    memset(L->cnt, 0, 4 * (size_t)L->nn * sizeof(int));
+}
+
+/* The leaders' MPI_Ialltoallw (a side without data points its buffer at the counts: never read). */
+static int rooted_call(lead_t *L, MPI_Comm lcomm, MPI_Request *real)
+{
+    int nn = L->nn, *sc = L->cnt, *sd = sc + nn, *rc = sd + nn, *rd = rc + nn;
+    void *sb = L->S ? (void *)L->S : (void *)L->cnt, *rb = L->R ? (void *)L->R : (void *)L->cnt;
+    return PMPI_Ialltoallw(sb, sc, sd, L->types, rb, rc, rd, L->types + nn, lcomm, real);
 }
 
 /* The root's node's pieces move in or out of the root's blocks in node order (k != mine). */
@@ -478,14 +488,16 @@ static void mates_pack(const lead_t *L, const uint64_t *tabs, const uintptr_t *b
 static int gatherv_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
 {
     lead_t *L = ((nbv_t *)st)->L;
+    rooted_prepare(L);
     if (L->ri >= 0) {
         L->R = xmalloc(rooted_root_node(L, tabs, base, 1));
-        return PMPI_Igatherv(L->cnt, 0, MPI_BYTE, L->R, L->cnt, L->cnt + L->nn, MPI_BYTE, L->rootk, lcomm, real);
+    } else {
+        size_t b = rooted_my_node(L, tabs);
+        L->S = xmalloc(b);
+        mates_pack(L, tabs, base, L->S, 1);
+        L->types[L->rootk] = hier_bytes_type(0, b, &L->cnt[L->rootk], &L->cnt[L->nn + L->rootk]);
     }
-    unsigned long long b = rooted_my_node(L, tabs);
-    L->S = xmalloc(b);
-    mates_pack(L, tabs, base, L->S, 1);
-    return PMPI_Igatherv(L->S, (int)b, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, L->rootk, lcomm, real);
+    return rooted_call(L, lcomm, real);
 }
 
 static void rooted_finish(void *st, const uint64_t *tabs, const uintptr_t *base)
@@ -498,19 +510,23 @@ static void rooted_finish(void *st, const uint64_t *tabs, const uintptr_t *base)
     free(L->S);
     free(L->R);
     L->S = L->R = NULL;
+    lead_types_free(L);
 }
 
 static int scatterv_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
 {
     lead_t *L = ((nbv_t *)st)->L;
+    rooted_prepare(L);
     if (L->ri >= 0) {
         L->S = xmalloc(rooted_root_node(L, tabs, base, 0));
         rooted_pack(L, tabs, base, L->S, 0);
-        return PMPI_Iscatterv(L->S, L->cnt, L->cnt + L->nn, MPI_BYTE, L->cnt, 0, MPI_BYTE, L->rootk, lcomm, real);
+    } else {
+        int nn = L->nn;
+        size_t b = rooted_my_node(L, tabs);
+        L->R = xmalloc(b);
+        L->types[nn + L->rootk] = hier_bytes_type(0, b, &L->cnt[2 * nn + L->rootk], &L->cnt[3 * nn + L->rootk]);
     }
-    unsigned long long b = rooted_my_node(L, tabs);
-    L->R = xmalloc(b);
-    return PMPI_Iscatterv(NULL, NULL, NULL, MPI_BYTE, L->R, (int)b, MPI_BYTE, L->rootk, lcomm, real);
+    return rooted_call(L, lcomm, real);
 }
 
 static const pc_nbv_lead_t gatherv_lead = {gatherv_start, rooted_finish};
