@@ -1,7 +1,8 @@
 /* pmpi_coll_hier: the data-movement collectives across nodes on packed bytes (as Cray's MPICH2
  * on SMARTMAP): a node phase in shared memory (coll/, the node's leader gathers or distributes),
  * and the leaders' phase through PMPI_* on the private leaders' communicator (its collectives, or
- * point-to-point where a block may pass INT_MAX bytes: lead_exchange). The data of the
+ * point-to-point where only some leaders know whether a block passes INT_MAX bytes: lead_exchange).
+ * The data of the
  * leaders' phase is in node order (pmpi_comm_t.pos): nodes in leaders_comm order, comm rank order
  * inside a node. A communicator whose ranks are interleaved across nodes is handled by permuting
  * pieces between comm order and node order where the data is whole (at the root, or after the
@@ -28,7 +29,8 @@ static int node_index_of(const pmpi_comm_t *pc, int r)
 }
 
 /* int counts of the leaders' phase: a byte count past INT_MAX cannot travel as MPI_BYTE in one call
- * (the callers take lead_exchange where one could). */
+ * (where every rank knows the sizes, pmpi_coll_move.c takes the real MPI for such a call; where
+ * they do not, the leaders take lead_exchange). */
 static int icount(size_t bytes)
 {
     if (bytes > INT_MAX) {
@@ -138,15 +140,15 @@ static size_t *no_blocks(int n)
 }
 
 /* The leaders' phase of a rooted call, Gatherv (gather: the node blocks into `all` at the root's
- * leader, lroot) or Scatterv (from it): the MPI's call where every leader knows that the whole fits
- * an int (a uniform call: every rank's piece is mybytes), else lead_exchange (the other leaders
- * cannot know whether the root's layout fits). nb: the node totals (at the root's leader); nbuf,
- * mytot: my node's block. */
-static void lead_rooted(pmpi_comm_t *pc, int lroot, int gather, int uniform, size_t mybytes, const size_t *nb,
-                        char *all, char *nbuf, size_t mytot)
+ * leader, lroot) or Scatterv (from it): the MPI's call for a uniform one (Gather, Scatter: its
+ * callers take the real MPI for a whole past INT_MAX bytes, as every rank can tell), else
+ * lead_exchange (the other leaders cannot know whether the root's layout fits). nb: the node totals
+ * (at the root's leader); nbuf, mytot: my node's block. */
+static void lead_rooted(pmpi_comm_t *pc, int lroot, int gather, int uniform, const size_t *nb, char *all,
+                        char *nbuf, size_t mytot)
 {
     int N = pc->nnodes, at_root = pc->leader_rank[pc->rank] == lroot;
-    if (uniform && (size_t)pc->size * mybytes <= INT_MAX) {
+    if (uniform) {
         int *cnt = NULL, *dsp = NULL;
         if (at_root) {
             cnt = hier_alloc(2 * (size_t)N * sizeof(int));
@@ -296,7 +298,7 @@ void hier_gatherv(pmpi_comm_t *pc, int root, const void *piece, size_t mybytes, 
                 total += nb[k];
             all = hier_alloc(total);
         }
-        lead_rooted(pc, lroot, 1, uniform, mybytes, nb, all, nbuf, mytot);
+        lead_rooted(pc, lroot, 1, uniform, nb, all, nbuf, mytot);
     }
     /* 3. The root's leader hands the node-ordered whole to the root, which puts it in comm order. */
     if (on_root_node) {
@@ -370,7 +372,7 @@ void hier_scatterv(pmpi_comm_t *pc, int root, const void *in, const size_t *byte
         md = hier_alloc((size_t)ns * sizeof(size_t));
         mytot = prefix(mb, ns, md);
         nbuf = hier_alloc(mytot);
-        lead_rooted(pc, lroot, 0, uniform, mybytes, nb, all, nbuf, mytot);
+        lead_rooted(pc, lroot, 0, uniform, nb, all, nbuf, mytot);
     }
     coll_scatterv(&pc->cn, 0, nbuf, mb, md, piece, mybytes);
     free(all);
@@ -395,25 +397,11 @@ void hier_allgatherv(pmpi_comm_t *pc, const void *piece, const size_t *bytes, vo
     if (leader) {
         /* The node's pieces land in the leader's whole at the node's place; the leaders then fill
          * in the other nodes' blocks around it. */
-        int myk = pc->leader_rank[me];
-        size_t *off = hier_alloc((size_t)N * sizeof(size_t));
-        prefix(nb, N, off);
-        coll_gatherv(&pc->cn, 0, piece, bytes[me], all + off[myk], mb, md);
-        if (total <= INT_MAX) { /* (every rank knows every count) */
-            int *cnt = hier_alloc(2 * (size_t)N * sizeof(int)), *dsp = cnt + N;
-            leaders_layout(pc, nb, cnt, dsp);
-            PMPI_AWAY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, cnt, dsp, MPI_BYTE, pc->leaders_comm));
-            free(cnt);
-        } else {
-            char **sp = hier_alloc(2 * (size_t)N * sizeof(char *)), **rp = sp + N;
-            size_t *sb = hier_alloc((size_t)N * sizeof(size_t));
-            for (int k = 0; k < N; k++)
-                sp[k] = all + off[myk], sb[k] = nb[myk], rp[k] = all + off[k];
-            lead_exchange(pc, sp, sb, rp, nb);
-            free(sp);
-            free(sb);
-        }
-        free(off);
+        int *cnt = hier_alloc(2 * (size_t)N * sizeof(int)), *dsp = cnt + N;
+        leaders_layout(pc, nb, cnt, dsp);
+        coll_gatherv(&pc->cn, 0, piece, bytes[me], all + dsp[pc->leader_rank[me]], mb, md);
+        PMPI_AWAY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, cnt, dsp, MPI_BYTE, pc->leaders_comm));
+        free(cnt);
     } else {
         coll_gatherv(&pc->cn, 0, piece, bytes[me], NULL, mb, md);
     }
@@ -447,46 +435,30 @@ void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out)
         memcpy((char *)out + (size_t)pc->node_ranks[i] * b, src[i] + (size_t)me * b, b);
     /* 3. The leader packs the off-node blocks per node pair straight from the node mates' buffers,
      * [destination j of node k][source i of mine], and the leaders exchange them. */
-    size_t *rdsp = hier_alloc((size_t)N * sizeof(size_t));
-    for (size_t k = 0, off = 0; k < (size_t)N; k++) {
+    int *rdsp = hier_alloc((size_t)N * sizeof(int));
+    for (int k = 0, off = 0; k < N; k++) {
         rdsp[k] = off;
-        off += (int)k == myk ? 0 : (size_t)ns * (size_t)pc->node_count[k] * b;
+        off = k == myk ? off : icount((size_t)off + (size_t)ns * (size_t)pc->node_count[k] * b);
     }
     uint64_t rptr = 0;
     char *rbuf = NULL;
     if (leader) {
-        size_t *sd = hier_alloc(3 * (size_t)N * sizeof(size_t)), *sc = sd + N, *rc = sc + N;
+        int *scnt = hier_alloc(3 * (size_t)N * sizeof(int)), *sdsp = scnt + N, *rcnt = sdsp + N;
         size_t far = (size_t)(n - ns) * (size_t)ns * b, off = 0;
         char *sbuf = hier_alloc(far);
         rbuf = hier_alloc(far);
         for (int k = 0; k < N; k++) {
-            sd[k] = off;
-            rc[k] = k == myk ? 0 : (size_t)ns * (size_t)pc->node_count[k] * b;
+            sdsp[k] = icount(off);
+            rcnt[k] = k == myk ? 0 : icount((size_t)ns * (size_t)pc->node_count[k] * b);
             if (k != myk)
                 for (int p = pc->node_first[k]; p < pc->node_first[k] + pc->node_count[k]; p++)
                     for (int i = 0; i < ns; i++, off += b)
                         memcpy(sbuf + off, src[i] + (size_t)pc->by_pos[p] * b, b);
-            sc[k] = off - sd[k];
+            scnt[k] = icount(off - (size_t)sdsp[k]);
         }
-        /* The MPI's Alltoallv while the whole call's bytes fit an int (every rank knows n and b);
-         * past that lead_exchange, which takes any size. */
-        if ((uint64_t)n * (uint64_t)n * b <= INT_MAX) {
-            int *ic = hier_alloc(4 * (size_t)N * sizeof(int));
-            for (int k = 0; k < N; k++)
-                ic[k] = icount(sc[k]), ic[N + k] = icount(sd[k]), ic[2 * N + k] = icount(rc[k]),
-                ic[3 * N + k] = icount(rdsp[k]);
-            PMPI_AWAY(PMPI_Alltoallv(sbuf, ic, ic + N, MPI_BYTE, rbuf, ic + 2 * N, ic + 3 * N, MPI_BYTE,
-                                     pc->leaders_comm));
-            free(ic);
-        } else {
-            char **sp = hier_alloc(2 * (size_t)N * sizeof(char *)), **rp = sp + N;
-            for (int k = 0; k < N; k++)
-                sp[k] = sbuf + sd[k], rp[k] = rbuf + rdsp[k];
-            lead_exchange(pc, sp, sc, rp, rc);
-            free(sp);
-        }
+        PMPI_AWAY(PMPI_Alltoallv(sbuf, scnt, sdsp, MPI_BYTE, rbuf, rcnt, rdsp, MPI_BYTE, pc->leaders_comm));
         free(sbuf);
-        free(sd);
+        free(scnt);
         rptr = (uint64_t)(uintptr_t)rbuf;
     }
     /* 4. Every rank reads its off-node blocks from the leader's receive buffer: from node m,

@@ -323,6 +323,17 @@ static void lead_types_free(struct lead *L)
     L->types = NULL;
 }
 
+/* Every leaders' block empty (MPI_BYTE, count 0) until the start names its own; the types of a
+ * persistent call's previous start are gone already (its finish freed them). */
+static void lead_prepare(lead_t *L)
+{
+    lead_types_free(L);
+    L->types = xmalloc(2 * (size_t)L->nn * sizeof(MPI_Datatype));
+    for (int i = 0; i < 2 * L->nn; i++)
+        L->types[i] = MPI_BYTE;
+    memset(L->cnt, 0, 4 * (size_t)L->nn * sizeof(int));
+}
+
 static int a2av_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
 {
     lead_t *L = ((nbv_t *)st)->L;
@@ -336,8 +347,8 @@ static int a2av_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI
                 copy_bytes(at_of(tj[2 * n + qi], base, j), at_of(ti[qj], base, i), b);
         }
     int *sc = L->cnt, *sd = sc + nn, *rc = sd + nn, *rd = rc + nn;
-    lead_types_free(L); /* (a persistent call's previous start: its finish freed them already) */
-    MPI_Datatype *ty = L->types = xmalloc(2 * (size_t)nn * sizeof(MPI_Datatype));
+    lead_prepare(L);
+    MPI_Datatype *ty = L->types;
     size_t so = 0, ro = 0;
     for (int k = 0; k < nn; k++) {
         size_t a = 0, b = 0;
@@ -438,16 +449,6 @@ static size_t rooted_my_node(const lead_t *L, const uint64_t *tabs)
     return o;
 }
 
-/* Every leaders' block empty (MPI_BYTE, count 0) until the start names its own. */
-static void rooted_prepare(lead_t *L)
-{
-    lead_types_free(L); /* (a persistent call's previous start) */
-    L->types = xmalloc(2 * (size_t)L->nn * sizeof(MPI_Datatype));
-    for (int i = 0; i < 2 * L->nn; i++)
-        L->types[i] = MPI_BYTE;
-    memset(L->cnt, 0, 4 * (size_t)L->nn * sizeof(int));
-}
-
 /* The leaders' MPI_Ialltoallw (a side without data points its buffer at the counts: never read). */
 static int rooted_call(lead_t *L, MPI_Comm lcomm, MPI_Request *real)
 {
@@ -488,7 +489,7 @@ static void mates_pack(const lead_t *L, const uint64_t *tabs, const uintptr_t *b
 static int gatherv_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
 {
     lead_t *L = ((nbv_t *)st)->L;
-    rooted_prepare(L);
+    lead_prepare(L);
     if (L->ri >= 0) {
         L->R = xmalloc(rooted_root_node(L, tabs, base, 1));
     } else {
@@ -516,7 +517,7 @@ static void rooted_finish(void *st, const uint64_t *tabs, const uintptr_t *base)
 static int scatterv_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
 {
     lead_t *L = ((nbv_t *)st)->L;
-    rooted_prepare(L);
+    lead_prepare(L);
     if (L->ri >= 0) {
         L->S = xmalloc(rooted_root_node(L, tabs, base, 0));
         rooted_pack(L, tabs, base, L->S, 0);

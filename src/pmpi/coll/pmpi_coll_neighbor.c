@@ -952,8 +952,7 @@ BOBCAT_EXPORT int MPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count 
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
                     .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = pc_vec_count(recvcounts),
-                                                                                                   .rdispw = rdispls,
-                                                                                                   .rtypes = recvtypes};
+                    .rdispw = rdispls, .rtypes = recvtypes};
     MPI_Request *request = NULL;
     NBR_CALL(&st_a2aw, 0, PMPI_AWAY(PMPI_Neighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                                                               recvcounts, rdispls, recvtypes, comm)));
@@ -967,8 +966,7 @@ BOBCAT_EXPORT int MPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
                     .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = pc_vec_count(recvcounts),
-                                                                                                   .rdispw = rdispls,
-                                                                                                   .rtypes = recvtypes};
+                    .rdispw = rdispls, .rtypes = recvtypes};
     NBR_CALL(&st_ia2aw, 1, PMPI_Ineighbor_alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
                                                       rdispls, recvtypes, comm, request));
 }
@@ -982,8 +980,7 @@ BOBCAT_EXPORT int MPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_C
     PMPI_GUARD();
     nbr_args_t a = {.kind = K_A2AW, .sbuf = sendbuf, .scounts = pc_vec_count(sendcounts),
                     .sdispw = sdispls, .stypes = sendtypes, .rbuf = recvbuf, .rcounts = pc_vec_count(recvcounts),
-                                                                                                   .rdispw = rdispls,
-                                                                                                   .rtypes = recvtypes};
+                    .rdispw = rdispls, .rtypes = recvtypes};
     if (npers_init(&st_ia2aw, &a, comm, request))
         return MPI_SUCCESS;
     return PMPI_Neighbor_alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
