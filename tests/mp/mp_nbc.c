@@ -13,7 +13,8 @@
  * with Testsome and with Waitall; two communicators whose calls ranks start in opposite orders;
  * arrays that mix a nonblocking collective with bobcat's point-to-point requests and real-MPI
  * requests (MPI_Comm_idup's, and an Ibarrier on the communicator it made, which bobcat leaves to
- * the real MPI); one user datatype freed right after the start. MPI 4.0 persistent collectives
+ * the real MPI); one user datatype freed right after the start; the same small Iallreduce and
+ * Ibarrier many times, and on a communicator made after one was freed. MPI 4.0 persistent collectives
  * (MPICH, and Open MPI 4.1 as MPIX_: mp_pcoll.h): six requests restarted 60 times with new data,
  * one by one and with MPI_Startall; across nodes, Reduce/Allreduce/Scan on a fresh communicator,
  * and inits (Alltoallv and Allgatherv ones too) that wait for their turn behind a nonblocking
@@ -436,6 +437,80 @@ static void case_many(MPI_Comm comm, const char *cn, int how)
         bad += bc[i] != i * 5;
     CHECK(!bad, "%s: %d calls in flight completed by %d: %d wrong", cn, MANY + 2, how, bad);
     dig("many", out, sizeof out);
+}
+
+/* The same small Iallreduce and Ibarrier over and over (bobcat's lean calls: pmpi_coll_nb.c): in
+ * place and not, buffers on the heap, the stack and static data, several in flight and completed
+ * out of order, another call's shape in between; then on a communicator freed and remade (MPICH
+ * hands the new one the old one's handle), whose calls must run on the new ring, not the old. */
+static double lean_static[40][6];
+static void case_lean(MPI_Comm comm, const char *cn)
+{
+    int n, me;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &me);
+    double stack[40][6], (*heap)[6] = malloc(40 * sizeof *heap);
+    double (*in[3])[6] = {heap, stack, lean_static};
+    double out[40][6];
+    MPI_Request r[40];
+    int bad = 0;
+    for (int round = 0; round < 40; round++) {
+        double *x = in[round % 3][round];
+        for (int i = 0; i < 6; i++)
+            x[i] = dv(me, (size_t)i, round);
+        if (round % 4 == 1) {
+            memcpy(out[round], x, sizeof out[round]);
+            MPI_Iallreduce(MPI_IN_PLACE, out[round], 6, MPI_DOUBLE, MPI_SUM, comm, &r[round]);
+        } else {
+            MPI_Iallreduce(x, out[round], 6, MPI_DOUBLE, MPI_SUM, comm, &r[round]);
+        }
+        if (round % 5 == 4) { /* another shape in between, and a barrier */
+            int a = me, b = 0;
+            MPI_Request q[2];
+            MPI_Iallreduce(&a, &b, 1, MPI_INT, MPI_MAX, comm, &q[0]);
+            MPI_Ibarrier(comm, &q[1]);
+            MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+            bad += b != n - 1;
+        }
+        if (round % 10 == 9) /* ten in flight (more than a ring holds), completed last first */
+            for (int j = round; j > round - 10; j--)
+                wait_one(&r[j]);
+    }
+    for (int round = 0; round < 40; round++)
+        for (int i = 0; i < 6; i++) {
+            double want = 0;
+            for (int q = 0; q < n; q++)
+                want += dv(q, (size_t)i, round);
+            bad += out[round][i] != want;
+        }
+    CHECK(!bad, "%s: the same small Iallreduce 40 times: %d wrong", cn, bad);
+    dig("lean", out, sizeof out);
+    free(heap);
+    /* freed and remade: the second communicator has a rank fewer (two ranks: the same, reversed) */
+    MPI_Comm a, b;
+    MPI_Comm_dup(comm, &a);
+    int one = 1, sum = 0;
+    for (int i = 0; i < 3; i++) {
+        MPI_Request q[2];
+        MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, a, &q[0]);
+        MPI_Ibarrier(a, &q[1]);
+        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+        CHECK(sum == n, "%s: Iallreduce on a dup: %d, want %d", cn, sum, n);
+    }
+    MPI_Comm_free(&a);
+    MPI_Comm_split(comm, n > 2 && me == n - 1 ? MPI_UNDEFINED : 0, n - me, &b);
+    if (b == MPI_COMM_NULL)
+        return;
+    int bn;
+    MPI_Comm_size(b, &bn);
+    for (int i = 0; i < 3; i++) {
+        MPI_Request q[2];
+        MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, b, &q[0]);
+        MPI_Ibarrier(b, &q[1]);
+        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+        CHECK(sum == bn, "%s: Iallreduce on a communicator made after one was freed: %d, want %d", cn, sum, bn);
+    }
+    MPI_Comm_free(&b);
 }
 
 /* Two communicators, calls started in opposite orders on even and odd ranks. */
@@ -1211,6 +1286,7 @@ static void run_comm(MPI_Comm comm, const char *cn)
     }
     for (int how = 0; how < 4; how++)
         case_many(comm, cn, how);
+    case_lean(comm, cn);
     case_two_comms(comm, cn);
     case_mixed(comm, cn);
     case_persistent(comm, cn);

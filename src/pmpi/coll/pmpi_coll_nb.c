@@ -173,11 +173,14 @@ static void nb_deactivate(nb_comm_t *nc)
     nc->active = 0;
 }
 
+static void lean_forget(const struct nb_comm *nc);
+
 static void nb_comm_free(p2p_comm_t *c)
 {
     nb_comm_t *nc = c->nb;
     /* Its requests pinned the entry, so none is in flight: it is not on the active list. */
     nb_deactivate(nc);
+    lean_forget(nc);
     p2p_ext_pending = active_head != NULL;
     free(nc->base);
     free(nc);
@@ -573,7 +576,107 @@ static void nb_release(p2p_req_t *r)
         free(q);
 }
 
-static const p2p_ext_ops_t nb_ops = {nb_test, nb_release, NULL};
+/* The call's own group alone (a call across nodes needs the full pass: its leaders' phase). */
+static int nb_poll(p2p_req_t *r)
+{
+    nb_req_t *q = r->ext;
+    return !q->hier && (q->local_done || coll_nb_test(&q->c));
+}
+
+static const p2p_ext_ops_t nb_ops = {nb_test, nb_release, NULL, nb_poll};
+
+/* ---- lean calls ------------------------------------------------------------------------------ */
+
+/* A barrier, or an allreduce small enough to travel in the slots with a predefined op on a named
+ * type, on the node: the commonest nonblocking calls, and ones whose whole work is a slot each way,
+ * so the general request (nb_req_t: staging, datatypes held, leaders' phases) was most of their
+ * time. Their state is the ring call alone, from a list of their own; nothing to stage, hold or
+ * unstage. A call is lean when its arguments are the same as an earlier call's that the general
+ * path found so (lean_red, lean_bar: every input of that decision but the buffers, which a lean
+ * call checks itself), so the general path stays the one place that decides what runs here. */
+typedef struct lean {
+    coll_nb_t c;
+    struct lean *next;
+} lean_t;
+static lean_t *lean_list;
+
+static struct {
+    nb_comm_t *nc; /* NULL: none */
+    MPI_Comm comm;
+    int count;
+    MPI_Datatype dt;
+    MPI_Op op;
+    coll_op_t cop;
+    size_t n, span;
+} lean_red;
+static struct {
+    nb_comm_t *nc;
+    MPI_Comm comm;
+} lean_bar;
+
+static void lean_forget(const nb_comm_t *nc)
+{
+    if (lean_red.nc == nc)
+        lean_red.nc = NULL;
+    if (lean_bar.nc == nc)
+        lean_bar.nc = NULL;
+}
+
+static int lean_poll(p2p_req_t *r)
+{
+    lean_t *l = r->ext;
+    return l->c.complete || coll_nb_test(&l->c);
+}
+
+static int lean_test(p2p_req_t *r, int *err_p)
+{
+    *err_p = MPI_SUCCESS;
+    return lean_poll(r);
+}
+
+static void lean_release(p2p_req_t *r)
+{
+    lean_t *l = r->ext;
+    if (!l->c.complete)
+        return; /* freed before completion (erroneous): its ring call may still be read, so it stays */
+    l->next = lean_list;
+    lean_list = l;
+}
+
+static const p2p_ext_ops_t lean_ops = {lean_test, lean_release, NULL, lean_poll};
+
+/* Publish first (the peers wait for that), then the request. */
+static void lean_start(nb_comm_t *nc, coll_nb_kind_t kind, const void *sbuf, void *rbuf, MPI_Comm comm,
+                      MPI_Request *req)
+{
+    lean_t *l = lean_list;
+    if (l)
+        lean_list = l->next;
+    else
+        l = util_alloc_or_die(sizeof *l, "a nonblocking collective");
+    l->c.g = &nc->g;
+    l->c.kind = kind;
+    l->c.hold = 0;
+    if (kind == COLL_NB_ALLREDUCE) {
+        l->c.op = lean_red.cop;
+        l->c.count = lean_red.n;
+        l->c.sbuf = sbuf;
+        l->c.rbuf = rbuf;
+        l->c.inl = 1;
+    }
+    coll_nb_start(&l->c);
+    p2p_req_t *r = p2p_req_new();
+    if (!r) {
+        util_error("out of bobcat requests for a nonblocking collective");
+        abort();
+    }
+    r->kind = P2P_K_EXT;
+    r->ext_ops = &lean_ops;
+    r->ext = l;
+    r->comm = comm;
+    *req = p2p_handle_of(r);
+    nb_activate(nc);
+}
 
 /* A cleared state. Through the C library's memset, not an inline one: GCC clears a struct of a
  * known size with `rep stos`, whose start-up cost on the AMD VMs measured here (about 40 cycles for
@@ -842,6 +945,11 @@ static int nothing_to_move(nb_req_t *q, pmpi_stat_t *st, MPI_Comm comm, MPI_Requ
 BOBCAT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
 {
     PMPI_GUARD();
+    if (comm == lean_bar.comm && lean_bar.nc && !nb_channel && !nb_pers) {
+        lean_start(lean_bar.nc, COLL_NB_BARRIER, NULL, NULL, comm, req);
+        pmpi_stat_path(&st_ibarrier, PMPI_PATH_INPLACE, 0, 0); /* (after: the peers wait for the start) */
+        return MPI_SUCCESS;
+    }
     pmpi_comm_t *pc;
     pmpi_why_t why;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
@@ -857,9 +965,15 @@ BOBCAT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
         pmpi_real_requests = 1;
         return PMPI_Ibarrier(comm, req);
     }
+    pmpi_stat_path(&st_ibarrier, PMPI_PATH_INPLACE, 0, 0);
+    if (!nb_channel && !nb_pers) {
+        lean_bar.comm = comm;
+        lean_bar.nc = nc;
+        lean_start(nc, COLL_NB_BARRIER, NULL, NULL, comm, req);
+        return MPI_SUCCESS;
+    }
     nb_req_t *q = req_new();
     start(q, nc, COLL_NB_BARRIER);
-    pmpi_stat_path(&st_ibarrier, PMPI_PATH_INPLACE, 0, 0);
     return req_out(q, comm, req);
 }
 
@@ -1257,8 +1371,22 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
         default: return PMPI_Iexscan(sbuf, rbuf, count, dt, op, comm, req);
         }
     }
-    nb_req_t *q = req_new();
     size_t span = coll_span(&cop, n);
+    if (kind == COLL_NB_ALLREDUCE && n && !nb_channel && !nb_pers && pc_op_lasting(&cop, dt) &&
+        coll_nb_inlines(&nc->g, kind, 0, span)) {
+        lean_red.comm = comm;
+        lean_red.count = count;
+        lean_red.dt = dt;
+        lean_red.op = op;
+        lean_red.cop = cop;
+        lean_red.n = n;
+        lean_red.span = span;
+        lean_red.nc = nc;
+        pmpi_stat_path(st, PMPI_PATH_INPLACE, span, A_INLINE);
+        lean_start(nc, kind, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, comm, req);
+        return MPI_SUCCESS;
+    }
+    nb_req_t *q = req_new();
     if (!n)
         return nothing_to_move(q, st, comm, req);
     q->c.op = *op_keep(q, &cop);
@@ -1293,6 +1421,12 @@ BOBCAT_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Da
                                  MPI_Request *req)
 {
     PMPI_GUARD();
+    if (comm == lean_red.comm && count == lean_red.count && dt == lean_red.dt && op == lean_red.op && lean_red.nc &&
+        !nb_channel && !nb_pers && sbuf != rbuf) {
+        lean_start(lean_red.nc, COLL_NB_ALLREDUCE, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, comm, req);
+        pmpi_stat_path(&st_iallreduce, PMPI_PATH_INPLACE, lean_red.span, A_INLINE); /* (after: as Ibarrier) */
+        return MPI_SUCCESS;
+    }
     return ireduce_any(COLL_NB_ALLREDUCE, &st_iallreduce, sbuf, rbuf, count, dt, op, 0, comm, req);
 }
 
@@ -2126,7 +2260,7 @@ static void pcoll_release(p2p_req_t *r)
     pers_maybe_free(p);
 }
 
-static const p2p_ext_ops_t pcoll_ops = {NULL, pcoll_release, pcoll_start};
+static const p2p_ext_ops_t pcoll_ops = {NULL, pcoll_release, pcoll_start, NULL};
 
 /* ---- ... across nodes: the leaders' phase ---- */
 

@@ -392,7 +392,7 @@ static void ext_release(p2p_req_t *r)
     free(op);
 }
 
-static const p2p_ext_ops_t nbr_ops = {ext_test, ext_release, NULL};
+static const p2p_ext_ops_t nbr_ops = {ext_test, ext_release, NULL, NULL};
 
 /* A nonblocking call: started, handed out as a request of bobcat's. */
 static int run_nonblocking(pmpi_stat_t *st, const nbr_t *nb, MPI_Comm sh, const nbr_args_t *a, MPI_Comm comm,
@@ -462,7 +462,7 @@ static void npers_release(p2p_req_t *r)
     free(p);
 }
 
-static const p2p_ext_ops_t npers_ops = {NULL, npers_release, npers_start};
+static const p2p_ext_ops_t npers_ops = {NULL, npers_release, npers_start, NULL};
 
 /* The tag bound of the MPI's messages (off-node blocks travel through it). */
 static int tag_ub(void)

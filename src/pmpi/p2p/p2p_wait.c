@@ -48,6 +48,26 @@ static inline int has_mine(int n, const MPI_Request *reqs)
     return 0;
 }
 
+/* Quick: a request of another room that can look at itself alone (a nonblocking collective on the
+ * node, p2p.h) is polled directly, up to `polls` times, before the full progress pass. Once it
+ * completes there, the call returns without that pass: the time from the peers' last word to the
+ * return is the room's own test (docs/benchmarks.md, "Nonblocking collectives"). The full pass
+ * still runs on every eighth such call and whenever the request is not complete within those polls,
+ * so nothing else waits on it for long. */
+static int quick(p2p_req_t *r, unsigned polls)
+{
+    static unsigned calls;
+    if (r->kind != P2P_K_EXT || !r->ext_ops->poll || (++calls & 7) == 0)
+        return 0;
+    for (unsigned i = 0;; i++) {
+        if (r->ext_ops->poll(r))
+            return 1;
+        if (i + 1 >= polls)
+            return 0;
+        util_poll_pause();
+    }
+}
+
 BOBCAT_EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 {
     PMPI_GUARD();
@@ -58,7 +78,8 @@ BOBCAT_EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
         return PMPI_Test(req, flag, st);
     }
     int err;
-    p2p_progress();
+    if (!quick(r, 1))
+        p2p_progress();
     *flag = p2p_req_test(r, st, &err);
     if (*flag) {
         MPI_Comm comm = req_comm(r);
@@ -86,9 +107,11 @@ BOBCAT_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *st)
         }
     }
     unsigned spins = 0;
-    int err;
+    int err, ready = quick(r, pmpi_layer.spin > 0 ? (unsigned)pmpi_layer.spin : 16);
     for (;;) {
-        p2p_progress();
+        if (!ready)
+            p2p_progress();
+        ready = 0;
         if (p2p_req_test(r, st, &err))
             break;
         p2p_poke_mpi();

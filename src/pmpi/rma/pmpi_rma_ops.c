@@ -509,7 +509,7 @@ static int done_test(p2p_req_t *r, int *err_p)
     return 1;
 }
 static void done_release(p2p_req_t *r) { (void)r; }
-static const p2p_ext_ops_t done_ops = {done_test, done_release, NULL};
+static const p2p_ext_ops_t done_ops = {done_test, done_release, NULL, NULL};
 
 /* A request that is already complete (the operation was done in the call). */
 static int done_request(rma_win_t *w, MPI_Request *req)
