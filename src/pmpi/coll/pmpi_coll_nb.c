@@ -645,9 +645,9 @@ static void lean_release(p2p_req_t *r)
 
 static const p2p_ext_ops_t lean_ops = {lean_test, lean_release, NULL, lean_poll};
 
-/* Publish first (the peers wait for that), then the request. */
-static void lean_start(nb_comm_t *nc, coll_nb_kind_t kind, const void *sbuf, void *rbuf, MPI_Comm comm,
-                      MPI_Request *req)
+/* Publish first (the peers wait for that), then the request. An allreduce's op and elements: cop, n. */
+static void lean_start(nb_comm_t *nc, coll_nb_kind_t kind, const coll_op_t *cop, size_t n, const void *sbuf,
+                       void *rbuf, MPI_Comm comm, MPI_Request *req)
 {
     lean_t *l = lean_list;
     if (l)
@@ -658,8 +658,8 @@ static void lean_start(nb_comm_t *nc, coll_nb_kind_t kind, const void *sbuf, voi
     l->c.kind = kind;
     l->c.hold = 0;
     if (kind == COLL_NB_ALLREDUCE) {
-        l->c.op = lean_red.cop;
-        l->c.count = lean_red.n;
+        l->c.op = *cop;
+        l->c.count = n;
         l->c.sbuf = sbuf;
         l->c.rbuf = rbuf;
         l->c.inl = 1;
@@ -946,7 +946,7 @@ BOBCAT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
 {
     PMPI_GUARD();
     if (comm == lean_bar.comm && lean_bar.nc && !nb_channel && !nb_pers) {
-        lean_start(lean_bar.nc, COLL_NB_BARRIER, NULL, NULL, comm, req);
+        lean_start(lean_bar.nc, COLL_NB_BARRIER, NULL, 0, NULL, NULL, comm, req);
         pmpi_stat_path(&st_ibarrier, PMPI_PATH_INPLACE, 0, 0); /* (after: the peers wait for the start) */
         return MPI_SUCCESS;
     }
@@ -969,7 +969,7 @@ BOBCAT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
     if (!nb_channel && !nb_pers) {
         lean_bar.comm = comm;
         lean_bar.nc = nc;
-        lean_start(nc, COLL_NB_BARRIER, NULL, NULL, comm, req);
+        lean_start(nc, COLL_NB_BARRIER, NULL, 0, NULL, NULL, comm, req);
         return MPI_SUCCESS;
     }
     nb_req_t *q = req_new();
@@ -1383,7 +1383,7 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
         lean_red.span = span;
         lean_red.nc = nc;
         pmpi_stat_path(st, PMPI_PATH_INPLACE, span, A_INLINE);
-        lean_start(nc, kind, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, comm, req);
+        lean_start(nc, kind, &cop, n, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, comm, req);
         return MPI_SUCCESS;
     }
     nb_req_t *q = req_new();
@@ -1423,7 +1423,8 @@ BOBCAT_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Da
     PMPI_GUARD();
     if (comm == lean_red.comm && count == lean_red.count && dt == lean_red.dt && op == lean_red.op && lean_red.nc &&
         !nb_channel && !nb_pers && sbuf != rbuf) {
-        lean_start(lean_red.nc, COLL_NB_ALLREDUCE, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf, comm, req);
+        lean_start(lean_red.nc, COLL_NB_ALLREDUCE, &lean_red.cop, lean_red.n, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf,
+                   comm, req);
         pmpi_stat_path(&st_iallreduce, PMPI_PATH_INPLACE, lean_red.span, A_INLINE); /* (after: as Ibarrier) */
         return MPI_SUCCESS;
     }
@@ -2138,6 +2139,12 @@ typedef struct pcoll {
      * request's on the other leaders whatever order ranks start requests in. */
     MPI_Comm vcomm;
     MPI_Request vdup;
+    /* On one node, a barrier, or an allreduce that travels in the slots with a predefined op on a
+     * named type: its starts are lean calls on its channel (lean: 0 not known until the first
+     * start, 1 yes, -1 no; lean_op, lean_n, lean_span as red_args found them). */
+    int lean;
+    coll_op_t lean_op;
+    size_t lean_n, lean_span;
 } pcoll_t;
 
 static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner);
@@ -2167,8 +2174,43 @@ static int pcoll_start(p2p_req_t *r, MPI_Request *inner)
     return rc;
 }
 
+/* Whether a persistent collective's starts are lean calls (pcoll_t), decided at its first start from
+ * what the general path would decide then (its arguments never change). */
+static int pcoll_lean(pcoll_t *p)
+{
+    if (p->lean)
+        return p->lean > 0;
+    p->lean = -1;
+    if (p->hier || !p->chan || pc_knobs.nbc == PC_MPI)
+        return 0;
+    if (p->kind == COLL_NB_BARRIER) {
+        p->lean = 1;
+    } else if (p->kind == COLL_NB_ALLREDUCE && p->sbuf != p->rbuf) {
+        pmpi_why_t why;
+        size_t n = 0;
+        if (red_args(p->rcount, p->rdt, p->op, &p->lean_op, &n, &why) == 0 && n &&
+            pc_op_lasting(&p->lean_op, p->rdt) &&
+            coll_nb_inlines(&p->chan->g, COLL_NB_ALLREDUCE, 0, coll_span(&p->lean_op, n))) {
+            p->lean_n = n;
+            p->lean_span = coll_span(&p->lean_op, n);
+            p->lean = 1;
+        }
+    }
+    return p->lean > 0;
+}
+
 static int pcoll_start_on(pcoll_t *p, MPI_Comm comm, MPI_Request *inner)
 {
+    if (pcoll_lean(p)) { /* (each start only publishes: its plan is the init's) */
+        int red = p->kind == COLL_NB_ALLREDUCE;
+        lean_start(p->chan, p->kind, red ? &p->lean_op : NULL, p->lean_n,
+                   red ? (p->sbuf == MPI_IN_PLACE ? p->rbuf : p->sbuf) : NULL, p->rbuf, comm, inner);
+        if (red)
+            pmpi_stat_path(&st_iallreduce, PMPI_PATH_INPLACE, p->lean_span, A_INLINE);
+        else
+            pmpi_stat_path(&st_ibarrier, PMPI_PATH_INPLACE, 0, 0);
+        return MPI_SUCCESS;
+    }
     switch (p->kind) {
     case COLL_NB_BARRIER: return MPI_Ibarrier(comm, inner);
     case COLL_NB_BCAST: return MPI_Ibcast(p->rbuf, p->rcount, p->rdt, p->root, comm, inner);

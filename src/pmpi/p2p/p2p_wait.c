@@ -49,7 +49,8 @@ static inline int has_mine(int n, const MPI_Request *reqs)
 }
 
 /* Quick: a request of another room that can look at itself alone (a nonblocking collective on the
- * node, p2p.h) is polled directly, up to `polls` times, before the full progress pass. Once it
+ * node, p2p.h), or the one a persistent request started, is polled directly, up to `polls` times,
+ * before the full progress pass. Once it
  * completes there, the call returns without that pass: the time from the peers' last word to the
  * return is the room's own test (docs/benchmarks.md, "Nonblocking collectives"). The full pass
  * still runs on every eighth such call and whenever the request is not complete within those polls,
@@ -57,7 +58,9 @@ static inline int has_mine(int n, const MPI_Request *reqs)
 static int quick(p2p_req_t *r, unsigned polls)
 {
     static unsigned calls;
-    if (r->kind != P2P_K_EXT || !r->ext_ops->poll || (++calls & 7) == 0)
+    if (r->kind == P2P_K_PERSIST) /* (a persistent collective: its started call) */
+        r = r->active && !r->st_valid ? p2p_req_of(r->inner) : NULL;
+    if (!r || r->kind != P2P_K_EXT || !r->ext_ops->poll || (++calls & 7) == 0)
         return 0;
     for (unsigned i = 0;; i++) {
         if (r->ext_ops->poll(r))
