@@ -727,9 +727,27 @@ void coll_nb_set_area(coll_nb_group_t *g, char *area)
     coll_nb_progress(g);
 }
 
+/* A call alone in its group that needs only every rank's publication and its own inline unit (an
+ * inline Allreduce, a barrier: the MPI layer's lean calls) completes here by the same steps as in
+ * coll_nb_progress (advance, completion, the watermark), without its general walk. */
 int coll_nb_test(coll_nb_t *c)
 {
-    if (!c->complete)
-        coll_nb_progress(c->g);
+    if (c->complete)
+        return 1;
+    coll_nb_group_t *g = c->g;
+    if (g->head == c && !c->next && c->published &&
+        (c->kind == COLL_NB_BARRIER || (c->kind == COLL_NB_ALLREDUCE && c->inl))) {
+        if (!all_published(c))
+            return 0;
+        if (!c->mine_done) {
+            unit(c, g->rank);
+            c->mine_done = 1;
+        }
+        c->complete = 1;
+        g->head = g->tail = NULL;
+        store_wm(g);
+        return 1;
+    }
+    coll_nb_progress(g);
     return c->complete;
 }
