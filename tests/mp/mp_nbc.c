@@ -443,6 +443,20 @@ static void case_many(MPI_Comm comm, const char *cn, int how)
  * place and not, buffers on the heap, the stack and static data, several in flight and completed
  * out of order, another call's shape in between; then on a communicator freed and remade (MPICH
  * hands the new one the old one's handle), whose calls must run on the new ring, not the old. */
+/* Three times an Iallreduce counting the ranks and an Ibarrier on c, completed together. */
+static void lean_count(MPI_Comm c, const char *cn, const char *what)
+{
+    int n, one = 1, sum = 0;
+    MPI_Comm_size(c, &n);
+    for (int i = 0; i < 3; i++) {
+        MPI_Request q[2];
+        MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c, &q[0]);
+        MPI_Ibarrier(c, &q[1]);
+        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+        CHECK(sum == n, "%s: Iallreduce on %s: %d, want %d", cn, what, sum, n);
+    }
+}
+
 static double lean_static[40][6];
 static void case_lean(MPI_Comm comm, const char *cn)
 {
@@ -489,27 +503,12 @@ static void case_lean(MPI_Comm comm, const char *cn)
     /* freed and remade: the second communicator has a rank fewer (two ranks: the same, reversed) */
     MPI_Comm a, b;
     MPI_Comm_dup(comm, &a);
-    int one = 1, sum = 0;
-    for (int i = 0; i < 3; i++) {
-        MPI_Request q[2];
-        MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, a, &q[0]);
-        MPI_Ibarrier(a, &q[1]);
-        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
-        CHECK(sum == n, "%s: Iallreduce on a dup: %d, want %d", cn, sum, n);
-    }
+    lean_count(a, cn, "a dup");
     MPI_Comm_free(&a);
     MPI_Comm_split(comm, n > 2 && me == n - 1 ? MPI_UNDEFINED : 0, n - me, &b);
     if (b == MPI_COMM_NULL)
         return;
-    int bn;
-    MPI_Comm_size(b, &bn);
-    for (int i = 0; i < 3; i++) {
-        MPI_Request q[2];
-        MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, b, &q[0]);
-        MPI_Ibarrier(b, &q[1]);
-        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
-        CHECK(sum == bn, "%s: Iallreduce on a communicator made after one was freed: %d, want %d", cn, sum, bn);
-    }
+    lean_count(b, cn, "a communicator made after one was freed");
     MPI_Comm_free(&b);
 }
 

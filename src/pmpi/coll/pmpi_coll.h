@@ -97,10 +97,10 @@ static inline MPI_Datatype pc_op_base(const coll_op_t *op)
  * call that lets go (pc_op_let_go). Nothing for coll/'s own loops (predefined op and base type).
  * pc_op_ref/pc_op_unref: the op handle alone (persistent requests). */
 void pc_op_keep(const coll_op_t *op);
+void pc_op_let_go(const coll_op_t *op);
 /* A predefined op on a named type (pc_op's table): nothing the program can free, so the same
  * handles later describe the same op. */
 int pc_op_lasting(const coll_op_t *op, MPI_Datatype dt);
-void pc_op_let_go(const coll_op_t *op);
 void pc_op_ref(MPI_Op op);
 void pc_op_unref(MPI_Op op);
 

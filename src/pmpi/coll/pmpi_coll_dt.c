@@ -386,9 +386,9 @@ static void op_refs(const coll_op_t *op_p, int keep)
 }
 
 void pc_op_keep(const coll_op_t *op_p) { op_refs(op_p, 1); }
+void pc_op_let_go(const coll_op_t *op_p) { op_refs(op_p, 0); }
 
 int pc_op_lasting(const coll_op_t *op_p, MPI_Datatype dt) { return op_p->fn != reduce_local && map_find(dt) >= 0; }
-void pc_op_let_go(const coll_op_t *op_p) { op_refs(op_p, 0); }
 
 void pc_pack(const void *ubuf, MPI_Count count, MPI_Datatype dt, const pc_dt_t *d, void *bytes)
 {

@@ -587,6 +587,21 @@ static int nb_poll(p2p_req_t *r)
 
 static const p2p_ext_ops_t nb_ops = {nb_test, nb_release, NULL, nb_poll};
 
+/* A request of bobcat's for a call of this file's (ops and its state). */
+static MPI_Request ext_request(const p2p_ext_ops_t *ops, void *ext, MPI_Comm comm)
+{
+    p2p_req_t *r = p2p_req_new();
+    if (!r) {
+        util_error("out of bobcat requests for a nonblocking collective");
+        abort();
+    }
+    r->kind = P2P_K_EXT;
+    r->ext_ops = ops;
+    r->ext = ext;
+    r->comm = comm;
+    return p2p_handle_of(r);
+}
+
 /* ---- lean calls ------------------------------------------------------------------------------ */
 
 /* A barrier, or an allreduce small enough to travel in the slots with a predefined op on a named
@@ -670,16 +685,7 @@ static void lean_start(nb_comm_t *nc, coll_nb_kind_t kind, const coll_op_t *cop,
         l->c.sbuf = sbuf;
         l->c.rbuf = rbuf;
     }
-    p2p_req_t *r = p2p_req_new();
-    if (!r) {
-        util_error("out of bobcat requests for a nonblocking collective");
-        abort();
-    }
-    r->kind = P2P_K_EXT;
-    r->ext_ops = &lean_ops;
-    r->ext = l;
-    r->comm = comm;
-    *req = p2p_handle_of(r);
+    *req = ext_request(&lean_ops, l, comm);
     nb_activate(nc);
     coll_nb_start(&l->c);
 }
@@ -706,16 +712,7 @@ static nb_req_t *req_new(void)
  * start()). */
 static int req_out(nb_req_t *q, MPI_Comm comm, MPI_Request *req)
 {
-    p2p_req_t *r = p2p_req_new();
-    if (!r) {
-        util_error("out of bobcat requests for a nonblocking collective");
-        abort();
-    }
-    r->kind = P2P_K_EXT;
-    r->ext_ops = &nb_ops;
-    r->ext = q;
-    r->comm = comm;
-    *req = p2p_handle_of(r);
+    *req = ext_request(&nb_ops, q, comm);
     if (!q->local_done && !q->hier)
         nb_activate(q->nc);
     if (q->unstarted) {

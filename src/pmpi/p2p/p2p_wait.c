@@ -50,11 +50,10 @@ static inline int has_mine(int n, const MPI_Request *reqs)
 
 /* Quick: a request of another room that can look at itself alone (a nonblocking collective on the
  * node, p2p.h), or the one a persistent request started, is polled directly, up to `polls` times,
- * before the full progress pass. Once it
- * completes there, the call returns without that pass: the time from the peers' last word to the
- * return is the room's own test (docs/benchmarks.md, "Nonblocking collectives"). The full pass
- * still runs on every eighth such call and whenever the request is not complete within those polls,
- * so nothing else waits on it for long. */
+ * before the full progress pass. Once it completes there, the call returns without that pass: the
+ * time from the peers' last word to the return is the room's own test (docs/benchmarks.md,
+ * "Nonblocking collectives"). The full pass still runs on every eighth such call and whenever the
+ * request is not complete within those polls, so nothing else waits on it for long. */
 static int quick(p2p_req_t *r, unsigned polls)
 {
     static unsigned calls;
