@@ -9,6 +9,7 @@
  * - Allgather and Iallgather with each rank's input at its own block of the result: every rank gets
  *   the same answer (an error everywhere, or the gathered values), as from the real MPI alone.
  *
+ * - Iallreduce aliased (and, MPICH, into MPI_IN_PLACE) right after correct ones of its shape;
  * - mismatched piece sizes in Gather/Scatter and their I forms on one node (mismatch below), and
  *   mismatched counts in Bcast and Ibcast, on one node and across nodes (bcast_mismatch below).
  *
@@ -199,6 +200,38 @@ static void bcast_mismatch(int sent, int want, int nb, int root, int same_node)
     free(b);
 }
 
+/* Iallreduce with one buffer for both sides, and (MPICH) with MPI_IN_PLACE as the result, right
+ * after correct calls of the same shape (bobcat's lean calls remember that shape: the erroneous
+ * call must still get the MPI's own answer, the same on every rank, and never a write through the
+ * MPI_IN_PLACE sentinel). Then a correct call again, checked. */
+static void lean_alias(void)
+{
+    int x = me + 1, y = 0;
+    MPI_Request r;
+    for (int i = 0; i < 3; i++) {
+        MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    int b = me + 1;
+    int rc = MPI_Iallreduce(&b, &b, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    int cls = err_class(rc), lo = 0, hi = 0;
+    MPI_Allreduce(&cls, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&cls, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(lo == hi, "aliased Iallreduce after lean ones: error classes %d..%d across ranks", lo, hi);
+#ifdef MPICH
+    rc = MPI_Iallreduce(&x, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Wait(&r, MPI_STATUS_IGNORE);
+    CHECK(rc != MPI_SUCCESS, "Iallreduce into MPI_IN_PLACE after lean ones: MPICH accepted it");
+#endif
+    y = 0;
+    MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    CHECK(y == n * (n + 1) / 2, "Iallreduce after the erroneous ones: %d, want %d", y, n * (n + 1) / 2);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -214,6 +247,7 @@ int main(int argc, char **argv)
                 rooted((call_t)c, nb, roots[k]);
     for (int nb = 0; nb < 2; nb++)
         own_block(nb);
+    lean_alias();
     int one_node = 0;
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);

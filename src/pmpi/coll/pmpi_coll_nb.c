@@ -1431,7 +1431,7 @@ BOBCAT_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Da
 {
     PMPI_GUARD();
     if (comm == lean_red.comm && count == lean_red.count && dt == lean_red.dt && op == lean_red.op && lean_red.nc &&
-        !nb_channel && !nb_pers && sbuf != rbuf) {
+        !nb_channel && !nb_pers && sbuf != rbuf && rbuf != MPI_IN_PLACE) { /* (else erroneous: red_alias) */
         pmpi_stat_path(&st_iallreduce, PMPI_PATH_INPLACE, lean_red.span, A_INLINE);
         lean_start(lean_red.nc, COLL_NB_ALLREDUCE, &lean_red.cop, lean_red.n, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf,
                    comm, req);
@@ -2194,7 +2194,7 @@ static int pcoll_lean(pcoll_t *p)
         return 0;
     if (p->kind == COLL_NB_BARRIER) {
         p->lean = 1;
-    } else if (p->kind == COLL_NB_ALLREDUCE && p->sbuf != p->rbuf) {
+    } else if (p->kind == COLL_NB_ALLREDUCE && p->sbuf != p->rbuf && p->rbuf != MPI_IN_PLACE) {
         pmpi_why_t why;
         size_t n = 0;
         if (red_args(p->rcount, p->rdt, p->op, &p->lean_op, &n, &why) == 0 && n &&
