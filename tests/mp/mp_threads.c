@@ -4,7 +4,8 @@
  *     the others (concurrent registration), then per round a ring exchange (Isend/Irecv, eager and
  *     rendezvous sizes, heap and stack buffers, ANY_SOURCE), Sendrecv, Probe + Recv, Mprobe +
  *     Mrecv, Issend + Test loop, and collectives (Barrier, Bcast, Reduce, Allreduce, Allgather,
- *     Alltoall) on that communicator and its split;
+ *     Alltoall, the same small Iallreduce every round and an Ibarrier) on that communicator and its
+ *     split;
  *  2. one shared communicator: thread t sends to the right neighbour with tag t and receives from
  *     MPI_ANY_SOURCE with tag t;
  *  3. fan-in on a shared communicator: every other thread of every rank sends K messages to rank 0
@@ -115,6 +116,17 @@ static void own_round(MPI_Comm comm, int t, int it, int *sbuf, int *rbuf)
     int root = it % size, x = rank + it + t, sum = -1;
     MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, comm);
     TCHECK(sum == size * (size - 1) / 2 + size * (it + t), "thread %d round %d allreduce %d", t, it, sum);
+    /* nonblocking: the same small Iallreduce every round (after the first, bobcat's lean calls,
+     * whose remembered shape other threads' communicators displace) and an Ibarrier, one waited
+     * for, the other tested until complete */
+    int isum = -1;
+    MPI_Request q[2];
+    MPI_Iallreduce(&x, &isum, 1, MPI_INT, MPI_SUM, comm, &q[0]);
+    MPI_Ibarrier(comm, &q[1]);
+    MPI_Wait(&q[0], MPI_STATUS_IGNORE);
+    for (int done = 0; !done;)
+        MPI_Test(&q[1], &done, MPI_STATUS_IGNORE);
+    TCHECK(isum == sum, "thread %d round %d iallreduce %d, allreduce %d", t, it, isum, sum);
     int red = -1;
     MPI_Reduce(&x, &red, 1, MPI_INT, MPI_MAX, root, comm);
     TCHECK(rank != root || red == size - 1 + it + t, "thread %d round %d reduce %d", t, it, red);
