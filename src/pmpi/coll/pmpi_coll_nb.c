@@ -504,11 +504,18 @@ static int hier_progress(void)
     return hier_head != NULL;
 }
 
+/* The call's own group alone (a call across nodes needs the full pass: its leaders' phase). */
+static int nb_poll(p2p_req_t *r)
+{
+    nb_req_t *q = r->ext;
+    return !q->hier && (q->local_done || coll_nb_test(&q->c));
+}
+
 static int nb_test(p2p_req_t *r, int *err_p)
 {
     nb_req_t *q = r->ext;
     *err_p = MPI_SUCCESS;
-    if (q->hier ? !hier_advance(q) : !q->local_done && !coll_nb_test(&q->c))
+    if (q->hier ? !hier_advance(q) : !nb_poll(r))
         return 0;
     *err_p = q->err;
     /* a broadcast's receiver whose count differs from the root's (erroneous), as MPI_Bcast says it */
@@ -576,13 +583,6 @@ static void nb_release(p2p_req_t *r)
         nb_free_list[nb_nfree++] = q;
     else
         free(q);
-}
-
-/* The call's own group alone (a call across nodes needs the full pass: its leaders' phase). */
-static int nb_poll(p2p_req_t *r)
-{
-    nb_req_t *q = r->ext;
-    return !q->hier && (q->local_done || coll_nb_test(&q->c));
 }
 
 static const p2p_ext_ops_t nb_ops = {nb_test, nb_release, NULL, nb_poll};
@@ -1328,6 +1328,13 @@ static int red_alias(coll_nb_kind_t kind, int me, const void *sbuf, const void *
     return sbuf == rbuf || rbuf == MPI_IN_PLACE;
 }
 
+/* An allreduce on nc that runs as a lean call: something to move, a predefined op on a named type,
+ * and few enough bytes to travel in the slots (the MPI_Iallreduce and persistent decisions alike). */
+static int lean_red_fits(const nb_comm_t *nc, const coll_op_t *cop, size_t n, MPI_Datatype dt)
+{
+    return n && pc_op_lasting(cop, dt) && coll_nb_inlines(&nc->g, COLL_NB_ALLREDUCE, 0, coll_span(cop, n));
+}
+
 /* Whether a reduction across nodes runs hierarchically (PMPI_WHY_NONE), else why not: the same
  * answer on every rank of a correct call. */
 static pmpi_why_t red_hier_why(coll_nb_kind_t kind, const pmpi_comm_t *pc, const coll_op_t *cop, const void *sbuf,
@@ -1381,8 +1388,7 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
         }
     }
     size_t span = coll_span(&cop, n);
-    if (kind == COLL_NB_ALLREDUCE && n && !nb_channel && !nb_pers && pc_op_lasting(&cop, dt) &&
-        coll_nb_inlines(&nc->g, kind, 0, span)) {
+    if (kind == COLL_NB_ALLREDUCE && !nb_channel && !nb_pers && lean_red_fits(nc, &cop, n, dt)) {
         lean_red.comm = comm;
         lean_red.count = count;
         lean_red.dt = dt;
@@ -1431,7 +1437,7 @@ BOBCAT_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Da
 {
     PMPI_GUARD();
     if (comm == lean_red.comm && count == lean_red.count && dt == lean_red.dt && op == lean_red.op && lean_red.nc &&
-        !nb_channel && !nb_pers && sbuf != rbuf && rbuf != MPI_IN_PLACE) { /* (else erroneous: red_alias) */
+        !nb_channel && !nb_pers && !red_alias(COLL_NB_ALLREDUCE, 0, sbuf, rbuf, 0)) {
         pmpi_stat_path(&st_iallreduce, PMPI_PATH_INPLACE, lean_red.span, A_INLINE);
         lean_start(lean_red.nc, COLL_NB_ALLREDUCE, &lean_red.cop, lean_red.n, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf,
                    comm, req);
@@ -2190,16 +2196,15 @@ static int pcoll_lean(pcoll_t *p)
     if (p->lean)
         return p->lean > 0;
     p->lean = -1;
-    if (p->hier || !p->chan || pc_knobs.nbc == PC_MPI)
+    if (p->hier || !p->chan) /* (no channel either with BOBCAT_COLL_NBC=mpi: pcoll_ours) */
         return 0;
     if (p->kind == COLL_NB_BARRIER) {
         p->lean = 1;
-    } else if (p->kind == COLL_NB_ALLREDUCE && p->sbuf != p->rbuf && p->rbuf != MPI_IN_PLACE) {
+    } else if (p->kind == COLL_NB_ALLREDUCE && !red_alias(COLL_NB_ALLREDUCE, 0, p->sbuf, p->rbuf, 0)) {
         pmpi_why_t why;
         size_t n = 0;
-        if (red_args(p->rcount, p->rdt, p->op, &p->lean_op, &n, &why) == 0 && n &&
-            pc_op_lasting(&p->lean_op, p->rdt) &&
-            coll_nb_inlines(&p->chan->g, COLL_NB_ALLREDUCE, 0, coll_span(&p->lean_op, n))) {
+        if (red_args(p->rcount, p->rdt, p->op, &p->lean_op, &n, &why) == 0 &&
+            lean_red_fits(p->chan, &p->lean_op, n, p->rdt)) {
             p->lean_n = n;
             p->lean_span = coll_span(&p->lean_op, n);
             p->lean = 1;
