@@ -260,6 +260,24 @@ static void fold_out(const coll_op_t *op, const char *const *in, int lo, int hi,
         free(acc);
 }
 
+/* An inline call's fold (in[0] op ... op in[n - 1], in fold_out's order) straight into dst: the
+ * inputs are the slots' words, never the caller's result, so no private chunk is needed (fold_out's
+ * chunk, division and copy were most of an 8-byte MPI_Iallreduce's finish: docs/benchmarks.md). */
+static void fold_inline(const coll_op_t *op, const char *const *in, int n, size_t count, char *dst)
+{
+    if (!count)
+        return;
+    int i = n - 2;
+    if (n > 1 && op->fn3) {
+        op->fn3(in[n - 2], in[n - 1], dst, count, op);
+        i--;
+    } else {
+        memcpy(dst, in[n - 1], coll_span(op, count));
+    }
+    for (; i >= 0; i--)
+        op->fn(in[i], dst, count, op);
+}
+
 /* Inputs of every rank for a reduction, in my view (w0, or the slot's words when inline). */
 #define MAXSTACK 64
 typedef struct {
@@ -317,8 +335,7 @@ static void unit(coll_nb_t *c, int p)
     case COLL_NB_ALLREDUCE: {
         const char **in = inputs(&t, c);
         if (c->inl) {
-            char *dst = c->rbuf; /* my own unit: inline calls are each rank's own */
-            fold_out(op, in, 0, n - 1, 0, c->count, &dst, 1);
+            fold_inline(op, in, n, c->count, c->rbuf); /* my own unit: inline calls are each rank's own */
         } else {
             coll_slice_of(c->count, n, p, &lo, &cnt);
             if (c->kind == COLL_NB_REDUCE) {
