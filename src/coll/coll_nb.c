@@ -309,7 +309,12 @@ static const char **inputs(ptrs_t *t, const coll_nb_t *c)
     return in;
 }
 
-static void unit(coll_nb_t *c, int p)
+static void unit_part(coll_nb_t *c, int p, int part, int parts);
+static int parts_count(const coll_nb_t *c);
+static void unit(coll_nb_t *c, int p) { unit_part(c, p, 0, 1); }
+
+/* Part `part` of `parts` of rank p's unit (parts_of: 1 but for large Ialltoall and Iallreduce). */
+static void unit_part(coll_nb_t *c, int p, int part, int parts)
 {
     coll_nb_group_t *g = c->g;
     uint64_t s = c->seq;
@@ -338,6 +343,12 @@ static void unit(coll_nb_t *c, int p)
             fold_inline(op, in, n, c->count, c->rbuf); /* my own unit: inline calls are each rank's own */
         } else {
             coll_slice_of(c->count, n, p, &lo, &cnt);
+            if (parts > 1) { /* (Allreduce: part of slice p) */
+                size_t plo, pcnt;
+                coll_slice_of(cnt, parts, part, &plo, &pcnt);
+                lo += plo;
+                cnt = pcnt;
+            }
             if (c->kind == COLL_NB_REDUCE) {
                 char *dst = pptr(g, s, c->root, 1);
                 fold_out(op, in, 0, n - 1, lo * op->extent, cnt, &dst, 1);
@@ -363,10 +374,13 @@ static void unit(coll_nb_t *c, int p)
             if (c->inl) {
                 memcpy((char *)c->rbuf + (size_t)r * c->bytes, pwords(g, s, r) + in_off, c->bytes);
             } else {
-                char *dst = pptr(g, s, p, 1) + (size_t)r * c->bytes;
-                const char *src = pptr(g, s, r, 0) + in_off;
+                size_t plo = 0, pbytes = c->bytes; /* (Alltoall: the same share of every block) */
+                if (parts > 1)
+                    coll_slice_of(c->bytes, parts, part, &plo, &pbytes);
+                char *dst = pptr(g, s, p, 1) + (size_t)r * c->bytes + plo;
+                const char *src = pptr(g, s, r, 0) + in_off + plo;
                 if (dst != src) /* Iallgather in place: p's own piece is where it belongs */
-                    util_copy(dst, src, c->bytes);
+                    util_copy(dst, src, pbytes);
             }
         }
         break;
@@ -541,6 +555,7 @@ static void publish(coll_nb_t *c)
     for (int i = 0; i < 7; i++)
         sl->pub.word[i] = w[i];
     atomic_store_explicit(&sl->pub.seq, c->seq, memory_order_release);
+    c->parts = parts_count(c); /* (its shape is final once published; units are done only after) */
     c->published = 1;
     g->published = c->seq;
     if (!has_unit(c, me))
@@ -606,26 +621,101 @@ static int bcast_mism(const coll_nb_t *c)
     return rb != c->bytes ? (rb > c->bytes ? 1 : 2) : (rw & BC_FAILED) ? 3 : 0;
 }
 
-static inline int unit_done(const coll_nb_t *c, int p)
+/* Parts. A large Ialltoall's or Iallreduce's unit is cut into parts (docs/mpi.md, "Units anyone may
+ * do"; every rank finds the same count from the call's shape). A rank that finds its own unit
+ * untouched takes it whole and does it in one go, as before parts. A node mate that helps takes an
+ * untouched unit one part at a time, so that its owner, back from computing, takes what is left
+ * and the two share it instead of the owner waiting for the helper to finish alone; a unit already
+ * begun is left to whoever began it (two working ranks splitting one unit cost both their caches
+ * and a claim line bounced per part: Ialltoall 256 KiB 6 % slower when they did). A slot's claim
+ * and done words say, for call s, s << PART_BITS plus the parts taken (claim) or finished (done);
+ * an older call's are below. */
+#define PART_BITS 6
+#define PARTS_MAX 16
+#define PART_BYTES (64 * 1024)
+_Static_assert(PARTS_MAX < (1 << PART_BITS), "the part counts fit below the call's number");
+
+static int parts_count(const coll_nb_t *c)
 {
-    return atomic_load_explicit(&slot_of(c->g, c->seq, p)->done, memory_order_acquire) >= c->seq;
+    size_t bytes;
+    if (c->inl)
+        return 1;
+    if (c->kind == COLL_NB_ALLTOALL)
+        bytes = c->bytes; /* (each part copies a share of every block) */
+    else if (c->kind == COLL_NB_ALLREDUCE)
+        bytes = c->count / (size_t)c->g->size * c->op.extent; /* (a slice's, at least) */
+    else
+        return 1;
+    size_t k = bytes / PART_BYTES;
+    return k < 2 ? 1 : k > PARTS_MAX ? PARTS_MAX : (int)k;
 }
 
-/* Take rank p's unit of call s (nobody has). */
-static int claim(const coll_nb_group_t *g, uint64_t s, int p)
+static inline int parts_of(const coll_nb_t *c) { return c->parts; }
+
+static inline uint64_t part_base(uint64_t s) { return s << PART_BITS; }
+
+static inline int unit_done(const coll_nb_t *c, int p)
 {
-    _Atomic uint64_t *cl = &slot_of(g, s, p)->claim;
-    uint64_t v = atomic_load_explicit(cl, memory_order_relaxed);
-    while (v < s)
-        if (atomic_compare_exchange_weak_explicit(cl, &v, s, memory_order_acq_rel, memory_order_relaxed))
+    return atomic_load_explicit(&slot_of(c->g, c->seq, p)->done, memory_order_acquire) >=
+           part_base(c->seq) + (uint64_t)parts_of(c);
+}
+
+/* Whether nobody has taken any part of rank p's unit of call c yet. */
+static inline int unit_untouched(const coll_nb_t *c, int p)
+{
+    return atomic_load_explicit(&slot_of(c->g, c->seq, p)->claim, memory_order_relaxed) < part_base(c->seq);
+}
+
+/* Take the next part of rank p's unit of call c: its number, or -1 when every part is taken. */
+static int claim(const coll_nb_t *c, int p)
+{
+    _Atomic uint64_t *cl = &slot_of(c->g, c->seq, p)->claim;
+    uint64_t b = part_base(c->seq), k = (uint64_t)parts_of(c), v = atomic_load_explicit(cl, memory_order_relaxed);
+    for (;;) {
+        uint64_t taken = v < b ? 0 : v - b;
+        if (taken >= k)
+            return -1;
+        if (atomic_compare_exchange_weak_explicit(cl, &v, b + taken + 1, memory_order_acq_rel, memory_order_relaxed))
+            return (int)taken;
+    }
+}
+
+/* Every part of rank p's unit at once, if nobody took one yet: 1 if taken. */
+static int claim_all(const coll_nb_t *c, int p)
+{
+    _Atomic uint64_t *cl = &slot_of(c->g, c->seq, p)->claim;
+    uint64_t b = part_base(c->seq), v = atomic_load_explicit(cl, memory_order_relaxed);
+    while (v < b)
+        if (atomic_compare_exchange_weak_explicit(cl, &v, b + (uint64_t)parts_of(c), memory_order_acq_rel,
+                                                  memory_order_relaxed))
             return 1;
     return 0;
 }
 
-static void do_claimed(coll_nb_t *c, int p)
+/* k more parts of rank p's unit finished (the done word counts them). */
+static void parts_done(coll_nb_t *c, int p, int k)
 {
-    unit(c, p);
-    atomic_store_explicit(&slot_of(c->g, c->seq, p)->done, c->seq, memory_order_release);
+    _Atomic uint64_t *d = &slot_of(c->g, c->seq, p)->done;
+    uint64_t b = part_base(c->seq), v = atomic_load_explicit(d, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(d, &v, (v < b ? b : v) + (uint64_t)k, memory_order_release,
+                                                  memory_order_relaxed))
+        ;
+}
+
+/* Part `part` of rank p's unit, claimed: done and counted. */
+static void do_claimed(coll_nb_t *c, int p, int part)
+{
+    unit_part(c, p, part, parts_of(c));
+    parts_done(c, p, 1);
+}
+
+/* Every part of rank p's unit that nobody took yet, one at a time: how many. */
+static int do_parts(coll_nb_t *c, int p)
+{
+    int took = 0;
+    for (int part; (part = claim(c, p)) >= 0; took++)
+        do_claimed(c, p, part);
+    return took;
 }
 
 static int is_complete(coll_nb_t *c)
@@ -661,19 +751,23 @@ static int advance(coll_nb_t *c)
             c->mine_done = 1;
             if (c->kind == COLL_NB_BCAST && !(bc_word(g, c->seq, c->root) & BC_INL)) /* (a root whose side
                                                                   is not inline waits for every unit) */
-                atomic_store_explicit(&slot_of(g, c->seq, me)->done, c->seq, memory_order_release);
-        } else if (c->vinl || claim(g, c->seq, me)) { /* (a small all-to-all-v's unit is its own) */
-            do_claimed(c, me);
+                atomic_store_explicit(&slot_of(g, c->seq, me)->done, part_base(c->seq) + 1, memory_order_release);
+        } else if (c->vinl || claim_all(c, me)) { /* (a small all-to-all-v's unit is its own: no claim) */
+            unit(c, me); /* (all of it in one go, as one part or as many) */
+            parts_done(c, me, parts_of(c));
             c->mine_done = 1;
+        } else {
+            do_parts(c, me); /* a node mate began it while I was away: the rest, shared (unit_done says when) */
         }
     }
     if (!c->inl && g->help)
         for (int k = 1; k < n; k++) {
             int p = (me + k) % n;
-            if (has_unit(c, p) && !own_only(c, p) &&
-                atomic_load_explicit(&slot_of(g, c->seq, p)->claim, memory_order_relaxed) < c->seq &&
-                claim(g, c->seq, p))
-                do_claimed(c, p);
+            /* A unit its owner (or another helper) has begun is left to them: two ranks at work
+             * take each other's parts only when one of them was away when the call needed it,
+             * since a part taken from a working owner costs both ranks' caches and claim lines. */
+            if (has_unit(c, p) && !own_only(c, p) && unit_untouched(c, p))
+                do_parts(c, p);
         }
     return is_complete(c);
 }

@@ -7,7 +7,8 @@
  * inline ones (<= 48 bytes) to 1 MiB; every root; MPI_IN_PLACE; buffers on the heap (the segment),
  * the stack and static data; a strided datatype on the receiving side; MINLOC on MPI_DOUBLE_INT; a
  * user op that does not commute (2x2 matrix products: Iallreduce, Iscan, Iexscan in place);
- * reductions whose count is below the rank count; zero counts in Ireduce_scatter. Then the request
+ * reductions whose count is below the rank count; zero counts in Ireduce_scatter; Ialltoall blocks of
+ * 160 and 800 KB (units cut into parts). Then the request
  * rules: 24 calls in flight on one communicator (more than the ring holds) completed in reverse
  * order with MPI_Wait, with Waitany,
  * with Testsome and with Waitall; two communicators whose calls ranks start in opposite orders;
@@ -23,7 +24,8 @@
  * Overlap without a progress thread: rank 0 starts an Ialltoall and an Iallreduce and then computes
  * without calling MPI until every other rank has seen its call complete (they tell it through the
  * shared segment). That can only end if the others do rank 0's share: with the layer on, one node
- * and BOBCAT_COLL_NBC_HELP on it must; otherwise the case is skipped.
+ * and BOBCAT_COLL_NBC_HELP on it must; otherwise the case is skipped. Then again with rank 0 back
+ * as soon as the others have started waiting, sharing its share's parts with them.
  *
  * Paths (BOBCAT_STATS on and the layer on): on one node no call went to the real MPI; across nodes
  * (simulated) the world's calls did (why.multinode) and the node's did not; BOBCAT_COLL_NBC=mpi sends
@@ -585,8 +587,11 @@ static void case_mixed(MPI_Comm comm, const char *cn)
 }
 
 /* Rank 0 starts and computes without MPI until every other rank has completed: they must do its
- * share. flags: rank 0's array, one int per rank, written by the others through the segment. */
-static void case_overlap(MPI_Comm comm, const char *cn, int *flags_local)
+ * share. flags: rank 0's array, one int per rank, written by the others through the segment.
+ * late: rank 0 computes only until every other rank has started waiting, so it comes back while
+ * they may be doing its share and takes what is left of it with them (coll_nb.c, "parts"; which
+ * parts each rank does depends on timing, the results do not). */
+static void case_overlap(MPI_Comm comm, const char *cn, int *flags_local, int late)
 {
     int n, me;
     MPI_Comm_size(comm, &n);
@@ -630,11 +635,14 @@ static void case_overlap(MPI_Comm comm, const char *cn, int *flags_local)
                 seen += f[q];
             sched_yield(); /* computing, but oversubscribed ranks need the core */
         }
-        CHECK(seen == n - 1, "%s: overlap: only %d of %d node mates completed while rank 0 computed", cn, seen, n - 1);
+        CHECK(seen == n - 1, "%s: overlap: only %d of %d node mates %s while rank 0 computed", cn, seen, n - 1,
+              late ? "started waiting" : "completed");
         MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
     } else {
+        if (late && flags)
+            __atomic_store_n(&flags[me], 1, __ATOMIC_RELEASE);
         MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
-        if (flags)
+        if (!late && flags)
             __atomic_store_n(&flags[me], 1, __ATOMIC_RELEASE);
     }
     int bad = 0;
@@ -1272,6 +1280,13 @@ static void run_comm(MPI_Comm comm, const char *cn)
     }
     case_move(comm, cn, 0, 2, 0, 0, B_STACK, 1);
     case_move(comm, cn, 1, 3000, 0, 0, B_HEAP, 1);
+    /* Ialltoall blocks large enough to be cut into parts that any rank may take (coll_nb.c,
+     * "parts"): two part counts, shares of uneven bytes, in place and not. (The 1 MiB reductions
+     * above cut their slices so too.) */
+    for (int ip = 0; ip < 2; ip++) {
+        case_move(comm, cn, 1, 40000 + 7, 0, ip, B_HEAP, 0);
+        case_move(comm, cn, 1, 200003, 0, ip, B_HEAP, 0);
+    }
     case_minloc_and_matrix(comm, cn, 1);
     case_minloc_and_matrix(comm, cn, 3000);
     case_freed_op(comm, cn);
@@ -1396,7 +1411,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(node, &nn);
     if (layer && help && !forced && nn > 1) {
         int *flags = malloc(sizeof(int) * (size_t)nn); /* on the heap: in the segment */
-        case_overlap(node, "node", flags);
+        case_overlap(node, "node", flags, 0);
+        case_overlap(node, "node", flags, 1);
         free(flags);
     }
     MPI_Comm_free(&node);
