@@ -304,7 +304,7 @@ typedef struct coll_nb {
                                   phase; coll_nb_release), COLL_NB_HOLD_AREA (coll_nb_start's: its
                                   group's area is not known yet; coll_nb_set_area) */
     int published, mine_done, complete;
-    int parts;                 /* pieces each unit is cut into (coll_nb.c, "parts"): set at the start */
+    int parts;                 /* pieces each unit is cut into (coll_nb.c, "parts"): set when published */
     int vinl;                  /* ALLTOALLV: my blocks travel in my slot (coll_nb.c, "small
                                   all-to-all-v"): set when published */
     int failed;                /* BCAST, the root: say so to every receiver (a node's leader whose
