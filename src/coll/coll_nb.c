@@ -313,7 +313,7 @@ static void unit_part(coll_nb_t *c, int p, int part, int parts);
 static int parts_count(const coll_nb_t *c);
 static void unit(coll_nb_t *c, int p) { unit_part(c, p, 0, 1); }
 
-/* Part `part` of `parts` of rank p's unit (parts_of: 1 but for large Ialltoall and Iallreduce). */
+/* Part `part` of `parts` of rank p's unit (c->parts: 1 but for large Ialltoall and Iallreduce). */
 static void unit_part(coll_nb_t *c, int p, int part, int parts)
 {
     coll_nb_group_t *g = c->g;
@@ -650,14 +650,12 @@ static int parts_count(const coll_nb_t *c)
     return k < 2 ? 1 : k > PARTS_MAX ? PARTS_MAX : (int)k;
 }
 
-static inline int parts_of(const coll_nb_t *c) { return c->parts; }
-
 static inline uint64_t part_base(uint64_t s) { return s << PART_BITS; }
 
 static inline int unit_done(const coll_nb_t *c, int p)
 {
     return atomic_load_explicit(&slot_of(c->g, c->seq, p)->done, memory_order_acquire) >=
-           part_base(c->seq) + (uint64_t)parts_of(c);
+           part_base(c->seq) + (uint64_t)c->parts;
 }
 
 /* Whether nobody has taken any part of rank p's unit of call c yet. */
@@ -670,7 +668,7 @@ static inline int unit_untouched(const coll_nb_t *c, int p)
 static int claim(const coll_nb_t *c, int p)
 {
     _Atomic uint64_t *cl = &slot_of(c->g, c->seq, p)->claim;
-    uint64_t b = part_base(c->seq), k = (uint64_t)parts_of(c), v = atomic_load_explicit(cl, memory_order_relaxed);
+    uint64_t b = part_base(c->seq), k = (uint64_t)c->parts, v = atomic_load_explicit(cl, memory_order_relaxed);
     for (;;) {
         uint64_t taken = v < b ? 0 : v - b;
         if (taken >= k)
@@ -686,7 +684,7 @@ static int claim_all(const coll_nb_t *c, int p)
     _Atomic uint64_t *cl = &slot_of(c->g, c->seq, p)->claim;
     uint64_t b = part_base(c->seq), v = atomic_load_explicit(cl, memory_order_relaxed);
     while (v < b)
-        if (atomic_compare_exchange_weak_explicit(cl, &v, b + (uint64_t)parts_of(c), memory_order_acq_rel,
+        if (atomic_compare_exchange_weak_explicit(cl, &v, b + (uint64_t)c->parts, memory_order_acq_rel,
                                                   memory_order_relaxed))
             return 1;
     return 0;
@@ -705,7 +703,7 @@ static void parts_done(coll_nb_t *c, int p, int k)
 /* Part `part` of rank p's unit, claimed: done and counted. */
 static void do_claimed(coll_nb_t *c, int p, int part)
 {
-    unit_part(c, p, part, parts_of(c));
+    unit_part(c, p, part, c->parts);
     parts_done(c, p, 1);
 }
 
@@ -751,10 +749,10 @@ static int advance(coll_nb_t *c)
             c->mine_done = 1;
             if (c->kind == COLL_NB_BCAST && !(bc_word(g, c->seq, c->root) & BC_INL)) /* (a root whose side
                                                                   is not inline waits for every unit) */
-                atomic_store_explicit(&slot_of(g, c->seq, me)->done, part_base(c->seq) + 1, memory_order_release);
+                parts_done(c, me, 1);
         } else if (c->vinl || claim_all(c, me)) { /* (a small all-to-all-v's unit is its own: no claim) */
             unit(c, me); /* (all of it in one go, as one part or as many) */
-            parts_done(c, me, parts_of(c));
+            parts_done(c, me, c->parts);
             c->mine_done = 1;
         } else {
             do_parts(c, me); /* a node mate began it while I was away: the rest, shared (unit_done says when) */
