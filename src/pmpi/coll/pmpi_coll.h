@@ -79,6 +79,9 @@ typedef struct {
     int predefined;
 } pc_dt_t;
 int pc_dt(MPI_Datatype dt, pc_dt_t *d_p); /* 0, or -1 if dt is not usable here (null, error) */
+/* pc_dt's answer from the layer's datatype cache alone, with no call into the MPI: 1 for a
+ * predefined gapless type it has seen (*d_p set), else 0 (then pc_dt must look). */
+int pc_dt_known(MPI_Datatype dt, pc_dt_t *d_p);
 
 /* A reduction (op, datatype) as coll/ runs it; -1 with *why_p set if not handled here. A
  * predefined op on a contiguous type of a predefined type runs on the base type: *mult_p base

@@ -26,7 +26,6 @@
  * MPI_Alltoallv_c and MPI_Alltoallw_c (MPI 4.0's large counts, MPICH) are the same calls: the arrays
  * are read through pc_vec_t, so their MPI_Count counts and MPI_Aint displacements need no int. */
 #include "pmpi_coll.h"
-#include "../base/pmpi_dt.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -207,16 +206,8 @@ static int a2av_run(pmpi_stat_t *st, pmpi_comm_t *pc, const a2av_args_t *a, a2av
     return cut;
 }
 
-/* A type the layer has seen whose count elements are count * size bytes from the buffer (predefined,
- * no gaps): from the cache alone, no call into the MPI; NULL where the general path must look. */
-static inline const pmpi_dt_info_t *pair_type(MPI_Datatype t)
-{
-    const pmpi_dt_info_t *i = pmpi_dt_cached(t);
-    return i && i->predefined && i->contig && i->lb == 0 && i->size > 0 && i->extent == i->size ? i : NULL;
-}
-
 /* Two ranks of one node, not in place, my block for the peer small enough to travel in my slot
- * (coll_alltoallv_inlines), every type one pair_type knows: what a2av_layout and a2av_run would
+ * (coll_alltoallv_inlines), every type one pc_dt_known knows: what a2av_layout and a2av_run would
  * decide (every block read and written where it lies, none staged) without their tables, loops and
  * frees, which made an 8-byte MPI_Alltoallv cost ~40 ns more than an MPI_Alltoall (stop 54). 1 if
  * the call ran here (*cut: blocks longer than expected), 0 if the general path must decide. A rank
@@ -227,9 +218,13 @@ static int a2av_pair(pmpi_stat_t *st, pmpi_comm_t *pc, const a2av_args_t *a, int
     if (pc->size != 2 || pc->nnodes > 1 || a->in_place || !a->scounts.p || !a->sdispls.p || !a->rcounts.p ||
         !a->rdispls.p || a->rbuf == MPI_IN_PLACE)
         return 0;
-    const pmpi_dt_info_t *sd = NULL, *rd = NULL;
-    if (!a->w && (!(sd = pair_type(a->stypes[0])) || !(rd = pair_type(a->rtypes[0]))))
-        return 0;
+    pc_dt_t sdt, rdt;
+    const pc_dt_t *sd = NULL, *rd = NULL;
+    if (!a->w) {
+        if (!pc_dt_known(a->stypes[0], &sdt) || !pc_dt_known(a->rtypes[0], &rdt))
+            return 0;
+        sd = &sdt, rd = &rdt;
+    }
     const void *sblk[2];
     void *rblk[2];
     size_t sbytes[2], rbytes[2], any = 0;
@@ -238,8 +233,8 @@ static int a2av_pair(pmpi_stat_t *st, pmpi_comm_t *pc, const a2av_args_t *a, int
         if (sc < 0 || rc < 0)
             return 0;
         if (a->w) { /* (an empty block's type is not looked at: a2av_layout) */
-            sd = sc ? pair_type(a->stypes[r]) : NULL;
-            rd = rc ? pair_type(a->rtypes[r]) : NULL;
+            sd = sc ? (pc_dt_known(a->stypes[r], &sdt) ? &sdt : NULL) : NULL;
+            rd = rc ? (pc_dt_known(a->rtypes[r], &rdt) ? &rdt : NULL) : NULL;
             if ((sc && !sd) || (rc && !rd))
                 return 0;
         }

@@ -189,18 +189,24 @@ static int dense_of(MPI_Datatype dt, int *predefined_p)
     return d;
 }
 
+/* A predefined type without gaps that the layer has looked at before: no call (the v forms
+ * describe one or two types per call, five queries each). */
+int pc_dt_known(MPI_Datatype dt, pc_dt_t *d_p)
+{
+    const pmpi_dt_info_t *i = dt == MPI_DATATYPE_NULL ? NULL : pmpi_dt_cached(dt);
+    if (!i || !i->predefined || !i->contig || i->lb != 0 || i->size <= 0 || i->extent != i->size || i->size > INT_MAX)
+        return 0;
+    *d_p = (pc_dt_t){.size = (MPI_Count)i->size, .lb = 0, .extent = (MPI_Aint)i->extent, .dense = 1, .predefined = 1};
+    return 1;
+}
+
 int pc_dt(MPI_Datatype dt, pc_dt_t *d_p)
 {
     pc_dt_t d = {0};
     if (dt == MPI_DATATYPE_NULL)
         return -1;
-    /* A predefined type without gaps that the layer has looked at before: no call (the v forms
-     * describe one or two types per call, five queries each). */
-    const pmpi_dt_info_t *i = pmpi_dt_cached(dt);
-    if (i && i->predefined && i->contig && i->lb == 0 && i->size > 0 && i->extent == i->size && i->size <= INT_MAX) {
-        *d_p = (pc_dt_t){.size = (MPI_Count)i->size, .lb = 0, .extent = (MPI_Aint)i->extent, .dense = 1, .predefined = 1};
+    if (pc_dt_known(dt, d_p))
         return 0;
-    }
     if (PMPI_Type_size_x(dt, &d.size) != MPI_SUCCESS || d.size < 0 ||
         PMPI_Type_get_extent(dt, &d.lb, &d.extent) != MPI_SUCCESS)
         return -1;
