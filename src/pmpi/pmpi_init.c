@@ -75,6 +75,8 @@ static void layer_start(int wanted, int program_level)
         pc_knobs_init();
     p2p_init(); /* point-to-point (p2p/p2p_init.c): collective over WORLD, on every rank */
     if (p2p_comm_lookup(MPI_COMM_WORLD)) { /* (registered: every rank agreed, the layer is on everywhere) */
+        if (pmpi_layer.opt->COLL_LEADERS == UTIL_V_P2P)
+            pmpi_comm_lead_start(); /* before WORLD's node part, which then uses it too */
         pmpi_comm_node_part_early(MPI_COMM_WORLD, MPI_COMM_NULL);
 #if defined(OPEN_MPI)
         /* No hidden communicators after this (base/pmpi_comm.c, "Hidden communicators"): WORLD's
@@ -83,6 +85,10 @@ static void layer_start(int wanted, int program_level)
             if (pc_knobs.hier)
                 pmpi_comm_get_coll(MPI_COMM_WORLD);
             pmpi_layer.no_hidden_comms = 1;
+            /* The other communicators' leaders' phases over point-to-point on a copy of WORLD
+             * made now (BOBCAT_COLL_LEADERS auto). */
+            if (pc_knobs.hier && pmpi_layer.opt->COLL_LEADERS == UTIL_V_AUTO)
+                pmpi_comm_lead_start();
             /* Open MPI 4.1 opens its topology framework in the first topology constructor, and
              * threads that get there at once crash in mca_topo_base_lazy_init (4 threads making
              * Cartesian communicators at once: 3 of 8 runs under yod). Open it here, with one

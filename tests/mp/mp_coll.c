@@ -801,6 +801,21 @@ static void check_paths(void)
         else
             CHECK(h > 0 && m == 0, "%s across nodes: alg.hier=%lld why.multinode=%lld", hier[i].call, h, m);
     }
+    /* The leaders' phases over point-to-point (coll/pmpi_coll_lead.c): forced, or at
+     * MPI_THREAD_MULTIPLE on Open MPI for every communicator but WORLD; else none. Only leaders
+     * count them. */
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+#if defined(OPEN_MPI)
+    int auto_p2p = provided == MPI_THREAD_MULTIPLE;
+#else
+    int auto_p2p = 0;
+#endif
+    int p2p = !off && (mp_env_is("BOBCAT_COLL_LEADERS", "p2p", NULL) ||
+                       (auto_p2p && !mp_env_is("BOBCAT_COLL_LEADERS", "comm", NULL)));
+    long long lp = stat("leaders", "p2p"), all = 0;
+    MPI_Allreduce(&lp, &all, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(p2p ? all > 0 : all <= 0, "leaders' phases over point-to-point: %lld on some rank", all);
 }
 
 static void run_comm(MPI_Comm comm, const char *name)
@@ -848,7 +863,13 @@ static void run_comm(MPI_Comm comm, const char *name)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* MP_COLL_MULTIPLE: the same at MPI_THREAD_MULTIPLE (one thread calls MPI), where Open MPI's
+     * communicators other than WORLD have their leaders' phases over point-to-point. */
+    int provided;
+    if (getenv("MP_COLL_MULTIPLE"))
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    else
+        MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     if (argc > 1)

@@ -9,11 +9,13 @@
  * collectives on the communicator and is built by the first bobcat collective on it. */
 #include "pmpi_comm.h"
 
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-pmpi_layer_t pmpi_layer;
+pmpi_layer_t pmpi_layer = {.lead_world = MPI_COMM_NULL};
 
 static int comm_keyval = MPI_KEYVAL_INVALID;
 static pmpi_comm_t *world_pc;
@@ -184,6 +186,7 @@ static pmpi_comm_t *comm_build(MPI_Comm comm)
     pc->rank = rank;
     pc->size = size;
     pc->node_comm = pc->leaders_comm = MPI_COMM_NULL;
+    pc->lead_tag = -1;
     if (comm == MPI_COMM_WORLD) {
         for (int r = 0; r < size; r++)
             pc->world[r] = r;
@@ -308,20 +311,24 @@ void pmpi_mpi_progress(void) { mpi_progress(); }
 static int leaders_keyval = MPI_KEYVAL_INVALID;
 static MPI_Errhandler leaders_eh = MPI_ERRHANDLER_NULL;
 
-static void leaders_error(MPI_Comm *lcomm, int *code, ...)
+void pmpi_comm_lead_error(const pmpi_comm_t *pc, int code)
 {
-    void *v = NULL;
-    int flag = 0, fatal = 0;
+    int fatal = 0;
     MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
-    if (PMPI_Comm_get_attr(*lcomm, leaders_keyval, &v, &flag) != MPI_SUCCESS || !flag)
-        return;
-    MPI_Comm comm = ((const pmpi_comm_t *)v)->comm;
-    if (PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS)
+    if (PMPI_Comm_get_errhandler(pc->comm, &eh) != MPI_SUCCESS)
         return;
     fatal = eh == MPI_ERRORS_ARE_FATAL;
     PMPI_Errhandler_free(&eh);
     if (fatal)
-        PMPI_Comm_call_errhandler(comm, *code);
+        PMPI_Comm_call_errhandler(pc->comm, code);
+}
+
+static void leaders_error(MPI_Comm *lcomm, int *code, ...)
+{
+    void *v = NULL;
+    int flag = 0;
+    if (PMPI_Comm_get_attr(*lcomm, leaders_keyval, &v, &flag) == MPI_SUCCESS && flag)
+        pmpi_comm_lead_error((const pmpi_comm_t *)v, *code);
 }
 
 static void leaders_errors_to(pmpi_comm_t *pc)
@@ -332,6 +339,54 @@ static void leaders_errors_to(pmpi_comm_t *pc)
         return; /* (the handler the program's communicator had: fatal by default) */
     if (PMPI_Comm_set_attr(pc->leaders_comm, leaders_keyval, pc) == MPI_SUCCESS)
         PMPI_Comm_set_errhandler(pc->leaders_comm, leaders_eh);
+}
+
+/* The leaders' phase over point-to-point (pmpi_comm_lead_start) for this communicator: forced, or
+ * auto where the layer may make no communicators after MPI_Init (WORLD's node part, made inside
+ * MPI_Init before that is decided, keeps its leaders' communicator). */
+static int lead_p2p(void)
+{
+    const pmpi_layer_t *L = &pmpi_layer;
+    if (L->lead_world == MPI_COMM_NULL)
+        return 0;
+    return L->opt->COLL_LEADERS == UTIL_V_P2P || (L->opt->COLL_LEADERS == UTIL_V_AUTO && L->no_hidden_comms);
+}
+
+/* Rank 0's tag for a new communicator's leaders' phase (see pmpi_comm_lead_start). Threads of a
+ * rank may make communicators at once. */
+static int lead_tag_new(void)
+{
+    static _Atomic unsigned seq;
+    unsigned s = atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed);
+    return pmpi_layer.world_rank * pmpi_layer.lead_tags + (int)(s % (unsigned)pmpi_layer.lead_tags);
+}
+
+/* Fewer tags per rank than this and the leaders' phase keeps its communicators (or, where it may
+ * not make them, the real MPI keeps such collectives). */
+#define LEAD_TAGS_MIN 64
+
+void pmpi_comm_lead_start(void)
+{
+    pmpi_layer_t *L = &pmpi_layer;
+    void *ub = NULL;
+    int flag = 0;
+    if (!L->on || L->lead_world != MPI_COMM_NULL ||
+        PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag) != MPI_SUCCESS || !flag)
+        return;
+    long long tags = ((long long)*(const int *)ub + 1) / L->world_size;
+    if (tags < LEAD_TAGS_MIN) {
+        util_warn("the MPI's %d tags leave %lld per rank for leaders' phases over point-to-point, fewer than %d: "
+                  "they keep their communicators",
+                  *(const int *)ub, tags, LEAD_TAGS_MIN);
+        return;
+    }
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &L->lead_world) != MPI_SUCCESS) {
+        L->lead_world = MPI_COMM_NULL;
+        return;
+    }
+    /* Its calls' errors go back to the layer's call (pmpi_comm_lead_error decides). */
+    PMPI_Comm_set_errhandler(L->lead_world, MPI_ERRORS_RETURN);
+    L->lead_tags = tags > INT_MAX ? INT_MAX : (int)tags;
 }
 
 static int node_part_build(pmpi_comm_t *pc)
@@ -397,9 +452,11 @@ static int node_part_build(pmpi_comm_t *pc)
      * the program's first collective on comm, and at MPI_THREAD_MULTIPLE Open MPI 4.1's context-id
      * agreement hung for good when other threads made communicators meanwhile (MPICH's
      * threads/comm/comm_create_group_threads: 4 s bare, stuck under yod). */
-    if (nn > 1 && (PMPI_AWAY(PMPI_Comm_split(pc->comm, mynode, me, &pc->node_comm)) != MPI_SUCCESS ||
-                   PMPI_AWAY(PMPI_Comm_split(pc->comm, pc->leader == me ? 0 : MPI_UNDEFINED, me,
-                                             &pc->leaders_comm)) != MPI_SUCCESS))
+    int p2p = nn > 1 && lead_p2p();
+    if (nn > 1 && !p2p &&
+        (PMPI_AWAY(PMPI_Comm_split(pc->comm, mynode, me, &pc->node_comm)) != MPI_SUCCESS ||
+         PMPI_AWAY(PMPI_Comm_split(pc->comm, pc->leader == me ? 0 : MPI_UNDEFINED, me, &pc->leaders_comm)) !=
+             MPI_SUCCESS))
         goto fail;
     if (pc->leaders_comm != MPI_COMM_NULL)
         leaders_errors_to(pc);
@@ -412,8 +469,21 @@ static int node_part_build(pmpi_comm_t *pc)
             coll_ctrl_init(ctrl, pc->node_size);
         addr = (uint64_t)(uintptr_t)ctrl;
     }
-    if (PMPI_AWAY(PMPI_Bcast(&addr, 1, MPI_UINT64_T, 0, nn > 1 ? pc->node_comm : pc->comm)) != MPI_SUCCESS)
+    if (p2p) {
+        /* No node communicator to broadcast on: every rank's address and rank 0's new tag, from
+         * all (a collective on comm itself, which makes no context). */
+        uint64_t mine[2] = {addr, me == 0 ? (uint64_t)lead_tag_new() : 0};
+        uint64_t *all = util_alloc_or_die(2 * (size_t)pc->size * sizeof(uint64_t), "a communicator's node part");
+        if (PMPI_AWAY(PMPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, pc->comm)) != MPI_SUCCESS) {
+            free(all);
+            goto fail;
+        }
+        addr = all[2 * (size_t)pc->node_ranks[0]];
+        pc->lead_tag = (int)all[1];
+        free(all);
+    } else if (PMPI_AWAY(PMPI_Bcast(&addr, 1, MPI_UINT64_T, 0, nn > 1 ? pc->node_comm : pc->comm)) != MPI_SUCCESS) {
         goto fail;
+    }
     if (!addr) {
         util_error("no heap for a communicator's control area: raise the heap (yod --heap)");
         goto fail;
@@ -441,16 +511,21 @@ fail:
  * MPI_Comm_create_group; the program alone, which never splits, runs in 4 s, and MPICH runs it
  * with the splits. So when some rank's program runs at MULTIPLE on Open MPI
  * (pmpi_layer.no_hidden_comms, the same on every rank) the layer makes no node or leaders
- * communicators after MPI_Init:
- * WORLD gets its node part there, before the program can have a second thread in MPI, and every
- * other communicator that spans nodes leaves its collectives to the real MPI
- * (why.multinode-threads). Communicators on one node need none and keep the layer's collectives. */
+ * communicators after MPI_Init (made with MPI_Comm_create_group from a copy of WORLD they hang
+ * too: tests/external/ompi_split_threads.c, mode 2). WORLD gets its node part there, before the
+ * program can have a second thread in MPI, and with it pmpi_layer.lead_world; every other
+ * communicator that spans nodes builds a node part without communicators (lead_tag >= 0), whose
+ * leaders' phases are point-to-point on lead_world (coll/pmpi_coll_lead.c), so its blocking
+ * collectives stay the layer's and its nonblocking and persistent ones go to the real MPI
+ * (why.multinode-threads). BOBCAT_COLL_LEADERS=p2p does the same for every communicator, WORLD
+ * too; =comm never, and then such communicators' collectives go to the real MPI. Communicators on
+ * one node need none of this and keep the layer's collectives. */
 pmpi_comm_t *pmpi_comm_get_coll(MPI_Comm comm)
 {
     pmpi_comm_t *pc = pmpi_comm_get(comm);
     if (!pc || pc->coll_ready)
         return pc;
-    if (!pc->single_node && pmpi_layer.no_hidden_comms)
+    if (!pc->single_node && pmpi_layer.no_hidden_comms && !lead_p2p())
         return NULL;
     if (node_part_build(pc) != 0) {
         util_warn("could not set up bobcat's collectives on a communicator: it uses the real MPI's");
@@ -467,7 +542,7 @@ pmpi_why_t pmpi_comm_coll_why(MPI_Comm comm)
     const pmpi_comm_t *pc = pmpi_comm_peek(comm);
     if (!pc)
         return PMPI_WHY_INTER;
-    return !pc->single_node && pmpi_layer.no_hidden_comms ? PMPI_WHY_THREADS : PMPI_WHY_SETUP;
+    return !pc->single_node && pmpi_layer.no_hidden_comms && !lead_p2p() ? PMPI_WHY_THREADS : PMPI_WHY_SETUP;
 }
 
 /* Why early: a nonblocking call may not build the node part (a communicator split, which would
@@ -566,6 +641,8 @@ void pmpi_comm_layer_fini(void)
     }
     if (progress_comm != MPI_COMM_NULL)
         PMPI_Comm_free(&progress_comm);
+    if (L->lead_world != MPI_COMM_NULL)
+        PMPI_Comm_free(&L->lead_world);
     L->finalizing = 1;
     L->on = 0;
 }

@@ -80,6 +80,9 @@ typedef struct {
     int no_hidden_comms;    /* no node or leaders communicators (nor duplicates of them) may be made
                                after MPI_Init: Open MPI with some rank's program at MULTIPLE
                                (pmpi_comm.c, "Hidden communicators") */
+    MPI_Comm lead_world;    /* the layer's copy of MPI_COMM_WORLD for leaders' phases over point-to-point
+                               (pmpi_comm_t.lead_tag; BOBCAT_COLL_LEADERS): MPI_COMM_NULL when none */
+    int lead_tags;          /* tags per world rank on lead_world (pmpi_comm_lead_start) */
     int world_rank, world_size;
     int node;               /* my plan node */
     int local_rank, local_size; /* my SMARTMAP index on my node, ranks on my node */
@@ -122,6 +125,9 @@ typedef struct pmpi_comm {
                                when comm is on one node (node_part_build) */
     MPI_Comm leaders_comm;  /* the lowest comm rank of every node, ordered by comm rank; MPI_COMM_NULL
                                on non-leaders and when comm is on one node (private) */
+    int lead_tag;           /* >= 0: no node_comm or leaders_comm; the leaders' phase is point-to-point on
+                               pmpi_layer.lead_world with this tag, the same on every rank of comm
+                               (coll/pmpi_coll_lead.c); -1: on leaders_comm */
     int node_rank, node_size; /* mine in node_comm, its size */
     int *node_ranks;        /* node_comm rank -> comm rank */
     int nnodes;             /* nodes comm spans */
@@ -224,10 +230,18 @@ typedef enum {
     PMPI_WHY_OFFNODE,    /* point-to-point: the peer is on another node */
     PMPI_WHY_ROOT,       /* across nodes, a rooted nonblocking call whose root is not its node's
                             leader (lowest rank there) */
-    PMPI_WHY_THREADS,    /* the communicator spans nodes and its node part would need hidden
-                            communicators at MPI_THREAD_MULTIPLE on Open MPI (pmpi_layer.no_hidden_comms) */
+    PMPI_WHY_THREADS,    /* the communicator spans nodes and the layer may make no communicators for it
+                            (MPI_THREAD_MULTIPLE on Open MPI: pmpi_layer.no_hidden_comms): its nonblocking
+                            and persistent collectives, or all of them under BOBCAT_COLL_LEADERS=comm */
     PMPI_WHY_N
 } pmpi_why_t;
+
+/* At MPI_Init, on every rank alike, before any node part that should use it: the copy of WORLD for
+ * leaders' phases over point-to-point (none if the MPI's tags are too few for it). */
+void pmpi_comm_lead_start(void);
+/* A leaders' call failed with code (an erroneous program: counts that differ across nodes): where
+ * comm's handler is fatal, it runs now; else the code goes back to the layer's call. */
+void pmpi_comm_lead_error(const pmpi_comm_t *pc, int code);
 
 /* Why pmpi_comm_get_coll(comm) gave NULL (the layer off, an intercommunicator, no hidden
  * communicators at this thread level, a failed set-up). */

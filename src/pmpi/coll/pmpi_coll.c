@@ -60,12 +60,12 @@ static void *seg_alloc(size_t bytes)
 }
 
 /* Byte counts of a whole call over int-counted MPI calls: big ones in pieces of 1 GiB. */
-static int bcast_bytes(void *buf, size_t bytes, int root, MPI_Comm comm)
+static int bcast_bytes(const pmpi_comm_t *pc, void *buf, size_t bytes, int lroot)
 {
     int rc = MPI_SUCCESS;
     for (size_t off = 0; off < bytes && rc == MPI_SUCCESS;) {
         int n = bytes - off > ((size_t)1 << 30) ? 1 << 30 : (int)(bytes - off);
-        rc = PMPI_AWAY(PMPI_Bcast((char *)buf + off, n, MPI_BYTE, root, comm));
+        rc = pc_lead_bcast(pc, (char *)buf + off, n, MPI_BYTE, lroot);
         off += (size_t)n;
     }
     return rc;
@@ -89,8 +89,8 @@ static int barrier(MPI_Comm comm, int count)
     coll_barrier(&pc->cn);
     if (pc->nnodes > 1) {
         /* Node arrived, leaders meet, node released: nobody leaves before everyone arrived. */
-        if (pc->leaders_comm != MPI_COMM_NULL)
-            PMPI_AWAY(PMPI_Barrier(pc->leaders_comm));
+        if (pc->leader == pc->rank)
+            pc_lead_barrier(pc);
         coll_barrier(&pc->cn);
     }
     /* The real MPI's barrier would have received what a peer sent before arriving (its messages
@@ -146,8 +146,8 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
         int rnode = pc->node[root];
         if (pc->node[me] == rnode)
             mism = coll_bcast(&pc->cn, pc_node_rank(pc, root), b.p, bytes);
-        if (pc->leaders_comm != MPI_COMM_NULL)
-            lerr = bcast_bytes(b.p, bytes, pc->leader_rank[root], pc->leaders_comm);
+        if (pc->leader == me)
+            lerr = bcast_bytes(pc, b.p, bytes, pc->leader_rank[root]);
         if (pc->node[me] != rnode)
             mism = coll_bcast_failed(&pc->cn, 0, b.p, bytes, lerr != MPI_SUCCESS);
     }
@@ -277,7 +277,7 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
         coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
         if (leader) {
             result = lme == lroot ? seg_alloc(span) : NULL;
-            PMPI_AWAY(PMPI_Reduce(partial, result, (int)n, pc_op_base(&cop), op, lroot, pc->leaders_comm));
+            pc_lead_reduce(pc, partial, result, (int)n, pc_op_base(&cop), op, lroot);
             if (result) {
                 memcpy(partial, result, span);
                 free(result);
@@ -285,9 +285,9 @@ BOBCAT_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Dataty
         }
         if (pc->node[me] == pc->node[root] && root != pc->leader) {
             if (leader)
-                PMPI_AWAY(PMPI_Send(partial, (int)n, pc_op_base(&cop), pc_node_rank(pc, root), 1, pc->node_comm));
+                pc_lead_to_root(pc, partial, (int)n, pc_op_base(&cop), root);
             else if (me == root)
-                PMPI_AWAY(PMPI_Recv(rbuf, (int)n, pc_op_base(&cop), 0, 1, pc->node_comm, MPI_STATUS_IGNORE));
+                pc_lead_to_root(pc, rbuf, (int)n, pc_op_base(&cop), root);
         } else if (me == root) {
             memcpy(rbuf, partial, span);
         }
@@ -326,7 +326,7 @@ BOBCAT_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Dat
             partial = tout = seg_alloc(span);
         coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
         if (leader)
-            PMPI_AWAY(PMPI_Allreduce(MPI_IN_PLACE, partial, (int)n, pc_op_base(&cop), op, pc->leaders_comm));
+            pc_lead_allreduce(pc, partial, (int)n, pc_op_base(&cop), op);
         coll_bcast(&pc->cn, 0, leader ? partial : rbuf, span);
         if (leader)
             memcpy(rbuf, partial, span);
@@ -377,7 +377,7 @@ static int reduce_scatter_hier(pmpi_comm_t *pc, const void *ip, void *rbuf, cons
             }
         }
         res = seg_alloc(at * ext);
-        PMPI_AWAY(PMPI_Reduce_scatter(ordered, res, ncnt, pc_op_base(cop), op, pc->leaders_comm));
+        pc_lead_reduce_scatter(pc, ordered, res, ncnt, pc_op_base(cop), op);
         if (ordered != partial)
             free(ordered);
         free(ncnt);
@@ -494,7 +494,7 @@ static int scan(pmpi_stat_t *st, const void *sbuf, void *rbuf, int count, MPI_Da
         coll_reduce(&pc->cn, 0, ip, partial, n, &cop, alg);
         coll_scan(&pc->cn, ip, tin || !in_place ? rbuf : (void *)ip, n, &cop, exclusive);
         if (leader)
-            PMPI_AWAY(PMPI_Exscan(partial, pre, (int)n, pc_op_base(&cop), op, pc->leaders_comm));
+            pc_lead_exscan(pc, partial, pre, (int)n, pc_op_base(&cop), op);
         if (k > 0) {
             coll_bcast(&pc->cn, 0, pre, span);
             if (exclusive && pc->node_rank == 0)

@@ -61,7 +61,6 @@ static void leaders_layout(const pmpi_comm_t *pc, const size_t *nodebytes, int *
  * count disagrees with its peer's (an erroneous program) gets the MPI's truncation error, never a
  * stray message. */
 #define NO_BLOCK SIZE_MAX
-#define LEAD_TAG 11
 #define LEAD_RUN ((size_t)1 << 30)
 
 MPI_Datatype hier_bytes_type(size_t off, size_t bytes, int *count_p, int *disp_p)
@@ -116,13 +115,12 @@ static void lead_exchange(const pmpi_comm_t *pc, char *const *sp, const size_t *
             int n, zero;
             t[nq] = hier_bytes_type(0, b[k], &n, &zero);
             if (pass)
-                PMPI_AWAY(PMPI_Isend(sp[k], n, t[nq], k, LEAD_TAG, pc->leaders_comm, &q[nq]));
+                pc_lead_isend(pc, sp[k], n, t[nq], k, &q[nq]);
             else
-                PMPI_AWAY(PMPI_Irecv(rp[k], n, t[nq], k, LEAD_TAG, pc->leaders_comm, &q[nq]));
+                pc_lead_irecv(pc, rp[k], n, t[nq], k, &q[nq]);
             nq++;
         }
-    for (int i = 0; i < nq; i++) /* (errors go to leaders_comm's handler) */
-        PMPI_AWAY(PMPI_Wait(&q[i], MPI_STATUS_IGNORE));
+    pc_lead_waitall(pc, nq, q);
     for (int i = 0; i < nq; i++)
         if (t[i] != MPI_BYTE)
             PMPI_Type_free(&t[i]);
@@ -156,9 +154,9 @@ static void lead_rooted(pmpi_comm_t *pc, int lroot, int gather, int uniform, con
             leaders_layout(pc, nb, cnt, dsp);
         }
         if (gather)
-            PMPI_AWAY(PMPI_Gatherv(nbuf, icount(mytot), MPI_BYTE, all, cnt, dsp, MPI_BYTE, lroot, pc->leaders_comm));
+            pc_lead_gatherv(pc, nbuf, icount(mytot), all, cnt, dsp, lroot);
         else
-            PMPI_AWAY(PMPI_Scatterv(all, cnt, dsp, MPI_BYTE, nbuf, icount(mytot), MPI_BYTE, lroot, pc->leaders_comm));
+            pc_lead_scatterv(pc, all, cnt, dsp, nbuf, icount(mytot), lroot);
         free(cnt);
         return;
     }
@@ -400,7 +398,7 @@ void hier_allgatherv(pmpi_comm_t *pc, const void *piece, const size_t *bytes, vo
         int *cnt = hier_alloc(2 * (size_t)N * sizeof(int)), *dsp = cnt + N;
         leaders_layout(pc, nb, cnt, dsp);
         coll_gatherv(&pc->cn, 0, piece, bytes[me], all + dsp[pc->leader_rank[me]], mb, md);
-        PMPI_AWAY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, cnt, dsp, MPI_BYTE, pc->leaders_comm));
+        pc_lead_allgatherv(pc, all, cnt, dsp);
         free(cnt);
     } else {
         coll_gatherv(&pc->cn, 0, piece, bytes[me], NULL, mb, md);
@@ -456,7 +454,7 @@ void hier_alltoall(pmpi_comm_t *pc, const void *in, size_t b, void *out)
                         memcpy(sbuf + off, src[i] + (size_t)pc->by_pos[p] * b, b);
             scnt[k] = icount(off - (size_t)sdsp[k]);
         }
-        PMPI_AWAY(PMPI_Alltoallv(sbuf, scnt, sdsp, MPI_BYTE, rbuf, rcnt, rdsp, MPI_BYTE, pc->leaders_comm));
+        pc_lead_alltoallv(pc, sbuf, scnt, sdsp, rbuf, rcnt, rdsp);
         free(sbuf);
         free(scnt);
         rptr = (uint64_t)(uintptr_t)rbuf;

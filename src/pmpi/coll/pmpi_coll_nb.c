@@ -812,6 +812,12 @@ static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmp
         *why_p = pc->coll_ready ? PMPI_WHY_SETUP : pmpi_comm_coll_why(comm);
         return -1;
     }
+    if (pc->lead_tag >= 0) {
+        /* Its leaders' phase is point-to-point on the layer's copy of WORLD (coll/pmpi_coll_lead.c):
+         * no leaders' communicator for the real MPI's nonblocking call. */
+        *why_p = pmpi_layer.no_hidden_comms ? PMPI_WHY_THREADS : PMPI_WHY_FORCED;
+        return -1;
+    }
     *node_p = NULL;
     if (nb_pers) /* a persistent request's start: its own channel of the node's ring (or none) */
         *node_p = pers_node_channel(nb_pers);

@@ -1,0 +1,342 @@
+/* pmpi_coll_lead: the leaders' phase of the blocking collectives across nodes. Only leaders call
+ * these (pc->leader == pc->rank, pc->nnodes > 1; pc_lead_to_root also the root it names); leader k
+ * is node k of pc's node order (leaders_comm rank k). Two ways, fixed per communicator when its
+ * node part is built (base/pmpi_comm.c, BOBCAT_COLL_LEADERS):
+ *  - the real MPI's collective on pc->leaders_comm (split from the program's communicator), with
+ *    the MPI's tuned algorithms; its errors go to that communicator's handler;
+ *  - pc->lead_tag >= 0, where the layer may make no communicators of its own (Open MPI at
+ *    MPI_THREAD_MULTIPLE: "Hidden communicators" there): the real MPI's point-to-point on
+ *    pmpi_layer.lead_world, the one copy of WORLD made at MPI_Init, tagged with the program
+ *    communicator's own tag. No program message can match them (a context of the layer's), and the
+ *    phases of two communicators, which threads may run at once, never match each other's (distinct
+ *    tags). Within one communicator the program's collectives come in one order on every rank, and
+ *    every algorithm here posts its messages between two leaders in the same order on both sides
+ *    with no wildcard, so each receive matches the send meant for it. The algorithms are the
+ *    textbook ones: a dissemination barrier, binomial broadcast and reduction (the reduction
+ *    combines lower leaders on the left, so any op, commutative or not), a chain for the exclusive
+ *    scan, a ring for the in-place allgather, pairwise messages for the rest. Errors come back as
+ *    the code of the first failing call, after pmpi_comm_lead_error. */
+#include "pmpi_coll.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define lead_alloc(bytes) util_alloc_or_die((bytes), "a collective's leaders' phase")
+
+/* BOBCAT_STATS: the leaders' phases this rank led, by way (not calls of the program's: no path). */
+static pmpi_stat_t st_leaders = {.name = "leaders", .extra_names = {"comm", "p2p"}};
+
+__attribute__((constructor)) static void register_stats(void) { pmpi_stats_register(&st_leaders); }
+
+static void counted(const pmpi_comm_t *pc)
+{
+    if (pmpi_stats_on)
+        st_leaders.extra[pc->lead_tag >= 0]++;
+}
+
+static int leader_of(const pmpi_comm_t *pc, int k) { return pc->world[pc->by_pos[pc->node_first[k]]]; }
+
+static int my_k(const pmpi_comm_t *pc) { return pc->leader_rank[pc->rank]; }
+
+static int failed(const pmpi_comm_t *pc, int rc)
+{
+    if (rc != MPI_SUCCESS)
+        pmpi_comm_lead_error(pc, rc);
+    return rc;
+}
+
+static int psend(const pmpi_comm_t *pc, const void *b, int n, MPI_Datatype t, int k)
+{
+    return PMPI_AWAY(PMPI_Send(b, n, t, leader_of(pc, k), pc->lead_tag, pmpi_layer.lead_world));
+}
+
+static int precv(const pmpi_comm_t *pc, void *b, int n, MPI_Datatype t, int k)
+{
+    return PMPI_AWAY(PMPI_Recv(b, n, t, leader_of(pc, k), pc->lead_tag, pmpi_layer.lead_world, MPI_STATUS_IGNORE));
+}
+
+static int pswap(const pmpi_comm_t *pc, const void *sb, int sn, int to, void *rb, int rn, int from)
+{
+    return PMPI_AWAY(PMPI_Sendrecv(sb, sn, MPI_BYTE, leader_of(pc, to), pc->lead_tag, rb, rn, MPI_BYTE,
+                                   leader_of(pc, from), pc->lead_tag, pmpi_layer.lead_world, MPI_STATUS_IGNORE));
+}
+
+static size_t span_of(int n, MPI_Datatype t)
+{
+    MPI_Aint lb = 0, ext = 0;
+    PMPI_Type_get_extent(t, &lb, &ext);
+    return (size_t)n * (size_t)ext;
+}
+
+int pc_lead_barrier(const pmpi_comm_t *pc)
+{
+    counted(pc);
+    if (pc->lead_tag < 0)
+        return PMPI_AWAY(PMPI_Barrier(pc->leaders_comm));
+    int N = pc->nnodes, k = my_k(pc), rc = MPI_SUCCESS;
+    for (int d = 1; d < N && rc == MPI_SUCCESS; d <<= 1)
+        rc = pswap(pc, NULL, 0, (k + d) % N, NULL, 0, (k - d + N) % N);
+    return failed(pc, rc);
+}
+
+static int bcast_p2p(const pmpi_comm_t *pc, void *buf, int n, MPI_Datatype t, int lroot)
+{
+    int N = pc->nnodes, v = (my_k(pc) - lroot + N) % N, rc = MPI_SUCCESS, mask = 1;
+    for (; mask < N; mask <<= 1)
+        if (v & mask) {
+            rc = precv(pc, buf, n, t, (v - mask + lroot) % N);
+            break;
+        }
+    for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1)
+        if (v + mask < N)
+            rc = psend(pc, buf, n, t, (v + mask + lroot) % N);
+    return rc;
+}
+
+int pc_lead_bcast(const pmpi_comm_t *pc, void *buf, int n, MPI_Datatype t, int lroot)
+{
+    counted(pc);
+    if (pc->lead_tag < 0)
+        return PMPI_AWAY(PMPI_Bcast(buf, n, t, lroot, pc->leaders_comm));
+    return failed(pc, bcast_p2p(pc, buf, n, t, lroot));
+}
+
+/* The reduction of every leader's n elements at leader 0, in leaders' order: *acc_p there (to
+ * free), NULL elsewhere. */
+static int reduce0(const pmpi_comm_t *pc, const void *in, int n, MPI_Datatype t, MPI_Op op, char **acc_p)
+{
+    size_t bytes = span_of(n, t);
+    char *acc = lead_alloc(bytes ? bytes : 1), *tmp = lead_alloc(bytes ? bytes : 1);
+    memcpy(acc, in, bytes);
+    int N = pc->nnodes, k = my_k(pc), rc = MPI_SUCCESS;
+    for (int mask = 1; mask < N && rc == MPI_SUCCESS; mask <<= 1) {
+        if (k & mask) {
+            rc = psend(pc, acc, n, t, k - mask);
+            break;
+        }
+        if (k + mask < N) {
+            /* acc holds leaders k..k+mask-1, the message k+mask..k+2*mask-1: tmp = acc op tmp */
+            rc = precv(pc, tmp, n, t, k + mask);
+            if (rc == MPI_SUCCESS)
+                rc = PMPI_Reduce_local(acc, tmp, n, t, op);
+            char *x = acc;
+            acc = tmp;
+            tmp = x;
+        }
+    }
+    free(tmp);
+    if (k != 0) {
+        free(acc);
+        acc = NULL;
+    }
+    *acc_p = acc;
+    return rc;
+}
+
+int pc_lead_reduce(const pmpi_comm_t *pc, const void *in, void *out, int n, MPI_Datatype t, MPI_Op op, int lroot)
+{
+    counted(pc);
+    if (pc->lead_tag < 0)
+        return PMPI_AWAY(PMPI_Reduce(in, out, n, t, op, lroot, pc->leaders_comm));
+    char *acc = NULL;
+    int k = my_k(pc), rc = reduce0(pc, in, n, t, op, &acc);
+    if (rc == MPI_SUCCESS && lroot != 0) {
+        if (k == 0)
+            rc = psend(pc, acc, n, t, lroot);
+        else if (k == lroot)
+            rc = precv(pc, out, n, t, 0);
+    } else if (rc == MPI_SUCCESS && k == 0) {
+        memcpy(out, acc, span_of(n, t));
+    }
+    free(acc);
+    return failed(pc, rc);
+}
+
+int pc_lead_allreduce(const pmpi_comm_t *pc, void *inout, int n, MPI_Datatype t, MPI_Op op)
+{
+    counted(pc);
+    if (pc->lead_tag < 0)
+        return PMPI_AWAY(PMPI_Allreduce(MPI_IN_PLACE, inout, n, t, op, pc->leaders_comm));
+    char *acc = NULL;
+    int rc = reduce0(pc, inout, n, t, op, &acc);
+    if (acc)
+        memcpy(inout, acc, span_of(n, t));
+    free(acc);
+    if (rc == MPI_SUCCESS)
+        rc = bcast_p2p(pc, inout, n, t, 0);
+    return failed(pc, rc);
+}
+
+int pc_lead_reduce_scatter(const pmpi_comm_t *pc, const void *in, void *out, const int *cnt, MPI_Datatype t,
+                           MPI_Op op)
+{
+    counted(pc);
+    if (pc->lead_tag < 0)
+        return PMPI_AWAY(PMPI_Reduce_scatter(in, out, cnt, t, op, pc->leaders_comm));
+    int N = pc->nnodes, k = my_k(pc);
+    long long total = 0;
+    for (int j = 0; j < N; j++)
+        total += cnt[j];
+    if (total > INT_MAX) {
+        util_error("a leaders' Reduce_scatter of %lld elements exceeds the int count of the MPI call", total);
+        abort();
+    }
+    char *acc = NULL;
+    int rc = reduce0(pc, in, (int)total, t, op, &acc);
+    size_t ext = span_of(1, t), off = 0;
+    for (int j = 0; j < N && rc == MPI_SUCCESS; off += (size_t)cnt[j] * ext, j++) {
+        if (k == 0 && j == 0)
+            memcpy(out, acc, (size_t)cnt[0] * ext);
+        else if (k == 0)
+            rc = psend(pc, acc + off, cnt[j], t, j);
+        else if (k == j)
+            rc = precv(pc, out, cnt[j], t, 0);
+    }
+    free(acc);
+    return failed(pc, rc);
+}
+
+int pc_lead_exscan(const pmpi_comm_t *pc, const void *in, void *out, int n, MPI_Datatype t, MPI_Op op)
+{
+    counted(pc);
+    if (pc->lead_tag < 0)
+        return PMPI_AWAY(PMPI_Exscan(in, out, n, t, op, pc->leaders_comm));
+    int N = pc->nnodes, k = my_k(pc), rc = MPI_SUCCESS;
+    if (k == 0)
+        return failed(pc, psend(pc, in, n, t, 1));
+    rc = precv(pc, out, n, t, k - 1); /* leaders 0..k-1 */
+    if (rc == MPI_SUCCESS && k + 1 < N) {
+        size_t bytes = span_of(n, t);
+        char *tmp = lead_alloc(bytes ? bytes : 1);
+        memcpy(tmp, in, bytes);
+        rc = PMPI_Reduce_local(out, tmp, n, t, op); /* leaders 0..k */
+        if (rc == MPI_SUCCESS)
+            rc = psend(pc, tmp, n, t, k + 1);
+        free(tmp);
+    }
+    return failed(pc, rc);
+}
+
+/* Requests of one leaders' call, all started: their completion, then the first error. */
+static int wait_all(const pmpi_comm_t *pc, int nq, MPI_Request *q)
+{
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < nq; i++) {
+        int r = PMPI_AWAY(PMPI_Wait(&q[i], MPI_STATUS_IGNORE));
+        rc = rc == MPI_SUCCESS ? r : rc;
+    }
+    return pc->lead_tag < 0 ? rc : failed(pc, rc);
+}
+
+int pc_lead_gatherv(const pmpi_comm_t *pc, const void *sb, int sn, void *rb, const int *cnt, const int *dsp,
+                    int lroot)
+{
+    counted(pc);
+    if (pc->lead_tag < 0)
+        return PMPI_AWAY(PMPI_Gatherv(sb, sn, MPI_BYTE, rb, cnt, dsp, MPI_BYTE, lroot, pc->leaders_comm));
+    int N = pc->nnodes, k = my_k(pc), nq = 0;
+    if (k != lroot)
+        return failed(pc, psend(pc, sb, sn, MPI_BYTE, lroot));
+    MPI_Request *q = lead_alloc((size_t)N * sizeof(MPI_Request));
+    for (int j = 0; j < N; j++)
+        if (j != k)
+            PMPI_Irecv((char *)rb + dsp[j], cnt[j], MPI_BYTE, leader_of(pc, j), pc->lead_tag, pmpi_layer.lead_world,
+                       &q[nq++]);
+    memmove((char *)rb + dsp[k], sb, (size_t)(sn < cnt[k] ? sn : cnt[k]));
+    int rc = wait_all(pc, nq, q);
+    free(q);
+    return rc;
+}
+
+int pc_lead_scatterv(const pmpi_comm_t *pc, const void *sb, const int *cnt, const int *dsp, void *rb, int rn,
+                     int lroot)
+{
+    counted(pc);
+    if (pc->lead_tag < 0)
+        return PMPI_AWAY(PMPI_Scatterv(sb, cnt, dsp, MPI_BYTE, rb, rn, MPI_BYTE, lroot, pc->leaders_comm));
+    int N = pc->nnodes, k = my_k(pc), nq = 0;
+    if (k != lroot)
+        return failed(pc, precv(pc, rb, rn, MPI_BYTE, lroot));
+    MPI_Request *q = lead_alloc((size_t)N * sizeof(MPI_Request));
+    for (int j = 0; j < N; j++)
+        if (j != k)
+            PMPI_Isend((const char *)sb + dsp[j], cnt[j], MPI_BYTE, leader_of(pc, j), pc->lead_tag,
+                       pmpi_layer.lead_world, &q[nq++]);
+    memmove(rb, (const char *)sb + dsp[k], (size_t)(rn < cnt[k] ? rn : cnt[k]));
+    int rc = wait_all(pc, nq, q);
+    free(q);
+    return rc;
+}
+
+int pc_lead_allgatherv(const pmpi_comm_t *pc, void *all, const int *cnt, const int *dsp)
+{
+    counted(pc);
+    if (pc->lead_tag < 0)
+        return PMPI_AWAY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, cnt, dsp, MPI_BYTE, pc->leaders_comm));
+    /* A ring: at step s each leader passes on the block it got at step s - 1 (its own first). */
+    int N = pc->nnodes, k = my_k(pc), rc = MPI_SUCCESS;
+    char *a = all;
+    for (int s = 0; s < N - 1 && rc == MPI_SUCCESS; s++) {
+        int out = (k - s + N) % N, in = (k - s - 1 + N) % N;
+        rc = pswap(pc, a + dsp[out], cnt[out], (k + 1) % N, a + dsp[in], cnt[in], (k - 1 + N) % N);
+    }
+    return failed(pc, rc);
+}
+
+int pc_lead_alltoallv(const pmpi_comm_t *pc, const void *sb, const int *sc, const int *sd, void *rb, const int *rcnt,
+                      const int *rd)
+{
+    counted(pc);
+    if (pc->lead_tag < 0)
+        return PMPI_AWAY(PMPI_Alltoallv(sb, sc, sd, MPI_BYTE, rb, rcnt, rd, MPI_BYTE, pc->leaders_comm));
+    int N = pc->nnodes, k = my_k(pc), nq = 0;
+    MPI_Request *q = lead_alloc(2 * (size_t)N * sizeof(MPI_Request));
+    for (int j = 0; j < N; j++)
+        if (j != k)
+            PMPI_Irecv((char *)rb + rd[j], rcnt[j], MPI_BYTE, leader_of(pc, j), pc->lead_tag, pmpi_layer.lead_world,
+                       &q[nq++]);
+    for (int j = 0; j < N; j++)
+        if (j != k)
+            PMPI_Isend((const char *)sb + sd[j], sc[j], MPI_BYTE, leader_of(pc, j), pc->lead_tag,
+                       pmpi_layer.lead_world, &q[nq++]);
+    memmove((char *)rb + rd[k], (const char *)sb + sd[k], (size_t)(sc[k] < rcnt[k] ? sc[k] : rcnt[k]));
+    int rc = wait_all(pc, nq, q);
+    free(q);
+    return rc;
+}
+
+int pc_lead_irecv(const pmpi_comm_t *pc, void *b, int n, MPI_Datatype t, int k, MPI_Request *q)
+{
+    if (pc->lead_tag < 0)
+        return PMPI_Irecv(b, n, t, k, PC_LEAD_TAG, pc->leaders_comm, q);
+    return PMPI_Irecv(b, n, t, leader_of(pc, k), pc->lead_tag, pmpi_layer.lead_world, q);
+}
+
+int pc_lead_isend(const pmpi_comm_t *pc, const void *b, int n, MPI_Datatype t, int k, MPI_Request *q)
+{
+    if (pc->lead_tag < 0)
+        return PMPI_Isend(b, n, t, k, PC_LEAD_TAG, pc->leaders_comm, q);
+    return PMPI_Isend(b, n, t, leader_of(pc, k), pc->lead_tag, pmpi_layer.lead_world, q);
+}
+
+int pc_lead_waitall(const pmpi_comm_t *pc, int nq, MPI_Request *q)
+{
+    counted(pc);
+    return wait_all(pc, nq, q);
+}
+
+int pc_lead_to_root(const pmpi_comm_t *pc, void *buf, int n, MPI_Datatype t, int root)
+{
+    int me = pc->rank;
+    if (me == pc->leader)
+        counted(pc);
+    if (pc->lead_tag < 0)
+        return me == pc->leader ? PMPI_AWAY(PMPI_Send(buf, n, t, pc_node_rank(pc, root), 1, pc->node_comm))
+                                : PMPI_AWAY(PMPI_Recv(buf, n, t, 0, 1, pc->node_comm, MPI_STATUS_IGNORE));
+    int rc = me == pc->leader
+                 ? PMPI_AWAY(PMPI_Send(buf, n, t, pc->world[root], pc->lead_tag, pmpi_layer.lead_world))
+                 : PMPI_AWAY(PMPI_Recv(buf, n, t, pc->world[pc->leader], pc->lead_tag, pmpi_layer.lead_world,
+                                       MPI_STATUS_IGNORE));
+    return failed(pc, rc);
+}
