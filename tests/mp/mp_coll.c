@@ -318,9 +318,11 @@ static void usersum(void *in_, void *io_, int *len, MPI_Datatype *dt)
         b[k] += a[k];
 }
 
+/* Rank r's matrix for element i. Not polynomials in one matrix (the matrices of the ranks did not
+ * commute only from rank 4 on, so a wrong order went unseen at fewer ranks). */
 static void mat_of(int r, size_t i, int *m)
 {
-    m[0] = r + 1 + (int)(i % 5), m[1] = 1, m[2] = (int)(i % 3), m[3] = r % 4;
+    m[0] = r + 1 + (int)(i % 5), m[1] = 1 + r % 2, m[2] = (int)(i % 3) + r, m[3] = (r * 3) % 5;
 }
 
 static void user_ops(MPI_Comm comm, bkind_t bk, size_t count)
