@@ -13,8 +13,10 @@
  *    every algorithm here posts its messages between two leaders in the same order on both sides
  *    with no wildcard, so each receive matches the send meant for it. The algorithms are the
  *    textbook ones: a dissemination barrier, binomial broadcast and reduction (the reduction
- *    combines lower leaders on the left, so any op, commutative or not), a chain for the exclusive
- *    scan, a ring for the in-place allgather, pairwise messages for the rest. Errors come back as
+ *    combines lower leaders on the left, so any op, commutative or not), recursive doubling for
+ *    the allreduce of a power-of-two number of leaders (the same order; else a reduction and a
+ *    broadcast), a chain for the exclusive scan, a ring for the in-place allgather, pairwise
+ *    messages for the rest. Errors come back as
  *    the code of the first failing call, after pmpi_comm_lead_error. */
 #include "pmpi_coll.h"
 
@@ -153,11 +155,39 @@ int pc_lead_reduce(const pmpi_comm_t *pc, const void *in, void *out, int n, MPI_
     return failed(pc, rc);
 }
 
+/* Recursive doubling (a power-of-two number of leaders): at the step of bit `mask` each leader
+ * swaps its partial with the leader across that bit, both covering blocks of leaders that meet
+ * there, and folds the lower block's on the left: one message time per step instead of the two of
+ * a reduction and a broadcast. */
+static int allreduce_doubling(const pmpi_comm_t *pc, void *inout, int n, MPI_Datatype t, MPI_Op op)
+{
+    size_t bytes = span_of(n, t);
+    char *tmp = lead_alloc(bytes ? bytes : 1);
+    int N = pc->nnodes, k = my_k(pc), rc = MPI_SUCCESS;
+    for (int mask = 1; mask < N && rc == MPI_SUCCESS; mask <<= 1) {
+        int peer = k ^ mask;
+        rc = PMPI_AWAY(PMPI_Sendrecv(inout, n, t, leader_of(pc, peer), pc->lead_tag, tmp, n, t, leader_of(pc, peer),
+                                     pc->lead_tag, pmpi_layer.lead_world, MPI_STATUS_IGNORE));
+        if (rc != MPI_SUCCESS)
+            break;
+        if (peer < k) { /* inout = tmp op inout */
+            rc = PMPI_Reduce_local(tmp, inout, n, t, op);
+        } else { /* inout = inout op tmp, through tmp */
+            rc = PMPI_Reduce_local(inout, tmp, n, t, op);
+            memcpy(inout, tmp, bytes);
+        }
+    }
+    free(tmp);
+    return rc;
+}
+
 int pc_lead_allreduce(const pmpi_comm_t *pc, void *inout, int n, MPI_Datatype t, MPI_Op op)
 {
     counted(pc);
     if (pc->lead_tag < 0)
         return PMPI_AWAY(PMPI_Allreduce(MPI_IN_PLACE, inout, n, t, op, pc->leaders_comm));
+    if ((pc->nnodes & (pc->nnodes - 1)) == 0)
+        return failed(pc, allreduce_doubling(pc, inout, n, t, op));
     char *acc = NULL;
     int rc = reduce0(pc, inout, n, t, op, &acc);
     if (acc)
