@@ -381,13 +381,15 @@ static void user_ops(MPI_Comm comm, bkind_t bk, size_t count)
      * type, but neither real MPI here accepts it (Open MPI 4.1, MPICH 4.0), so only when bobcat does. */
     const char *fa = getenv("BOBCAT_COLL_ALLREDUCE"), *on = getenv("BOBCAT_MPI");
     int bobcat_does = (!fa || strcmp(fa, "mpi")) && (!on || (strcmp(on, "0") && strcmp(on, "off")));
-    if (mp_env_is("BOBCAT_COLL_HIER", "0", "off")) { /* across nodes that is the real MPI's then */
+    if (bobcat_does) { /* across nodes it is the real MPI's with BOBCAT_COLL_HIER=0 or one rank per node */
         MPI_Comm shm;
-        int ssize;
+        int ssize, smax = 0;
         MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shm);
         MPI_Comm_size(shm, &ssize);
         MPI_Comm_free(&shm);
-        bobcat_does &= ssize == size;
+        MPI_Allreduce(&ssize, &smax, 1, MPI_INT, MPI_MAX, comm);
+        if (ssize != size)
+            bobcat_does &= !mp_env_is("BOBCAT_COLL_HIER", "0", "off") && smax > 1;
     }
     for (size_t i = 0; i < 4 * count; i++)
         si[i] = rank * 3 + (int)i;
@@ -794,15 +796,26 @@ static void check_paths(void)
     if (!stat)
         return;
     int off = mp_env_is("BOBCAT_COLL_HIER", "0", "off");
+    /* One rank on every node (yod -SN): no node phase to gain, every blocking collective across
+     * nodes is the real MPI's (why.one-per-node). */
+    int most = 0, mine = smap_local_size();
+    MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int alone = most == 1;
     for (size_t i = 0; i < sizeof hier / sizeof hier[0]; i++) {
         if (mp_env_is(hier[i].knob, "mpi", NULL))
             continue;
-        long long h = stat(hier[i].call, "alg.hier"), m = stat(hier[i].call, "why.multinode");
+        long long h = stat(hier[i].call, "alg.hier"), m = stat(hier[i].call, "why.multinode"),
+                  a = stat(hier[i].call, "why.one-per-node");
         if (off)
             CHECK(h == 0 && m > 0, "BOBCAT_COLL_HIER=0: %s alg.hier=%lld why.multinode=%lld", hier[i].call, h, m);
+        else if (alone)
+            CHECK(h == 0 && m == 0 && a > 0, "one rank per node: %s alg.hier=%lld why.multinode=%lld why.one-per-node=%lld",
+                  hier[i].call, h, m, a);
         else
             CHECK(h > 0 && m == 0, "%s across nodes: alg.hier=%lld why.multinode=%lld", hier[i].call, h, m);
     }
+    if (alone)
+        return;
     /* The leaders' phases over point-to-point (coll/pmpi_coll_lead.c): forced, or at
      * MPI_THREAD_MULTIPLE on Open MPI for every communicator but WORLD; else none. Only leaders
      * count them. */

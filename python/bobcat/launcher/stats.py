@@ -17,7 +17,7 @@ constructors, attributes) are listed in FILE but do not dilute them.
 import json
 import os
 
-OFFNODE_WHY = {"off-node", "multinode", "multinode-threads", "root-not-leader"}  # calls on communicators that span nodes
+OFFNODE_WHY = {"off-node", "multinode", "multinode-threads", "root-not-leader", "one-per-node"}  # calls on communicators that span nodes
 
 
 def _routine(totals: dict, name: str) -> dict:

@@ -233,6 +233,8 @@ typedef enum {
     PMPI_WHY_THREADS,    /* the communicator spans nodes and the layer may make no communicators for it
                             (MPI_THREAD_MULTIPLE on Open MPI: pmpi_layer.no_hidden_comms): its nonblocking
                             and persistent collectives, or all of them under BOBCAT_COLL_LEADERS=comm */
+    PMPI_WHY_ALONE,      /* a blocking collective on a communicator with one rank on every node: no node
+                            phase to gain, the real MPI's call on it (pc_hier_why) */
     PMPI_WHY_N
 } pmpi_why_t;
 

@@ -24,6 +24,7 @@ const char *const pmpi_why_names[PMPI_WHY_N] = {
     [PMPI_WHY_MULTINODE] = "multinode", [PMPI_WHY_ORDER] = "noncommutative-order",
     [PMPI_WHY_SETUP] = "setup-failed", [PMPI_WHY_VARIANT] = "variant", [PMPI_WHY_OFFNODE] = "off-node",
     [PMPI_WHY_ROOT] = "root-not-leader", [PMPI_WHY_THREADS] = "multinode-threads",
+    [PMPI_WHY_ALONE] = "one-per-node",
 };
 static const char *const path_names[PMPI_PATH_N] = {"inplace", "staged", "mpi"};
 

@@ -81,9 +81,10 @@ static int barrier(MPI_Comm comm, int count)
             pmpi_stat_mpi(&st_barrier, pc_knobs.barrier == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : pmpi_comm_coll_why(comm), 0);
         return PMPI_AWAY(PMPI_Barrier(comm));
     }
-    if (pc->nnodes > 1 && !pc_knobs.hier) {
+    pmpi_why_t hw = pc_hier_why(pc);
+    if (hw != PMPI_WHY_NONE) {
         if (count)
-            pmpi_stat_mpi(&st_barrier, PMPI_WHY_MULTINODE, 0);
+            pmpi_stat_mpi(&st_barrier, hw, 0);
         return PMPI_AWAY(PMPI_Barrier(comm));
     }
     coll_barrier(&pc->cn);
@@ -121,9 +122,10 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
         pmpi_stat_mpi(&st_bcast, pc_knobs.bcast == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : pmpi_comm_coll_why(comm), 0);
         return PMPI_AWAY(PMPI_Bcast(buf, count, dt, root, comm));
     }
+    pmpi_why_t hw = pc_hier_why(pc);
     if (count <= 0 || root < 0 || root >= pc->size || buf == MPI_IN_PLACE || pc_dt(dt, &d) != 0 || d.size == 0 ||
-        (pc->nnodes > 1 && !pc_knobs.hier)) {
-        pmpi_stat_mpi(&st_bcast, pc->nnodes > 1 && !pc_knobs.hier ? PMPI_WHY_MULTINODE : PMPI_WHY_VARIANT, 0);
+        hw != PMPI_WHY_NONE) {
+        pmpi_stat_mpi(&st_bcast, hw != PMPI_WHY_NONE ? hw : PMPI_WHY_VARIANT, 0);
         return PMPI_AWAY(PMPI_Bcast(buf, count, dt, root, comm)); /* nothing to move, or an error for the MPI to report */
     }
     size_t bytes = (size_t)count * (size_t)d.size;
@@ -184,8 +186,8 @@ static pmpi_comm_t *red_setup(MPI_Comm comm, pc_alg_t knob, int count, MPI_Datat
         return NULL;
     }
     if (pc->nnodes > 1) {
-        if (!multinode_ok || !pc_knobs.hier) {
-            *why_p = PMPI_WHY_MULTINODE;
+        if (!multinode_ok || pc_hier_why(pc) != PMPI_WHY_NONE) {
+            *why_p = multinode_ok ? pc_hier_why(pc) : PMPI_WHY_MULTINODE;
             return NULL;
         }
         if (!cop->commutative && !pc->blocked) {

@@ -88,6 +88,21 @@ int pc_dt_known(MPI_Datatype dt, pc_dt_t *d_p);
  * elements per element of dt (1 otherwise); an inter-node phase through PMPI then moves
  * count * *mult_p elements of pc_op_base(op_p) instead. */
 int pc_op(MPI_Op op, MPI_Datatype dt, coll_op_t *op_p, size_t *mult_p, pmpi_why_t *why_p);
+/* Why a blocking collective on pc (node part built) goes to the real MPI although it spans nodes;
+ * PMPI_WHY_NONE when it runs hierarchically. BOBCAT_COLL_HIER=0; or one rank on every node, where
+ * the node phases have nothing to do and only add copies around the leaders' call, which would be
+ * the real MPI's collective over the same ranks (yod -SN across simulated nodes, 2 ranks: 1.1-2.3x
+ * the real MPI's time, Allgather and Alltoall worst; docs/benchmarks.md). The nonblocking ones keep
+ * their path there: its leaders' phase is what the progress agent and thread move meanwhile. */
+static inline pmpi_why_t pc_hier_why(const pmpi_comm_t *pc)
+{
+    if (pc->nnodes <= 1)
+        return PMPI_WHY_NONE;
+    if (!pc_knobs.hier)
+        return PMPI_WHY_MULTINODE;
+    return pc->nnodes == pc->size ? PMPI_WHY_ALONE : PMPI_WHY_NONE;
+}
+
 static inline MPI_Datatype pc_op_base(const coll_op_t *op)
 {
     MPI_Datatype dt;

@@ -281,8 +281,8 @@ static int alltoallvw(pmpi_stat_t *st, const a2av_args_t *a, MPI_Comm comm)
         why = pc_knobs.alltoallv == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : pmpi_comm_coll_why(comm);
     else if (a2av_pair(st, pc, a, &cut))
         goto ran;
-    else if (pc->nnodes > 1 && !pc_knobs.hier)
-        pc = NULL, why = PMPI_WHY_MULTINODE;
+    else if (pc_hier_why(pc) != PMPI_WHY_NONE)
+        why = pc_hier_why(pc), pc = NULL;
     else if (a->rbuf == MPI_IN_PLACE || !a->rcounts.p || !a->rdispls.p || a2av_alloc(&t, pc->size,
                                                                                      a->w ? pc->size : 1) ||
              a2av_layout(&t, a, pc->size))

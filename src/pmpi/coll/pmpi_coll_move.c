@@ -45,8 +45,9 @@ static pmpi_comm_t *move_setup(MPI_Comm comm, pc_alg_t knob, pmpi_why_t *why_p)
         *why_p = knob == PC_MPI && pmpi_layer.on ? PMPI_WHY_FORCED : pmpi_comm_coll_why(comm);
         return NULL;
     }
-    if (pc->nnodes > 1 && !pc_knobs.hier) {
-        *why_p = PMPI_WHY_MULTINODE;
+    pmpi_why_t hw = pc_hier_why(pc);
+    if (hw != PMPI_WHY_NONE) {
+        *why_p = hw;
         return NULL;
     }
     return pc;
