@@ -5,6 +5,7 @@
 #define BOBCAT_PMPI_COLL_H
 
 #include "../base/pmpi_comm.h"
+#include "pmpi_coll_lead.h"
 
 #include <string.h>
 
@@ -208,36 +209,6 @@ void hier_alltoallv(pmpi_comm_t *pc, const void *const *sblk, const size_t *sbyt
  * committed datatype of 1 GiB runs that starts at off (BOBCAT_COLL_LEAD_RUN: runs of that many
  * bytes, always), which the caller frees once the call is complete. */
 MPI_Datatype hier_bytes_type(size_t off, size_t bytes, int *count_p, int *disp_p);
-
-/* ---- the leaders' phase (pmpi_coll_lead.c) ------------------------------------------------------
- * Called by the leaders only (pc_lead_to_root: the leader and the root it names), leader k being
- * leaders_comm rank k; each is the real MPI's collective on pc->leaders_comm, or the same over
- * point-to-point on pmpi_layer.lead_world where pc->lead_tag >= 0. Byte forms (gatherv .. alltoallv)
- * take MPI_BYTE counts. MPI_SUCCESS or the first error (already given to the handler that decides). */
-int pc_lead_barrier(const pmpi_comm_t *pc);
-int pc_lead_bcast(const pmpi_comm_t *pc, void *buf, int n, MPI_Datatype t, int lroot);
-int pc_lead_reduce(const pmpi_comm_t *pc, const void *in, void *out, int n, MPI_Datatype t, MPI_Op op, int lroot);
-/* in place */
-int pc_lead_allreduce(const pmpi_comm_t *pc, void *inout, int n, MPI_Datatype t, MPI_Op op);
-int pc_lead_reduce_scatter(const pmpi_comm_t *pc, const void *in, void *out, const int *cnt, MPI_Datatype t,
-                           MPI_Op op);
-int pc_lead_exscan(const pmpi_comm_t *pc, const void *in, void *out, int n, MPI_Datatype t, MPI_Op op);
-int pc_lead_gatherv(const pmpi_comm_t *pc, const void *sb, int sn, void *rb, const int *cnt, const int *dsp,
-                    int lroot);
-int pc_lead_scatterv(const pmpi_comm_t *pc, const void *sb, const int *cnt, const int *dsp, void *rb, int rn,
-                     int lroot);
-/* in place: my block is already at all + dsp[mine] */
-int pc_lead_allgatherv(const pmpi_comm_t *pc, void *all, const int *cnt, const int *dsp);
-int pc_lead_alltoallv(const pmpi_comm_t *pc, const void *sb, const int *sc, const int *sd, void *rb, const int *rcnt,
-                      const int *rd);
-/* A point-to-point exchange between leaders (the leaders' exchange of blocks of any size): started
- * here, completed by pc_lead_waitall. On leaders_comm they carry PC_LEAD_TAG. */
-#define PC_LEAD_TAG 11
-int pc_lead_isend(const pmpi_comm_t *pc, const void *b, int n, MPI_Datatype t, int k, MPI_Request *q);
-int pc_lead_irecv(const pmpi_comm_t *pc, void *b, int n, MPI_Datatype t, int k, MPI_Request *q);
-int pc_lead_waitall(const pmpi_comm_t *pc, int nq, MPI_Request *q);
-/* My node's leader hands n elements to comm rank `root` on its node (a root that does not lead it). */
-int pc_lead_to_root(const pmpi_comm_t *pc, void *buf, int n, MPI_Datatype t, int root);
 
 /* ---- the nonblocking v/w forms (pmpi_coll_nbv.c) on pmpi_coll_nb.c's ring -------------------- */
 struct nb_comm;

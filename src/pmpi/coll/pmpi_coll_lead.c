@@ -18,9 +18,10 @@
  *    broadcast), a chain for the exclusive scan, a ring for the in-place allgather, pairwise
  *    messages for the rest. Errors come back as
  *    the code of the first failing call, after pmpi_comm_lead_error. */
-#include "pmpi_coll.h"
+#include "pmpi_coll_lead.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,15 @@ static void counted(const pmpi_comm_t *pc)
 static int leader_of(const pmpi_comm_t *pc, int k) { return pc->world[pc->by_pos[pc->node_first[k]]]; }
 
 static int my_k(const pmpi_comm_t *pc) { return pc->leader_rank[pc->rank]; }
+
+/* The node communicator rank of comm rank r on my node. */
+static int node_rank_of(const pmpi_comm_t *pc, int r)
+{
+    int i = 0;
+    while (i < pc->node_size - 1 && pc->node_ranks[i] != r)
+        i++;
+    return i;
+}
 
 static int failed(const pmpi_comm_t *pc, int rc)
 {
@@ -259,24 +269,34 @@ static int wait_all(const pmpi_comm_t *pc, int nq, MPI_Request *q)
     return pc->lead_tag < 0 ? rc : failed(pc, rc);
 }
 
+/* The root's side of the leaders' Gatherv (gather: the blocks come into all) or Scatterv (they
+ * leave it): a request per other leader's block (cnt[j] bytes at dsp[j]), its own moved between all
+ * and mine (n bytes). */
+static int root_side(const pmpi_comm_t *pc, int gather, char *all, const int *cnt, const int *dsp, char *mine, int n)
+{
+    int N = pc->nnodes, k = my_k(pc), nq = 0;
+    MPI_Request *q = lead_alloc((size_t)N * sizeof(MPI_Request));
+    for (int j = 0; j < N; j++)
+        if (j != k && gather)
+            pc_lead_irecv(pc, all + dsp[j], cnt[j], MPI_BYTE, j, &q[nq++]);
+        else if (j != k)
+            pc_lead_isend(pc, all + dsp[j], cnt[j], MPI_BYTE, j, &q[nq++]);
+    size_t own = (size_t)(n < cnt[k] ? n : cnt[k]);
+    memmove(gather ? all + dsp[k] : mine, gather ? mine : all + dsp[k], own);
+    int rc = wait_all(pc, nq, q);
+    free(q);
+    return rc;
+}
+
 int pc_lead_gatherv(const pmpi_comm_t *pc, const void *sb, int sn, void *rb, const int *cnt, const int *dsp,
                     int lroot)
 {
     counted(pc);
     if (pc->lead_tag < 0)
         return PMPI_AWAY(PMPI_Gatherv(sb, sn, MPI_BYTE, rb, cnt, dsp, MPI_BYTE, lroot, pc->leaders_comm));
-    int N = pc->nnodes, k = my_k(pc), nq = 0;
-    if (k != lroot)
+    if (my_k(pc) != lroot)
         return failed(pc, psend(pc, sb, sn, MPI_BYTE, lroot));
-    MPI_Request *q = lead_alloc((size_t)N * sizeof(MPI_Request));
-    for (int j = 0; j < N; j++)
-        if (j != k)
-            PMPI_Irecv((char *)rb + dsp[j], cnt[j], MPI_BYTE, leader_of(pc, j), pc->lead_tag, pmpi_layer.lead_world,
-                       &q[nq++]);
-    memmove((char *)rb + dsp[k], sb, (size_t)(sn < cnt[k] ? sn : cnt[k]));
-    int rc = wait_all(pc, nq, q);
-    free(q);
-    return rc;
+    return root_side(pc, 1, rb, cnt, dsp, (char *)(uintptr_t)sb, sn);
 }
 
 int pc_lead_scatterv(const pmpi_comm_t *pc, const void *sb, const int *cnt, const int *dsp, void *rb, int rn,
@@ -285,18 +305,9 @@ int pc_lead_scatterv(const pmpi_comm_t *pc, const void *sb, const int *cnt, cons
     counted(pc);
     if (pc->lead_tag < 0)
         return PMPI_AWAY(PMPI_Scatterv(sb, cnt, dsp, MPI_BYTE, rb, rn, MPI_BYTE, lroot, pc->leaders_comm));
-    int N = pc->nnodes, k = my_k(pc), nq = 0;
-    if (k != lroot)
+    if (my_k(pc) != lroot)
         return failed(pc, precv(pc, rb, rn, MPI_BYTE, lroot));
-    MPI_Request *q = lead_alloc((size_t)N * sizeof(MPI_Request));
-    for (int j = 0; j < N; j++)
-        if (j != k)
-            PMPI_Isend((const char *)sb + dsp[j], cnt[j], MPI_BYTE, leader_of(pc, j), pc->lead_tag,
-                       pmpi_layer.lead_world, &q[nq++]);
-    memmove(rb, (const char *)sb + dsp[k], (size_t)(rn < cnt[k] ? rn : cnt[k]));
-    int rc = wait_all(pc, nq, q);
-    free(q);
-    return rc;
+    return root_side(pc, 0, (char *)(uintptr_t)sb, cnt, dsp, rb, rn);
 }
 
 int pc_lead_allgatherv(const pmpi_comm_t *pc, void *all, const int *cnt, const int *dsp)
@@ -324,12 +335,10 @@ int pc_lead_alltoallv(const pmpi_comm_t *pc, const void *sb, const int *sc, cons
     MPI_Request *q = lead_alloc(2 * (size_t)N * sizeof(MPI_Request));
     for (int j = 0; j < N; j++)
         if (j != k)
-            PMPI_Irecv((char *)rb + rd[j], rcnt[j], MPI_BYTE, leader_of(pc, j), pc->lead_tag, pmpi_layer.lead_world,
-                       &q[nq++]);
+            pc_lead_irecv(pc, (char *)rb + rd[j], rcnt[j], MPI_BYTE, j, &q[nq++]);
     for (int j = 0; j < N; j++)
         if (j != k)
-            PMPI_Isend((const char *)sb + sd[j], sc[j], MPI_BYTE, leader_of(pc, j), pc->lead_tag,
-                       pmpi_layer.lead_world, &q[nq++]);
+            pc_lead_isend(pc, (const char *)sb + sd[j], sc[j], MPI_BYTE, j, &q[nq++]);
     memmove((char *)rb + rd[k], (const char *)sb + sd[k], (size_t)(sc[k] < rcnt[k] ? sc[k] : rcnt[k]));
     int rc = wait_all(pc, nq, q);
     free(q);
@@ -362,7 +371,7 @@ int pc_lead_to_root(const pmpi_comm_t *pc, void *buf, int n, MPI_Datatype t, int
     if (me == pc->leader)
         counted(pc);
     if (pc->lead_tag < 0)
-        return me == pc->leader ? PMPI_AWAY(PMPI_Send(buf, n, t, pc_node_rank(pc, root), 1, pc->node_comm))
+        return me == pc->leader ? PMPI_AWAY(PMPI_Send(buf, n, t, node_rank_of(pc, root), 1, pc->node_comm))
                                 : PMPI_AWAY(PMPI_Recv(buf, n, t, 0, 1, pc->node_comm, MPI_STATUS_IGNORE));
     int rc = me == pc->leader
                  ? PMPI_AWAY(PMPI_Send(buf, n, t, pc->world[root], pc->lead_tag, pmpi_layer.lead_world))
