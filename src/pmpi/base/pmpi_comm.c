@@ -520,12 +520,20 @@ fail:
  * (why.multinode-threads). BOBCAT_COLL_LEADERS=p2p does the same for every communicator, WORLD
  * too; =comm never, and then such communicators' collectives go to the real MPI. Communicators on
  * one node need none of this and keep the layer's collectives. */
+/* A communicator that spans nodes where the layer may make no communicators and its leaders' phase
+ * may not run over point-to-point either (BOBCAT_COLL_LEADERS=comm, or no lead_world): its
+ * collectives stay the real MPI's. */
+static int no_node_part(const pmpi_comm_t *pc)
+{
+    return !pc->single_node && pmpi_layer.no_hidden_comms && !lead_p2p();
+}
+
 pmpi_comm_t *pmpi_comm_get_coll(MPI_Comm comm)
 {
     pmpi_comm_t *pc = pmpi_comm_get(comm);
     if (!pc || pc->coll_ready)
         return pc;
-    if (!pc->single_node && pmpi_layer.no_hidden_comms && !lead_p2p())
+    if (no_node_part(pc))
         return NULL;
     if (node_part_build(pc) != 0) {
         util_warn("could not set up bobcat's collectives on a communicator: it uses the real MPI's");
@@ -542,7 +550,7 @@ pmpi_why_t pmpi_comm_coll_why(MPI_Comm comm)
     const pmpi_comm_t *pc = pmpi_comm_peek(comm);
     if (!pc)
         return PMPI_WHY_INTER;
-    return !pc->single_node && pmpi_layer.no_hidden_comms && !lead_p2p() ? PMPI_WHY_THREADS : PMPI_WHY_SETUP;
+    return no_node_part(pc) ? PMPI_WHY_THREADS : PMPI_WHY_SETUP;
 }
 
 /* Why early: a nonblocking call may not build the node part (a communicator split, which would

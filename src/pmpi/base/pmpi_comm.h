@@ -163,6 +163,15 @@ pmpi_comm_t *pmpi_comm_get_coll(MPI_Comm comm);
 void pmpi_comm_node_part_early(MPI_Comm comm, MPI_Comm parent);
 extern int pmpi_node_part_early;
 
+/* The node communicator rank of comm rank r (node part built; r on my node, else -1). */
+static inline int pmpi_comm_node_rank(const pmpi_comm_t *pc, int r)
+{
+    for (int i = 0; i < pc->node_size; i++)
+        if (pc->node_ranks[i] == r)
+            return i;
+    return -1;
+}
+
 /* A pointer p into comm rank r's heap, as r sees it, seen from here. r must be on my node
  * (pc->local[r] >= 0) and p inside r's segment (smap_is_shared(p) on r). No call, no branch. */
 static inline void *pmpi_peer_ptr(const pmpi_comm_t *pc, int r, const void *p)

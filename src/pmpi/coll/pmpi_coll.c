@@ -147,7 +147,7 @@ BOBCAT_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI
     } else {
         int rnode = pc->node[root];
         if (pc->node[me] == rnode)
-            mism = coll_bcast(&pc->cn, pc_node_rank(pc, root), b.p, bytes);
+            mism = coll_bcast(&pc->cn, pmpi_comm_node_rank(pc, root), b.p, bytes);
         if (pc->leader == me)
             lerr = bcast_bytes(pc, b.p, bytes, pc->leader_rank[root]);
         if (pc->node[me] != rnode)
@@ -186,8 +186,9 @@ static pmpi_comm_t *red_setup(MPI_Comm comm, pc_alg_t knob, int count, MPI_Datat
         return NULL;
     }
     if (pc->nnodes > 1) {
-        if (!multinode_ok || pc_hier_why(pc) != PMPI_WHY_NONE) {
-            *why_p = multinode_ok ? pc_hier_why(pc) : PMPI_WHY_MULTINODE;
+        pmpi_why_t hw = multinode_ok ? pc_hier_why(pc) : PMPI_WHY_MULTINODE;
+        if (hw != PMPI_WHY_NONE) {
+            *why_p = hw;
             return NULL;
         }
         if (!cop->commutative && !pc->blocked) {

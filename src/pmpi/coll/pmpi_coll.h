@@ -60,14 +60,6 @@ typedef struct {
 extern pc_knobs_t pc_knobs;
 void pc_knobs_init(void);
 
-/* The node communicator rank of comm rank r (r on my node; -1 otherwise). */
-static inline int pc_node_rank(const pmpi_comm_t *pc, int r)
-{
-    for (int i = 0; i < pc->node_size; i++)
-        if (pc->node_ranks[i] == r)
-            return i;
-    return -1;
-}
 
 /* Datatype facts: dense = its bytes in memory are exactly its packed signature (a predefined
  * type without gaps, a contiguous/dup/resized of one, or dense blocks end to end: pc_dt), so a

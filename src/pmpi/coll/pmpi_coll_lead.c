@@ -42,15 +42,6 @@ static int leader_of(const pmpi_comm_t *pc, int k) { return pc->world[pc->by_pos
 
 static int my_k(const pmpi_comm_t *pc) { return pc->leader_rank[pc->rank]; }
 
-/* The node communicator rank of comm rank r on my node. */
-static int node_rank_of(const pmpi_comm_t *pc, int r)
-{
-    int i = 0;
-    while (i < pc->node_size - 1 && pc->node_ranks[i] != r)
-        i++;
-    return i;
-}
-
 static int failed(const pmpi_comm_t *pc, int rc)
 {
     if (rc != MPI_SUCCESS)
@@ -68,10 +59,10 @@ static int precv(const pmpi_comm_t *pc, void *b, int n, MPI_Datatype t, int k)
     return PMPI_AWAY(PMPI_Recv(b, n, t, leader_of(pc, k), pc->lead_tag, pmpi_layer.lead_world, MPI_STATUS_IGNORE));
 }
 
-static int pswap(const pmpi_comm_t *pc, const void *sb, int sn, int to, void *rb, int rn, int from)
+static int pswap(const pmpi_comm_t *pc, const void *sb, int sn, int to, void *rb, int rn, int from, MPI_Datatype t)
 {
-    return PMPI_AWAY(PMPI_Sendrecv(sb, sn, MPI_BYTE, leader_of(pc, to), pc->lead_tag, rb, rn, MPI_BYTE,
-                                   leader_of(pc, from), pc->lead_tag, pmpi_layer.lead_world, MPI_STATUS_IGNORE));
+    return PMPI_AWAY(PMPI_Sendrecv(sb, sn, t, leader_of(pc, to), pc->lead_tag, rb, rn, t, leader_of(pc, from),
+                                   pc->lead_tag, pmpi_layer.lead_world, MPI_STATUS_IGNORE));
 }
 
 static size_t span_of(int n, MPI_Datatype t)
@@ -88,7 +79,7 @@ int pc_lead_barrier(const pmpi_comm_t *pc)
         return PMPI_AWAY(PMPI_Barrier(pc->leaders_comm));
     int N = pc->nnodes, k = my_k(pc), rc = MPI_SUCCESS;
     for (int d = 1; d < N && rc == MPI_SUCCESS; d <<= 1)
-        rc = pswap(pc, NULL, 0, (k + d) % N, NULL, 0, (k - d + N) % N);
+        rc = pswap(pc, NULL, 0, (k + d) % N, NULL, 0, (k - d + N) % N, MPI_BYTE);
     return failed(pc, rc);
 }
 
@@ -119,7 +110,7 @@ int pc_lead_bcast(const pmpi_comm_t *pc, void *buf, int n, MPI_Datatype t, int l
 static int reduce0(const pmpi_comm_t *pc, const void *in, int n, MPI_Datatype t, MPI_Op op, char **acc_p)
 {
     size_t bytes = span_of(n, t);
-    char *acc = lead_alloc(bytes ? bytes : 1), *tmp = lead_alloc(bytes ? bytes : 1);
+    char *acc = lead_alloc(bytes), *tmp = lead_alloc(bytes);
     memcpy(acc, in, bytes);
     int N = pc->nnodes, k = my_k(pc), rc = MPI_SUCCESS;
     for (int mask = 1; mask < N && rc == MPI_SUCCESS; mask <<= 1) {
@@ -172,12 +163,11 @@ int pc_lead_reduce(const pmpi_comm_t *pc, const void *in, void *out, int n, MPI_
 static int allreduce_doubling(const pmpi_comm_t *pc, void *inout, int n, MPI_Datatype t, MPI_Op op)
 {
     size_t bytes = span_of(n, t);
-    char *tmp = lead_alloc(bytes ? bytes : 1);
+    char *tmp = lead_alloc(bytes);
     int N = pc->nnodes, k = my_k(pc), rc = MPI_SUCCESS;
     for (int mask = 1; mask < N && rc == MPI_SUCCESS; mask <<= 1) {
         int peer = k ^ mask;
-        rc = PMPI_AWAY(PMPI_Sendrecv(inout, n, t, leader_of(pc, peer), pc->lead_tag, tmp, n, t, leader_of(pc, peer),
-                                     pc->lead_tag, pmpi_layer.lead_world, MPI_STATUS_IGNORE));
+        rc = pswap(pc, inout, n, peer, tmp, n, peer, t);
         if (rc != MPI_SUCCESS)
             break;
         if (peer < k) { /* inout = tmp op inout */
@@ -248,7 +238,7 @@ int pc_lead_exscan(const pmpi_comm_t *pc, const void *in, void *out, int n, MPI_
     rc = precv(pc, out, n, t, k - 1); /* leaders 0..k-1 */
     if (rc == MPI_SUCCESS && k + 1 < N) {
         size_t bytes = span_of(n, t);
-        char *tmp = lead_alloc(bytes ? bytes : 1);
+        char *tmp = lead_alloc(bytes);
         memcpy(tmp, in, bytes);
         rc = PMPI_Reduce_local(out, tmp, n, t, op); /* leaders 0..k */
         if (rc == MPI_SUCCESS)
@@ -320,7 +310,7 @@ int pc_lead_allgatherv(const pmpi_comm_t *pc, void *all, const int *cnt, const i
     char *a = all;
     for (int s = 0; s < N - 1 && rc == MPI_SUCCESS; s++) {
         int out = (k - s + N) % N, in = (k - s - 1 + N) % N;
-        rc = pswap(pc, a + dsp[out], cnt[out], (k + 1) % N, a + dsp[in], cnt[in], (k - 1 + N) % N);
+        rc = pswap(pc, a + dsp[out], cnt[out], (k + 1) % N, a + dsp[in], cnt[in], (k - 1 + N) % N, MPI_BYTE);
     }
     return failed(pc, rc);
 }
@@ -371,7 +361,7 @@ int pc_lead_to_root(const pmpi_comm_t *pc, void *buf, int n, MPI_Datatype t, int
     if (me == pc->leader)
         counted(pc);
     if (pc->lead_tag < 0)
-        return me == pc->leader ? PMPI_AWAY(PMPI_Send(buf, n, t, node_rank_of(pc, root), 1, pc->node_comm))
+        return me == pc->leader ? PMPI_AWAY(PMPI_Send(buf, n, t, pmpi_comm_node_rank(pc, root), 1, pc->node_comm))
                                 : PMPI_AWAY(PMPI_Recv(buf, n, t, 0, 1, pc->node_comm, MPI_STATUS_IGNORE));
     int rc = me == pc->leader
                  ? PMPI_AWAY(PMPI_Send(buf, n, t, pc->world[root], pc->lead_tag, pmpi_layer.lead_world))

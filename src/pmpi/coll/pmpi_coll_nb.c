@@ -1032,7 +1032,7 @@ BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MP
         q->lcount = (int)bytes;
         q->lroot = pc->leader_rank[root];
         if (pc->node[root] == pc->node[me]) { /* root's node: the node call, then the leader sends */
-            q->c.root = pc_node_rank(pc, root);
+            q->c.root = pmpi_comm_node_rank(pc, root);
             hier_start(q, pc, node, COLL_NB_BCAST, COLL_NB_N);
         } else { /* the leader receives, then the node call from it */
             q->c2.root = 0;
@@ -1212,7 +1212,7 @@ static int ireduce_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, void
     } else {
         in = red_input(q, sbuf, span, inl, 0);
         if (pc->leader == me && to_root)
-            L = root_block(q, pc->node_size, pc_node_rank(pc, root), span, &q->c2.tab);
+            L = root_block(q, pc->node_size, pmpi_comm_node_rank(pc, root), span, &q->c2.tab);
         else if (pc->leader == me)
             L = node ? (q->scratch = xmalloc(span)) : (void *)in;
     }
@@ -1762,7 +1762,7 @@ static int igather_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int 
         q->c2.rbuf = R;
         q->c2.bytes = (size_t)n * b;
     } else if (to_root && pc->leader == me) { /* the leaders' root for mine: the whole result here */
-        char *W = root_block(q, pc->node_size, pc_node_rank(pc, root), (size_t)n * b, &q->c2.tab);
+        char *W = root_block(q, pc->node_size, pmpi_comm_node_rank(pc, root), (size_t)n * b, &q->c2.tab);
         L = W + (size_t)me * b; /* my node's block begins at me, its lowest rank */
         memcpy(L, stage_in(q, sbuf, scount, stype, sd, 0), b);
         pc_in_done(&q->in);
@@ -1823,7 +1823,7 @@ static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int
     int lead = root_leads(pc, root), to_leader = !lead && root_node;
     coll_nb_t *nodecall = root_node && lead ? &q->c : &q->c2;
     if (to_leader) { /* c: the root's whole buffer to the leader; c2: the node's pieces from the root */
-        q->c2.root = pc_node_rank(pc, root);
+        q->c2.root = pmpi_comm_node_rank(pc, root);
         q->c2.bytes = b;
     }
     if (me == root) {
@@ -1848,7 +1848,7 @@ static int iscatter_hier(pmpi_comm_t *pc, nb_comm_t *node, const void *sbuf, int
     } else if (to_leader) {
         q->c2.rbuf = stage_out(q, rbuf, rcount, rtype, rd, 1, 0);
         if (pc->leader == me) {
-            q->lbuf = root_block(q, pc->node_size, pc_node_rank(pc, root), (size_t)n * b, &q->c.tab);
+            q->lbuf = root_block(q, pc->node_size, pmpi_comm_node_rank(pc, root), (size_t)n * b, &q->c.tab);
             q->lcd = node_blocks(pc, b);
             q->lself = 1;
         }

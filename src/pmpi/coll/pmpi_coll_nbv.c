@@ -284,7 +284,7 @@ static lead_t *lead_new(const pmpi_comm_t *pc, int root)
     lead_t *L = xmalloc(sizeof *L + sizeof(int) * ((size_t)n + 6 * (size_t)nn + (size_t)ns));
     L->n = n, L->nn = nn, L->ns = ns, L->myk = pc->leader_rank[pc->rank];
     L->rootk = pc->leader_rank[root];
-    L->ri = L->rootk == L->myk ? pc_node_rank(pc, root) : -1;
+    L->ri = L->rootk == L->myk ? pmpi_comm_node_rank(pc, root) : -1;
     L->by_pos = (int *)(L + 1);
     L->first = L->by_pos + n;
     L->count = L->first + nn;
