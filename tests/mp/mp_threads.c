@@ -427,23 +427,27 @@ int main(int argc, char **argv)
             long long ar = stat("Allreduce", "inplace") + stat("Allreduce", "staged");
             long long mt = stat("Allreduce", "why.multinode-threads");
             long long imt = stat("Iallreduce", "why.multinode-threads"), lp = stat("leaders", "p2p");
+            long long ih = stat("Iallreduce", "alg.hier");
             CHECK(sends > 0, "no send took bobcat's path at MPI_THREAD_MULTIPLE (%lld)", sends);
             /* Across simulated nodes on Open MPI the layer makes no communicators after MPI_Init, so
              * the threads' communicators, which span nodes, run their leaders' phases over
-             * point-to-point on the layer's copy of WORLD (coll/pmpi_coll_lead.c): their blocking
-             * collectives take bobcat's path, their nonblocking ones go to the real MPI. Elsewhere
-             * every leaders' phase is on a leaders' communicator. */
+             * point-to-point on the layer's copy of WORLD (coll/pmpi_coll_lead.c): their blocking and
+             * nonblocking collectives take bobcat's path. Elsewhere every leaders' phase is on a
+             * leaders' communicator. */
+            const char *sim_env = getenv("BOBCAT_SIMULATE_NODES");
+            int sim = sim_env && !strcmp(sim_env, "1");
 #if defined(OPEN_MPI)
-            const char *sim = getenv("BOBCAT_SIMULATE_NODES");
-            int none_hidden = sim && !strcmp(sim, "1");
+            int none_hidden = sim;
 #else
             int none_hidden = 0;
 #endif
             CHECK(ar >= 2, "%lld Allreduces took bobcat's path at MPI_THREAD_MULTIPLE", ar);
             CHECK(mt == 0, "%lld Allreduces went to the real MPI as multinode-threads", mt);
-            CHECK(none_hidden ? imt > 0 : imt == 0, "%lld Iallreduces went to the real MPI as multinode-threads", imt);
-            long long lpmax = 0; /* (only leaders count, and some threads' communicators have one rank per node) */
+            CHECK(imt == 0, "%lld Iallreduces went to the real MPI as multinode-threads", imt);
+            long long lpmax = 0, ihmax = 0; /* (only leaders count, and some threads' communicators have one rank per node) */
             MPI_Allreduce(&lp, &lpmax, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+            MPI_Allreduce(&ih, &ihmax, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+            CHECK(!sim || ihmax > 0, "across nodes no Iallreduce took the hierarchical path (%lld)", ihmax);
             CHECK(none_hidden ? lpmax > 0 : lpmax <= 0, "%lld leaders' phases over point-to-point on some rank", lpmax);
         }
     }

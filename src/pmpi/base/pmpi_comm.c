@@ -110,6 +110,11 @@ static void comm_destroy(pmpi_comm_t *pc)
         int last = coll_node_release(&pc->cn);
         if (pc->node_rank == 0)
             pmpi_free_when_unused(ctrl, &ctrl->refs, last);
+        if (pc->node_nb) {
+            int last_nb = atomic_fetch_sub_explicit(&pc->node_nb->refs, 1, memory_order_acq_rel) == 1;
+            if (pc->node_nb_own)
+                pmpi_free_when_unused(pc->node_nb_own, &pc->node_nb->refs, last_nb);
+        }
         free((void *)pc->cn.base);
         free(pc->node_ranks);
         free(pc->leader_rank);
@@ -358,7 +363,9 @@ static int lead_tag_new(void)
 {
     static _Atomic unsigned seq;
     unsigned s = atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed);
-    return pmpi_layer.world_rank * pmpi_layer.lead_tags + (int)(s % (unsigned)pmpi_layer.lead_tags);
+    int block = pmpi_layer.lead_block;
+    unsigned blocks = (unsigned)(pmpi_layer.lead_tags / block);
+    return pmpi_layer.world_rank * pmpi_layer.lead_tags + block * (int)(s % blocks);
 }
 
 /* Fewer tags per rank than this and the leaders' phase keeps its communicators (or, where it may
@@ -387,6 +394,23 @@ void pmpi_comm_lead_start(void)
     /* Its calls' errors go back to the layer's call (pmpi_comm_lead_error decides). */
     PMPI_Comm_set_errhandler(L->lead_world, MPI_ERRORS_RETURN);
     L->lead_tags = tags > INT_MAX ? INT_MAX : (int)tags;
+    /* A block per communicator: its blocking and nonblocking calls' tags, and where the tags are many
+     * (Open MPI's and MPICH's MPI_TAG_UB of 2^31 - 1: 2^31 / ranks) 62 for its persistent ones (the
+     * rest go to the real MPI); else those all go there. */
+    L->lead_block = L->lead_tags >= (1 << 16) ? 64 : 2;
+}
+
+coll_nb_area_t *pmpi_nb_area_new(int size)
+{
+    size_t bytes = (coll_nb_area_size(size) + COLL_LINE - 1) & ~(size_t)(COLL_LINE - 1);
+    coll_nb_area_t *a = aligned_alloc(COLL_LINE, bytes);
+    if (a && !smap_is_shared(a)) {
+        free(a);
+        a = NULL;
+    }
+    if (a)
+        coll_nb_area_init(a, size);
+    return a;
 }
 
 static int node_part_build(pmpi_comm_t *pc)
@@ -470,16 +494,29 @@ static int node_part_build(pmpi_comm_t *pc)
         addr = (uint64_t)(uintptr_t)ctrl;
     }
     if (p2p) {
-        /* No node communicator to broadcast on: every rank's address and rank 0's new tag, from
-         * all (a collective on comm itself, which makes no context). */
-        uint64_t mine[2] = {addr, me == 0 ? (uint64_t)lead_tag_new() : 0};
-        uint64_t *all = util_alloc_or_die(2 * (size_t)pc->size * sizeof(uint64_t), "a communicator's node part");
-        if (PMPI_AWAY(PMPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, pc->comm)) != MPI_SUCCESS) {
+        /* No node communicator to broadcast on: every rank's address, rank 0's new tag and the node
+         * ring's area, from all (a collective on comm itself, which makes no context). */
+        coll_nb_area_t *nb = pc->node_rank == 0 && pc->node_size > 1 ? pmpi_nb_area_new(pc->node_size) : NULL;
+        uint64_t mine[3] = {addr, me == 0 ? (uint64_t)lead_tag_new() : 0, (uint64_t)(uintptr_t)nb};
+        uint64_t *all = util_alloc_or_die(3 * (size_t)pc->size * sizeof(uint64_t), "a communicator's node part");
+        if (PMPI_AWAY(PMPI_Allgather(mine, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, pc->comm)) != MPI_SUCCESS) {
             free(all);
+            free(nb);
             goto fail;
         }
-        addr = all[2 * (size_t)pc->node_ranks[0]];
+        addr = all[3 * (size_t)pc->node_ranks[0]];
         pc->lead_tag = (int)all[1];
+        pc->node_nb_ok = 1; /* every node of more than one rank has its area */
+        for (int k = 0; k < nn; k++)
+            if (pc->node_count[k] > 1 && !all[3 * (size_t)pc->by_pos[pc->node_first[k]] + 2])
+                pc->node_nb_ok = 0;
+        if (pc->node_nb_ok && nb)
+            pc->node_nb_own = nb;
+        else
+            free(nb);
+        uint64_t area = all[3 * (size_t)pc->node_ranks[0] + 2];
+        if (pc->node_nb_ok && area)
+            pc->node_nb = (coll_nb_area_t *)(uintptr_t)(area + base[0]);
         free(all);
     } else if (PMPI_AWAY(PMPI_Bcast(&addr, 1, MPI_UINT64_T, 0, nn > 1 ? pc->node_comm : pc->comm)) != MPI_SUCCESS) {
         goto fail;

@@ -83,6 +83,9 @@ typedef struct {
     MPI_Comm lead_world;    /* the layer's copy of MPI_COMM_WORLD for leaders' phases over point-to-point
                                (pmpi_comm_t.lead_tag; BOBCAT_COLL_LEADERS): MPI_COMM_NULL when none */
     int lead_tags;          /* tags per world rank on lead_world (pmpi_comm_lead_start) */
+    int lead_block;         /* ... per communicator, of those: its blocking calls', its nonblocking
+                               calls', then one per persistent collective made on it across nodes
+                               (the first lead_block - 2: pmpi_comm_t.lead_tag) */
     int world_rank, world_size;
     int node;               /* my plan node */
     int local_rank, local_size; /* my SMARTMAP index on my node, ranks on my node */
@@ -126,8 +129,16 @@ typedef struct pmpi_comm {
     MPI_Comm leaders_comm;  /* the lowest comm rank of every node, ordered by comm rank; MPI_COMM_NULL
                                on non-leaders and when comm is on one node (private) */
     int lead_tag;           /* >= 0: no node_comm or leaders_comm; the leaders' phase is point-to-point on
-                               pmpi_layer.lead_world with this tag, the same on every rank of comm
+                               pmpi_layer.lead_world with this tag (the blocking collectives), the
+                               next (the nonblocking ones) and those after it (the persistent ones,
+                               one each: pmpi_layer.lead_block), the same on every rank of comm
                                (coll/pmpi_coll_lead.c); -1: on leaders_comm */
+    coll_nb_area_t *node_nb; /* lead_tag >= 0, node mates: the ring area of the nonblocking collectives'
+                               node phase (no node_comm has one), node rank 0's (node_nb_own there),
+                               in my view; NULL: none (then also where some node could not make one:
+                               node_nb_ok 0 on every rank, those calls go to the real MPI) */
+    void *node_nb_own;
+    int node_nb_ok;
     int node_rank, node_size; /* mine in node_comm, its size */
     int *node_ranks;        /* node_comm rank -> comm rank */
     int nnodes;             /* nodes comm spans */
@@ -189,6 +200,10 @@ extern void (*pmpi_node_part_freed)(pmpi_comm_t *pc);
 /* The owner of a shared area in its heap lets go of it: freed now if `last` (no peer uses it any
  * more), else once *refs (the peers still using it) reaches 0, checked whenever an owner lets go. */
 void pmpi_free_when_unused(void *mem, _Atomic int64_t *refs, int last);
+
+/* A ring area of the nonblocking collectives (coll.h) for `size` ranks of this node, in my heap (the
+ * segment) so that they reach it; its refs count them. NULL: no memory. */
+coll_nb_area_t *pmpi_nb_area_new(int size);
 
 /* Other parts of the layer run fn at the start of MPI_Finalize (before the statistics are printed
  * and the layer stops; MPI still works), in registration order. Up to 8. */

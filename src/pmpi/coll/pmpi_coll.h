@@ -223,11 +223,13 @@ int pc_nbv_start(struct nb_comm *ring, const coll_nb_t *args, const pc_nbv_ops_t
  * every rank writes its call's table as on one node (tab, in the segment) and the node phase
  * gathers the tables' addresses at the node's leader.
  * The leader then does its whole node's part through the windows: start() moves what stays on the
- * node and starts the leaders' call through the real MPI into *real (tabs: node rank -> its table's
- * address, in my view; base: node rank -> what to add to that rank's pointers for my view), finish()
- * once that call is complete (writes what it brought); then the leader releases its node. */
+ * node and writes the leaders' call, an exchange of blocks with a datatype each (w: kind
+ * COLL_NB_ALLTOALLV, the arguments of MPI_Ialltoallw; tabs: node rank -> its table's address, in my
+ * view; base: node rank -> what to add to that rank's pointers for my view), which the caller makes
+ * (the real MPI's on the leaders' communicator, or over point-to-point); finish() once that call is
+ * complete (writes what it brought); then the leader releases its node. */
 typedef struct {
-    int (*start)(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real);
+    void (*start)(void *st, const uint64_t *tabs, const uintptr_t *base, pc_lead_nb_args_t *w);
     void (*finish)(void *st, const uint64_t *tabs, const uintptr_t *base);
 } pc_nbv_lead_t;
 int pc_nbv_hier_start(pmpi_comm_t *pc, struct nb_comm *node, const uint64_t *tab, const pc_nbv_lead_t *lead,

@@ -369,3 +369,295 @@ int pc_lead_to_root(const pmpi_comm_t *pc, void *buf, int n, MPI_Datatype t, int
                                        MPI_STATUS_IGNORE));
     return failed(pc, rc);
 }
+
+/* ---- the nonblocking collectives' leaders' phase over point-to-point --------------------------- */
+
+/* The same algorithms as a state machine: each step posts a round of messages (or ends it), the
+ * next runs once they are complete; between rounds, the local work (a fold, a copy). */
+struct pc_lead_nb {
+    const pmpi_comm_t *pc;
+    pc_lead_nb_args_t a;
+    int N, k, tag;
+    int stage, sub;  /* where the kind's steps are; sub: the broadcast's, inside an allreduce */
+    int mask, peer;  /* the loops' bit, the partner of a recursive doubling's round */
+    int fold;        /* the round brought a partial to combine */
+    int n;           /* elements of a reduction (REDUCE_SCATTER: all the leaders' pieces) */
+    int err;
+    size_t bytes;    /* their span */
+    char *acc, *tmp;
+    int nq;
+    MPI_Request q[];
+};
+
+static void nb_post(pc_lead_nb_t *s, int send, const void *b, int n, MPI_Datatype t, int k)
+{
+    if (s->err)
+        return;
+    int to = leader_of(s->pc, k), rc = send ? PMPI_Isend(b, n, t, to, s->tag, pmpi_layer.lead_world, &s->q[s->nq])
+                                            : PMPI_Irecv((void *)(uintptr_t)b, n, t, to, s->tag, pmpi_layer.lead_world,
+                                                         &s->q[s->nq]);
+    if (rc == MPI_SUCCESS)
+        s->nq++;
+    else
+        s->err = rc;
+}
+
+static void nb_fold(pc_lead_nb_t *s, const void *in, void *inout)
+{
+    int rc = PMPI_Reduce_local(in, inout, s->n, s->a.dt, s->a.op);
+    if (rc != MPI_SUCCESS && !s->err)
+        s->err = rc;
+}
+
+/* reduce0's steps: 1 once leader 0's acc holds the whole reduction (the others' is spent). */
+static int nb_reduce0(pc_lead_nb_t *s)
+{
+    if (s->fold) { /* acc: leaders k..k+mask-1, tmp the next block: tmp = acc op tmp */
+        nb_fold(s, s->acc, s->tmp);
+        char *x = s->acc;
+        s->acc = s->tmp;
+        s->tmp = x;
+        s->fold = 0;
+        s->mask <<= 1;
+    }
+    for (; s->mask < s->N; s->mask <<= 1) {
+        if (s->k & s->mask) {
+            nb_post(s, 1, s->acc, s->n, s->a.dt, s->k - s->mask);
+            s->mask = s->N;
+            return 0;
+        }
+        if (s->k + s->mask < s->N) {
+            nb_post(s, 0, s->tmp, s->n, s->a.dt, s->k + s->mask);
+            s->fold = 1;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A binomial broadcast's steps (n elements of t from leader root): the receive, then every send. */
+static int nb_bcast(pc_lead_nb_t *s, void *buf, int n, MPI_Datatype t, int root)
+{
+    int N = s->N, v = (s->k - root + N) % N, m = 1;
+    switch (s->sub) {
+    case 0:
+        while (m < N && !(v & m))
+            m <<= 1;
+        s->mask = m;
+        s->sub = 1;
+        if (v) {
+            nb_post(s, 0, buf, n, t, (v - m + root) % N);
+            return 0;
+        }
+        /* fall through */
+    case 1:
+        for (m = s->mask >> 1; m > 0; m >>= 1)
+            if (v + m < N)
+                nb_post(s, 1, buf, n, t, (v + m + root) % N);
+        s->sub = 2;
+        return s->nq == 0;
+    default: return 1;
+    }
+}
+
+/* Recursive doubling's steps (a power-of-two number of leaders), in place in buf. */
+static int nb_doubling(pc_lead_nb_t *s)
+{
+    char *buf = s->a.buf;
+    if (s->fold) {
+        if (s->peer < s->k) { /* buf = tmp op buf */
+            nb_fold(s, s->tmp, buf);
+        } else { /* buf = buf op tmp */
+            nb_fold(s, buf, s->tmp);
+            memcpy(buf, s->tmp, s->bytes);
+        }
+        s->fold = 0;
+    }
+    if (s->mask >= s->N)
+        return 1;
+    s->peer = s->k ^ s->mask;
+    nb_post(s, 1, buf, s->n, s->a.dt, s->peer);
+    nb_post(s, 0, s->tmp, s->n, s->a.dt, s->peer);
+    s->fold = 1;
+    s->mask <<= 1;
+    return 0;
+}
+
+/* One message per other leader (all posted at once): receives of cnt[j] bytes at rb + rd[j] when
+ * rb, sends from sb + sd[j] when sb. */
+static void nb_pairwise(pc_lead_nb_t *s, const char *sb, const int *sc, const int *sd, char *rb, const int *rc,
+                        const int *rd)
+{
+    for (int j = 0; j < s->N; j++)
+        if (j != s->k && rb)
+            nb_post(s, 0, rb + rd[j], rc[j], MPI_BYTE, j);
+    for (int j = 0; j < s->N; j++)
+        if (j != s->k && sb)
+            nb_post(s, 1, sb + sd[j], sc[j], MPI_BYTE, j);
+}
+
+/* The kind's next round: 0 once posted, 1 when nothing is left. */
+static int nb_step(pc_lead_nb_t *s)
+{
+    const pc_lead_nb_args_t *a = &s->a;
+    int N = s->N, k = s->k;
+    char *buf = a->buf;
+    switch (a->kind) {
+    case COLL_NB_BARRIER: /* dissemination */
+        if (s->mask >= N)
+            return 1;
+        nb_post(s, 1, NULL, 0, MPI_BYTE, (k + s->mask) % N);
+        nb_post(s, 0, NULL, 0, MPI_BYTE, (k - s->mask + N) % N);
+        s->mask <<= 1;
+        return 0;
+    case COLL_NB_BCAST: return nb_bcast(s, buf, a->count, a->dt, a->root);
+    case COLL_NB_ALLREDUCE:
+        if (!(N & (N - 1)))
+            return nb_doubling(s);
+        if (s->stage == 0) {
+            if (!nb_reduce0(s))
+                return 0;
+            if (k == 0)
+                memcpy(buf, s->acc, s->bytes);
+            s->stage = 1;
+        }
+        return nb_bcast(s, buf, s->n, a->dt, 0);
+    case COLL_NB_REDUCE:
+    case COLL_NB_REDUCE_SCATTER:
+        if (s->stage == 0) {
+            if (!nb_reduce0(s))
+                return 0;
+            s->stage = 1;
+            size_t ext = span_of(1, a->dt), off = 0;
+            if (a->kind == COLL_NB_REDUCE_SCATTER) { /* leader 0 hands out the pieces */
+                for (int j = 0; j < N; off += (size_t)a->cnt[j] * ext, j++)
+                    if (k == 0 && j == 0)
+                        memcpy(buf, s->acc, (size_t)a->cnt[0] * ext);
+                    else if (k == 0)
+                        nb_post(s, 1, s->acc + off, a->cnt[j], a->dt, j);
+                    else if (k == j)
+                        nb_post(s, 0, buf, a->cnt[j], a->dt, 0);
+            } else if (a->root == 0 && k == 0) {
+                memcpy(buf, s->acc, s->bytes);
+            } else if (k == 0 && a->root != 0) {
+                nb_post(s, 1, s->acc, s->n, a->dt, a->root);
+            } else if (k == a->root) {
+                nb_post(s, 0, buf, s->n, a->dt, 0);
+            }
+            return s->nq == 0;
+        }
+        return 1;
+    case COLL_NB_EXSCAN: /* a chain */
+        if (s->stage == 0) {
+            s->stage = k == 0 ? 2 : 1;
+            nb_post(s, k != 0 ? 0 : 1, k == 0 ? buf : a->out, a->count, a->dt, k == 0 ? 1 : k - 1);
+            return 0;
+        }
+        if (s->stage == 1 && k + 1 < N) { /* the earlier leaders' op mine, on */
+            memcpy(s->tmp, buf, s->bytes);
+            nb_fold(s, a->out, s->tmp);
+            nb_post(s, 1, s->tmp, a->count, a->dt, k + 1);
+            s->stage = 2;
+            return 0;
+        }
+        return 1;
+    case COLL_NB_ALLGATHER:
+    case COLL_NB_GATHER:
+    case COLL_NB_SCATTER:
+    case COLL_NB_ALLTOALL:
+    case COLL_NB_ALLTOALLV:
+        if (s->stage)
+            return 1;
+        s->stage = 1;
+        if (a->kind == COLL_NB_ALLGATHER) { /* in place: my block to each, theirs into place */
+            nb_pairwise(s, NULL, NULL, NULL, buf, a->cnt, a->dsp);
+            for (int j = 0; j < N; j++)
+                if (j != k)
+                    nb_post(s, 1, buf + a->dsp[k], a->cnt[k], MPI_BYTE, j);
+        } else if (a->kind == COLL_NB_ALLTOALLV) { /* (my own block too, to myself) */
+            for (int j = 0; j < N; j++)
+                if (a->rcnt[j])
+                    nb_post(s, 0, (char *)a->out + a->rdsp[j], a->rcnt[j], a->rt[j], j);
+            for (int j = 0; j < N; j++)
+                if (a->cnt[j])
+                    nb_post(s, 1, buf + a->dsp[j], a->cnt[j], a->st[j], j);
+        } else if (a->kind == COLL_NB_ALLTOALL) {
+            nb_pairwise(s, buf, a->cnt, a->dsp, a->out, a->rcnt, a->rdsp);
+            int own = a->cnt[k] < a->rcnt[k] ? a->cnt[k] : a->rcnt[k];
+            if (own > 0)
+                memmove((char *)a->out + a->rdsp[k], buf + a->dsp[k], (size_t)own);
+        } else if (k != a->root) {
+            nb_post(s, a->kind == COLL_NB_GATHER, buf, a->count, MPI_BYTE, a->root);
+        } else {
+            int gather = a->kind == COLL_NB_GATHER;
+            nb_pairwise(s, gather ? NULL : buf, a->cnt, a->dsp, gather ? buf : NULL, a->cnt, a->dsp);
+        }
+        return s->nq == 0;
+    default: return 1;
+    }
+}
+
+int pc_lead_nb_start(const pmpi_comm_t *pc, const pc_lead_nb_args_t *a, pc_lead_nb_t **s_p)
+{
+    int N = pc->nnodes;
+    pc_lead_nb_t *s = lead_alloc(sizeof *s + 2 * (size_t)N * sizeof(MPI_Request));
+    *s = (pc_lead_nb_t){.pc = pc, .a = *a, .N = N, .k = my_k(pc), .tag = a->tag ? a->tag : pc->lead_tag + 1, .mask = 1};
+    counted(pc);
+    int typed = a->kind == COLL_NB_REDUCE || a->kind == COLL_NB_ALLREDUCE || a->kind == COLL_NB_EXSCAN ||
+                a->kind == COLL_NB_REDUCE_SCATTER;
+    if (typed) {
+        long long n = a->count;
+        if (a->kind == COLL_NB_REDUCE_SCATTER)
+            for (int j = n = 0; j < N; j++)
+                n += a->cnt[j];
+        if (n > INT_MAX) {
+            free(s);
+            return MPI_ERR_COUNT;
+        }
+        s->n = (int)n;
+        s->bytes = span_of(s->n, a->dt);
+        s->tmp = lead_alloc(s->bytes);
+        if (a->kind != COLL_NB_EXSCAN && (a->kind != COLL_NB_ALLREDUCE || (N & (N - 1)))) {
+            s->acc = lead_alloc(s->bytes); /* reduce0's: my input first */
+            memcpy(s->acc, a->buf, s->bytes);
+        }
+    }
+    *s_p = s;
+    return MPI_SUCCESS;
+}
+
+static void nb_end(pc_lead_nb_t *s)
+{
+    for (int i = 0; i < s->nq; i++)
+        if (s->q[i] != MPI_REQUEST_NULL)
+            PMPI_Request_free(&s->q[i]);
+    free(s->acc);
+    free(s->tmp);
+    free(s);
+}
+
+int pc_lead_nb_test(pc_lead_nb_t *s, int *err_p)
+{
+    for (;;) {
+        if (s->nq) { /* (completed ones become MPI_REQUEST_NULL, which tests as complete) */
+            int all = 1;
+            for (int i = 0; i < s->nq && !s->err; i++) {
+                int flag = 0, rc = PMPI_Test(&s->q[i], &flag, MPI_STATUS_IGNORE);
+                if (rc != MPI_SUCCESS)
+                    s->err = rc;
+                all &= flag;
+            }
+            if (!all && !s->err)
+                return 0;
+            if (!s->err)
+                s->nq = 0;
+        }
+        if (s->err || nb_step(s))
+            break;
+    }
+    *err_p = s->err;
+    if (s->err)
+        pmpi_comm_lead_error(s->pc, s->err);
+    nb_end(s);
+    return 1;
+}

@@ -74,6 +74,7 @@ int (*pc_nbv_persist_start)(const pc_nbv_args_t *a, MPI_Comm comm, MPI_Request *
 /* ... and on a communicator across nodes, the request (its node channel, its leaders' request). */
 struct pcoll;
 static struct pcoll *nb_pers;
+static int pers_tag(const struct pcoll *p); /* its leaders' phase's tag over point-to-point */
 
 static nb_comm_t *active_head;
 struct nb_req;
@@ -214,6 +215,49 @@ static nb_comm_t *nb_comm_of(MPI_Comm comm, pmpi_comm_t *pc, p2p_comm_t **c_p)
     return nc;
 }
 
+/* A communicator whose leaders' phase is point-to-point has no node communicator, whose ring the
+ * node phases of its calls across nodes would take: its node part made a ring area instead
+ * (pc->node_nb), and this is its ring, made on first use and freed with the communicator (which
+ * the real MPI frees only once no request uses it: p2p_comm_free_deferred). */
+static int node_ring_slot = -1;
+
+static void node_ring_free(pmpi_comm_t *pc, void *ext)
+{
+    (void)pc;
+    nb_comm_t *nc = ext;
+    nb_deactivate(nc);
+    lean_forget(nc);
+    p2p_ext_pending = active_head != NULL || hier_head != NULL;
+    free(nc->base);
+    free(nc);
+}
+
+__attribute__((constructor)) static void node_ring_register(void)
+{
+    node_ring_slot = pmpi_comm_ext_register(node_ring_free);
+}
+
+static nb_comm_t *node_ring_of(pmpi_comm_t *pc)
+{
+    if (node_ring_slot < 0 || !pc->node_nb)
+        return NULL;
+    if (pc->ext[node_ring_slot])
+        return pc->ext[node_ring_slot];
+    nb_comm_t *nc = calloc(1, sizeof *nc);
+    uintptr_t *base = malloc(sizeof(uintptr_t) * (size_t)pc->node_size);
+    if (!nc || !base) {
+        util_error("out of memory for a communicator's nonblocking collectives");
+        abort();
+    }
+    memcpy(base, pc->cn.base, sizeof(uintptr_t) * (size_t)pc->node_size);
+    nc->base = base;
+    nc->g = (coll_nb_group_t){.size = pc->node_size, .rank = pc->node_rank, .base = base,
+                              .area = (char *)pc->node_nb, .depth = COLL_NB_DEPTH, .help = pc_knobs.nbc_help};
+    p2p_ext_progress = nb_progress_all;
+    pc->ext[node_ring_slot] = nc;
+    return nc;
+}
+
 /* ---- a call as a request ---------------------------------------------------------------------- */
 
 typedef struct nb_req {
@@ -261,6 +305,9 @@ typedef struct nb_req {
     const pc_nbv_lead_t *vlead; /* ... across nodes, its leader's work (lkind COLL_NB_N): the node's
                                    tables' addresses gathered in scratch (lcount words) */
     uint64_t vtab;           /* ... my table's address, which the node phase gathers */
+    const pmpi_comm_t *lpc;  /* the leaders' phase is point-to-point (pc->lead_tag >= 0): the
+                                communicator's node part; NULL: the real MPI's call on lcomm */
+    pc_lead_nb_t *lnb;       /* ... its state while it runs */
     struct pcoll *pers;      /* a start of this persistent collective: its leaders' phase is the
                                 real MPI's persistent request made at its init (pers_lead_start) */
     struct pcoll *pinit;     /* not a call: that request's init, waiting for its turn among the
@@ -335,8 +382,51 @@ static const uintptr_t *node_base(const nb_req_t *q)
     return q->nc ? q->nc->g.base : &alone;
 }
 
+/* A v/w form's leader (pc_nbv_hier_start): its node's part, with the tables in my view, and the
+ * leaders' exchange into w. */
+static void vlead_start(nb_req_t *q, pc_lead_nb_args_t *w)
+{
+    const uintptr_t *base = node_base(q);
+    uint64_t *t = q->scratch;
+    for (int i = 1; i < q->lcount; i++)
+        t[i] += base[i];
+    q->vlead->start(q->vst, t, base, w);
+}
+
+/* The same leaders' call over point-to-point (q->lpc), into q->lnb. */
+static int leaders_p2p_start(nb_req_t *q)
+{
+    pc_lead_nb_args_t a = {.kind = q->lkind, .buf = q->lbuf, .count = q->lcount, .root = q->lroot,
+                           .dt = q->lkind == COLL_NB_BCAST ? MPI_BYTE : q->ldt, .op = q->lop, .cnt = q->lcd,
+                           .tag = q->pers ? pers_tag(q->pers) : 0};
+    switch (q->lkind) {
+    case COLL_NB_ALLTOALL: {
+        a2a_t *a2 = q->a2a;
+        int N = a2->nnodes, *c = a2->cnt;
+        a2a_pack(a2);
+        a.buf = a2->far_s, a.cnt = c, a.dsp = c + N, a.out = a2->far_r, a.rcnt = c + 2 * N, a.rdsp = c + 3 * N;
+        break;
+    }
+    case COLL_NB_N: /* (the request's tag, if persistent, over what start wrote) */
+        vlead_start(q, &a);
+        a.tag = q->pers ? pers_tag(q->pers) : 0;
+        break;
+    case COLL_NB_EXSCAN: a.out = q->se; break;
+    case COLL_NB_ALLGATHER:
+    case COLL_NB_GATHER:
+    case COLL_NB_SCATTER: /* (a root's blocks: counts, then displacements; elsewhere my block's bytes) */
+        a.dsp = q->lcd ? q->lcd + q->lcount : NULL;
+        a.count = q->ldisp;
+        break;
+    default: break;
+    }
+    return pc_lead_nb_start(q->lpc, &a, &q->lnb);
+}
+
 static int leaders_start(nb_req_t *q)
 {
+    if (q->lpc)
+        return leaders_p2p_start(q);
     pmpi_real_requests = 1;
     switch (q->lkind) {
     case COLL_NB_ALLTOALL: {
@@ -346,12 +436,10 @@ static int leaders_start(nb_req_t *q)
         return PMPI_Ialltoallv(a->far_s, c, c + N, MPI_BYTE, a->far_r, c + 2 * N, c + 3 * N, MPI_BYTE, q->lcomm,
                                &q->real);
     }
-    case COLL_NB_N: { /* a v/w form's leader (pc_nbv_hier_start): the tables in my view */
-        const uintptr_t *base = node_base(q);
-        uint64_t *t = q->scratch;
-        for (int i = 1; i < q->lcount; i++)
-            t[i] += base[i];
-        return q->vlead->start(q->vst, t, base, q->lcomm, &q->real);
+    case COLL_NB_N: { /* a v/w form's leader */
+        pc_lead_nb_args_t w;
+        vlead_start(q, &w);
+        return PMPI_Ialltoallw(w.buf, w.cnt, w.dsp, w.st, w.out, w.rcnt, w.rdsp, w.rt, q->lcomm, &q->real);
     }
     case COLL_NB_BARRIER: return PMPI_Ibarrier(q->lcomm, &q->real);
     case COLL_NB_BCAST: return PMPI_Ibcast(q->lbuf, q->lcount, MPI_BYTE, q->lroot, q->lcomm, &q->real);
@@ -431,6 +519,24 @@ static int hier_advance(nb_req_t *q)
              * them in the order the calls were started (the list's), whatever order their node
              * phases end in. So are persistent collectives' inits; their starts are not (MPI 4.0
              * matches them by init), so they neither wait nor are waited for. */
+            if (q->lpc) {
+                /* Over point-to-point: one leaders' phase at a time per communicator, in the calls'
+                 * order (their messages share a tag); a persistent one's start whenever its node
+                 * phase is done (its request's own tag). */
+                int rc = MPI_SUCCESS;
+                if (!q->lnb) {
+                    for (nb_req_t *e = hier_head; e && e != q && !q->pers; e = e->hnext)
+                        if (e->lpc == q->lpc && e->step <= 1 && !e->pers)
+                            return 0;
+                    rc = q->pers ? pers_lead_start(q) : leaders_start(q);
+                }
+                if (rc == MPI_SUCCESS && !pc_lead_nb_test(q->lnb, &rc))
+                    return 0;
+                q->lnb = NULL;
+                if (rc != MPI_SUCCESS && q->err == MPI_SUCCESS && PMPI_Error_class(rc, &q->err) != MPI_SUCCESS)
+                    q->err = MPI_ERR_OTHER;
+                goto lead_done;
+            }
             if (q->real == MPI_REQUEST_NULL && !q->pers)
                 for (nb_req_t *e = hier_head; e && e != q; e = e->hnext)
                     if (leaders_call_pending(e, q->lcomm))
@@ -459,6 +565,7 @@ static int hier_advance(nb_req_t *q)
             }
             if (!flag)
                 return 0;
+        lead_done:
             if (q->pers)
                 pers_lead_done(q);
             if (q->a2a)
@@ -800,7 +907,9 @@ static void start(nb_req_t *q, nb_comm_t *nc, coll_nb_kind_t kind)
  * communicator's ring (*node_p; NULL when I am alone on my node), the leaders' phase through the
  * real MPI's nonblocking call. Needs the node part (built by an earlier blocking collective: every rank has it or none)
  * and BOBCAT_COLL_HIER. 0 when it runs so; else -1 with the reason. */
-static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmpi_why_t *why_p)
+static nb_comm_t *node_ring_of(pmpi_comm_t *pc);
+
+static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmpi_why_t *why_p, int p2p_ok)
 {
     pmpi_comm_t *pc = *pc_p; /* what nb_setup found when it said why.multinode */
     *why_p = PMPI_WHY_MULTINODE;
@@ -813,10 +922,19 @@ static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmp
         return -1;
     }
     if (pc->lead_tag >= 0) {
-        /* Its leaders' phase is point-to-point on the layer's copy of WORLD (coll/pmpi_coll_lead.c):
-         * no leaders' communicator for the real MPI's nonblocking call. */
-        *why_p = pmpi_layer.no_hidden_comms ? PMPI_WHY_THREADS : PMPI_WHY_FORCED;
-        return -1;
+        /* Its leaders' phase is point-to-point on the layer's copy of WORLD (coll/pmpi_coll_lead.c),
+         * and so is the nonblocking calls' (pc_lead_nb_start; the v/w forms' too), with the node
+         * phase on the ring of the area the node part made (node_ring_of); the persistent ones'
+         * starts too, each request with a tag of its own (pers_lead_plan), for the first
+         * pmpi_layer.lead_block - 2 made on the communicator (pcoll_ours). */
+        *node_p = NULL;
+        if (!p2p_ok || !pc->node_nb_ok || (pc->node_size > 1 && !(*node_p = node_ring_of(pc)))) {
+            *why_p = pmpi_layer.no_hidden_comms ? PMPI_WHY_THREADS : PMPI_WHY_FORCED;
+            return -1;
+        }
+        if (nb_pers) /* a persistent request's start: its own channel of that ring (or none) */
+            *node_p = pers_node_channel(nb_pers);
+        return 0;
     }
     *node_p = NULL;
     if (nb_pers) /* a persistent request's start: its own channel of the node's ring (or none) */
@@ -842,6 +960,7 @@ static void hier_start(nb_req_t *q, pmpi_comm_t *pc, nb_comm_t *node, coll_nb_ki
     q->hier = 1;
     q->leader = pc->leader == pc->rank;
     q->lcomm = pc->leaders_comm;
+    q->lpc = pc->lead_tag >= 0 ? pc : NULL;
     q->real = MPI_REQUEST_NULL;
     q->pers = nb_pers;
     if (nb_pers)
@@ -874,7 +993,7 @@ struct nb_comm *pc_nbv_ring(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p
 {
     nb_comm_t *nc = nb_setup(comm, pc_p, why_p);
     *node_p = NULL;
-    *hier_p = !nc && *why_p == PMPI_WHY_MULTINODE && hier_setup(comm, pc_p, node_p, why_p) == 0;
+    *hier_p = !nc && *why_p == PMPI_WHY_MULTINODE && hier_setup(comm, pc_p, node_p, why_p, 1) == 0;
     return nc;
 }
 
@@ -968,7 +1087,7 @@ BOBCAT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
     pmpi_comm_t *pc;
     pmpi_why_t why;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
-    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0) {
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0) {
         nb_req_t *q = req_new();
         q->lkind = COLL_NB_BARRIER;
         hier_start(q, pc, node, COLL_NB_BARRIER, COLL_NB_BARRIER);
@@ -1008,7 +1127,7 @@ BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MP
     pmpi_why_t why;
     pc_dt_t d;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
-    int hier = !nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0;
+    int hier = !nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0;
     if ((nc || hier) && bcast_bad(pc, buf, count, dt, root, hier, &d)) {
         nc = NULL;
         hier = 0;
@@ -1365,7 +1484,7 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
     if (kind == COLL_NB_REDUCE && sbuf == rbuf && sbuf != MPI_IN_PLACE && count > 0 &&
         (nc || why == PMPI_WHY_MULTINODE) && pc && pc->rank == root)
         return pc_alias_error(st, comm, req);
-    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 &&
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0 &&
         red_args(count, dt, op, &cop, &n, &why) == 0 &&
         (why = red_hier_why(kind, pc, &cop, sbuf, rbuf, root)) == PMPI_WHY_NONE) {
         if (kind == COLL_NB_SCAN || kind == COLL_NB_EXSCAN)
@@ -1563,7 +1682,7 @@ static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rco
     size_t mult = 1;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
     long long total = 0;
-    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 &&
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0 &&
         pc_op(op, dt, &cop, &mult, &why) == 0) {
         /* (the same facts on every rank: the layout, the counts, the datatype) */
         total = rs_total(rcounts, block, pc->size);
@@ -1956,7 +2075,7 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
     if ((kind == COLL_NB_GATHER || kind == COLL_NB_SCATTER) && sbuf == rbuf && sbuf != MPI_IN_PLACE &&
         (kind == COLL_NB_GATHER ? scount : rcount) > 0 && (nc || why == PMPI_WHY_MULTINODE) && pc && pc->rank == root)
         return pc_alias_error(st, comm, req);
-    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0) {
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0) {
         /* (the same facts on every rank: the communicator's layout, the root, the signature's bytes) */
         if (!pc->blocked)
             why = PMPI_WHY_ORDER;
@@ -2153,6 +2272,9 @@ typedef struct pcoll {
     coll_op_t lop;           /* the reduction as the leaders' phase runs it (kept: pc_op_keep) */
     int lop_set;
     MPI_Comm lcomm;
+    const pmpi_comm_t *lpc;  /* the leaders' phase is point-to-point (pc->lead_tag >= 0): no real
+                                request, each start runs it with the request's tag ltag */
+    int ltag;
     /* The v/w forms across nodes, a leader: no real persistent request (the counts are the node
      * mates', known at the start), but the nonblocking call's leaders' phase on a copy of the
      * leaders' communicator of the request's own (vcomm, made at the init by MPI_Comm_idup: vdup,
@@ -2436,6 +2558,36 @@ static void pers_queue(pcoll_t *p)
     hier_append(q);
 }
 
+static int pers_tag(const pcoll_t *p) { return p->ltag; }
+
+/* A start's leaders' phase over point-to-point: the call the real persistent request would be
+ * (pers_init_now), on the fixed block, with the request's tag. */
+static int pers_p2p_start(nb_req_t *q, pcoll_t *p)
+{
+    pc_lead_nb_args_t a = {.kind = p->kind, .buf = p->lfix, .count = p->lcount, .root = p->lroot,
+                           .dt = p->lop_set ? pc_op_base(&p->lop) : MPI_BYTE, .op = p->op, .cnt = p->lcd,
+                           .tag = p->ltag};
+    int N = p->lcount;
+    switch (p->kind) {
+    case COLL_NB_ALLGATHER:
+    case COLL_NB_GATHER:
+    case COLL_NB_SCATTER: /* (a root's blocks: counts, then displacements; elsewhere my block's bytes) */
+        a.dsp = p->lcd ? p->lcd + N : NULL;
+        a.count = p->ldisp;
+        break;
+    case COLL_NB_ALLTOALL:
+        a.dsp = p->lcd + N, a.out = p->lfix + p->lout_off, a.rcnt = p->lcd + 2 * N, a.rdsp = p->lcd + 3 * N;
+        break;
+    case COLL_NB_SCAN:
+    case COLL_NB_EXSCAN: /* the node totals' prefix */
+        a.kind = COLL_NB_EXSCAN;
+        a.out = p->lfix + p->lout_off;
+        break;
+    default: break;
+    }
+    return pc_lead_nb_start(p->lpc, &a, &q->lnb);
+}
+
 /* A start's leaders' phase: the node's part into the fixed block, the real request started. */
 static int pers_lead_start(nb_req_t *q)
 {
@@ -2455,6 +2607,8 @@ static int pers_lead_start(nb_req_t *q)
     }
     if (p->lin)
         memcpy(p->lfix + p->lin_off, src + p->lin_off, p->lin);
+    if (p->lpc)
+        return pers_p2p_start(q, p);
     pmpi_real_requests = 1;
     q->real = p->real;
     return PMPI_Start(&q->real);
@@ -2506,7 +2660,7 @@ static int pers_hier_ok(const pcoll_t *t, const pmpi_comm_t *pc)
     /* The v forms' leaders' phase runs on a duplicate of the leaders' communicator (pers_init_now),
      * which the layer may not make where it makes no node-part communicators after MPI_Init
      * (base/pmpi_comm.c, "Hidden communicators"). */
-    if (vw_kind(t->kind) && pmpi_layer.no_hidden_comms)
+    if (vw_kind(t->kind) && pmpi_layer.no_hidden_comms && pc->lead_tag < 0)
         return 0;
     switch (t->kind) {
     case COLL_NB_BARRIER: return 1;
@@ -2587,8 +2741,13 @@ static void pers_lead_plan(pcoll_t *p, const pmpi_comm_t *pc)
     int me = pc->rank;
     size_t bytes = 0;
     p->lcomm = pc->leaders_comm;
+    if (pc->lead_tag >= 0) { /* (pcoll_ours counted this one in pinits) */
+        p->lpc = pc;
+        p->ltag = pc->lead_tag + 2 + (pc->pinits - 1);
+    }
     if (vw_kind(p->kind)) {
-        pers_queue(p);
+        if (!p->lpc)
+            pers_queue(p);
         return;
     }
     if (p->kind == COLL_NB_BCAST) {
@@ -2630,7 +2789,7 @@ static void pers_lead_plan(pcoll_t *p, const pmpi_comm_t *pc)
     }
     if (bytes)
         p->lfix = util_alloc_or_die(bytes, "a persistent collective's leaders' phase");
-    if (p->lcount || p->kind == COLL_NB_BARRIER)
+    if ((p->lcount || p->kind == COLL_NB_BARRIER) && !p->lpc)
         pers_queue(p);
 }
 
@@ -2701,7 +2860,8 @@ static int pcoll_ours(const pcoll_t *t, MPI_Comm comm)
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
     pcoll_chan = NULL;
     pcoll_span = NULL;
-    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 && pers_hier_ok(t, pc)) {
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0 && pers_hier_ok(t, pc) &&
+        (pc->lead_tag < 0 || pc->pinits < pmpi_layer.lead_block - 2)) {
         pc->pinits++;
         pcoll_chan = !node                         ? NULL
                      : pc->pinits <= COLL_NB_CHANNELS ? channel_of(node, pc->node_size, pc->pinits - 1)
@@ -3124,4 +3284,5 @@ static int pers_inited(struct pcoll *p) { return (void)p, 1; }
 static void pers_busy(struct pcoll *p, int busy) { (void)p, (void)busy; }
 static int pers_lead_start(nb_req_t *q) { return (void)q, MPI_ERR_INTERN; }
 static void pers_lead_done(nb_req_t *q) { (void)q; }
+static int pers_tag(const struct pcoll *p) { return (void)p, 0; }
 #endif

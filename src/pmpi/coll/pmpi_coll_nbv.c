@@ -334,7 +334,7 @@ static void lead_prepare(lead_t *L)
     memset(L->cnt, 0, 4 * (size_t)L->nn * sizeof(int));
 }
 
-static int a2av_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
+static void a2av_start(void *st, const uint64_t *tabs, const uintptr_t *base, pc_lead_nb_args_t *w)
 {
     lead_t *L = ((nbv_t *)st)->L;
     int n = L->n, nn = L->nn, ns = L->ns;
@@ -371,7 +371,8 @@ static int a2av_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI
                 copy_bytes(o, at_of(ti[p], base, i), ti[n + p]);
                 o += ti[n + p];
             }
-    return PMPI_Ialltoallw(L->S, sc, sd, ty, L->R, rc, rd, ty + nn, lcomm, real);
+    *w = (pc_lead_nb_args_t){.kind = COLL_NB_ALLTOALLV, .buf = L->S, .cnt = sc, .dsp = sd, .st = ty,
+                             .out = L->R, .rcnt = rc, .rdsp = rd, .rt = ty + nn};
 }
 
 static void a2av_finish(void *st, const uint64_t *tabs, const uintptr_t *base)
@@ -449,12 +450,13 @@ static size_t rooted_my_node(const lead_t *L, const uint64_t *tabs)
     return o;
 }
 
-/* The leaders' MPI_Ialltoallw (a side without data points its buffer at the counts: never read). */
-static int rooted_call(lead_t *L, MPI_Comm lcomm, MPI_Request *real)
+/* The leaders' exchange (a side without data points its buffer at the counts: never read). */
+static void rooted_call(lead_t *L, pc_lead_nb_args_t *w)
 {
     int nn = L->nn, *sc = L->cnt, *sd = sc + nn, *rc = sd + nn, *rd = rc + nn;
     void *sb = L->S ? (void *)L->S : (void *)L->cnt, *rb = L->R ? (void *)L->R : (void *)L->cnt;
-    return PMPI_Ialltoallw(sb, sc, sd, L->types, rb, rc, rd, L->types + nn, lcomm, real);
+    *w = (pc_lead_nb_args_t){.kind = COLL_NB_ALLTOALLV, .buf = sb, .cnt = sc, .dsp = sd, .st = L->types,
+                             .out = rb, .rcnt = rc, .rdsp = rd, .rt = L->types + nn};
 }
 
 /* The root's node's pieces move in or out of the root's blocks in node order (k != mine). */
@@ -486,7 +488,7 @@ static void mates_pack(const lead_t *L, const uint64_t *tabs, const uintptr_t *b
     }
 }
 
-static int gatherv_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
+static void gatherv_start(void *st, const uint64_t *tabs, const uintptr_t *base, pc_lead_nb_args_t *w)
 {
     lead_t *L = ((nbv_t *)st)->L;
     lead_prepare(L);
@@ -498,7 +500,7 @@ static int gatherv_start(void *st, const uint64_t *tabs, const uintptr_t *base, 
         mates_pack(L, tabs, base, L->S, 1);
         L->types[L->rootk] = hier_bytes_type(0, b, &L->cnt[L->rootk], &L->cnt[L->nn + L->rootk]);
     }
-    return rooted_call(L, lcomm, real);
+    rooted_call(L, w);
 }
 
 static void rooted_finish(void *st, const uint64_t *tabs, const uintptr_t *base)
@@ -514,7 +516,7 @@ static void rooted_finish(void *st, const uint64_t *tabs, const uintptr_t *base)
     lead_types_free(L);
 }
 
-static int scatterv_start(void *st, const uint64_t *tabs, const uintptr_t *base, MPI_Comm lcomm, MPI_Request *real)
+static void scatterv_start(void *st, const uint64_t *tabs, const uintptr_t *base, pc_lead_nb_args_t *w)
 {
     lead_t *L = ((nbv_t *)st)->L;
     lead_prepare(L);
@@ -527,7 +529,7 @@ static int scatterv_start(void *st, const uint64_t *tabs, const uintptr_t *base,
         L->R = xmalloc(b);
         L->types[nn + L->rootk] = hier_bytes_type(0, b, &L->cnt[2 * nn + L->rootk], &L->cnt[3 * nn + L->rootk]);
     }
-    return rooted_call(L, lcomm, real);
+    rooted_call(L, w);
 }
 
 static const pc_nbv_lead_t gatherv_lead = {gatherv_start, rooted_finish};

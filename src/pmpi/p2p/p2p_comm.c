@@ -85,20 +85,6 @@ void p2p_comm_entry_free(p2p_comm_t *c)
     free(c);
 }
 
-/* Comm rank 0's ring area for a communicator of `size` ranks all on this node (NULL: none). */
-static coll_nb_area_t *nb_area_new(int size)
-{
-    size_t bytes = (coll_nb_area_size(size) + COLL_LINE - 1) & ~(size_t)(COLL_LINE - 1);
-    coll_nb_area_t *a = aligned_alloc(COLL_LINE, bytes);
-    if (a && !smap_is_shared(a)) {
-        free(a);
-        a = NULL;
-    }
-    if (a)
-        coll_nb_area_init(a, size);
-    return a;
-}
-
 /* The last request using a communicator the user freed let go of it. */
 void p2p_comm_free_deferred(p2p_comm_t *c)
 {
@@ -202,7 +188,7 @@ void p2p_comm_register(MPI_Comm comm, int fixed_ctx)
     free(idx);
     /* The nonblocking collectives' area: comm rank 0 of a communicator on one node makes it (every
      * member knows whether the communicator is on one node: all see the same members). */
-    coll_nb_area_t *nb_own = ok && !mixed && size > 1 && rank == 0 ? nb_area_new(size) : NULL;
+    coll_nb_area_t *nb_own = ok && !mixed && size > 1 && rank == 0 ? pmpi_nb_area_new(size) : NULL;
     /* [0] = the context, [1] = 1 if some member cannot take part, [2] = the area (rank 0's view). */
     long long mine[3] = {fixed_ctx >= 0 ? fixed_ctx : next_ctx, !ok, (long long)(uintptr_t)nb_own},
               agreed[3] = {0, 1, 0};
