@@ -552,9 +552,9 @@ fail:
  * too: tests/external/ompi_split_threads.c, mode 2). WORLD gets its node part there, before the
  * program can have a second thread in MPI, and with it pmpi_layer.lead_world; every other
  * communicator that spans nodes builds a node part without communicators (lead_tag >= 0), whose
- * leaders' phases are point-to-point on lead_world (coll/pmpi_coll_lead.c), so its blocking
- * collectives stay the layer's and its nonblocking and persistent ones go to the real MPI
- * (why.multinode-threads). BOBCAT_COLL_LEADERS=p2p does the same for every communicator, WORLD
+ * leaders' phases are point-to-point on lead_world (coll/pmpi_coll_lead.c), and a ring area for
+ * its nonblocking calls' node phases (node_nb), so its collectives stay the layer's, blocking,
+ * nonblocking and persistent. BOBCAT_COLL_LEADERS=p2p does the same for every communicator, WORLD
  * too; =comm never, and then such communicators' collectives go to the real MPI. Communicators on
  * one node need none of this and keep the layer's collectives. */
 /* A communicator that spans nodes where the layer may make no communicators and its leaders' phase
