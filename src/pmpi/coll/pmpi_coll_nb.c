@@ -611,11 +611,15 @@ static int hier_progress(void)
     return hier_head != NULL;
 }
 
-/* The call's own group alone (a call across nodes needs the full pass: its leaders' phase). */
+/* The call's own group alone; -1 for a call across nodes, which needs the full pass (its
+ * leaders' phase): polling it would only spin (a Wait on an 8-byte Iallreduce across two simulated
+ * nodes spent 82 % of its 7.9 us in 256 such polls). */
 static int nb_poll(p2p_req_t *r)
 {
     nb_req_t *q = r->ext;
-    return !q->hier && (q->local_done || coll_nb_test(&q->c));
+    if (q->hier)
+        return -1;
+    return q->local_done || coll_nb_test(&q->c);
 }
 
 static int nb_test(p2p_req_t *r, int *err_p)

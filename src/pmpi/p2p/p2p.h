@@ -85,8 +85,9 @@ enum {
  * *err_p, the MPI error code), release frees what it holds (also for a request never completed).
  * A persistent request of another room (a persistent collective) is a P2P_K_PERSIST whose ext_ops
  * has start: MPI_Start calls it to start the operation as `inner` (test is then unused). poll, if
- * set, progresses the operation's own engine alone and returns 1 once test would: MPI_Wait and
- * MPI_Test look there before a full progress pass (p2p_wait.c, "quick"). */
+ * set, progresses the operation's own engine alone and returns 1 once test would, -1 if it never
+ * can alone (only a full pass moves it): MPI_Wait and MPI_Test look there before a full progress
+ * pass (p2p_wait.c, "quick"). */
 typedef struct p2p_ext_ops {
     int (*test)(p2p_req_t *r, int *err_p);
     void (*release)(p2p_req_t *r);

@@ -62,8 +62,9 @@ static int quick(p2p_req_t *r, unsigned polls)
     if (!r || r->kind != P2P_K_EXT || !r->ext_ops->poll || (++calls & 7) == 0)
         return 0;
     for (unsigned i = 0;; i++) {
-        if (r->ext_ops->poll(r))
-            return 1;
+        int done = r->ext_ops->poll(r);
+        if (done)
+            return done > 0; /* (-1: only the full pass moves it: no use polling) */
         if (i + 1 >= polls)
             return 0;
         util_poll_pause();
