@@ -309,7 +309,8 @@ typedef struct nb_req {
                                 communicator's node part; NULL: the real MPI's call on lcomm */
     pc_lead_nb_t *lnb;       /* ... its state while it runs */
     struct pcoll *pers;      /* a start of this persistent collective: its leaders' phase is the
-                                real MPI's persistent request made at its init (pers_lead_start) */
+                                real MPI's persistent request made at its init, or over
+                                point-to-point with the request's tag (pers_lead_start) */
     struct pcoll *pinit;     /* not a call: that request's init, waiting for its turn among the
                                 leaders' calls (pers_queue) */
     int err;                 /* what its completion reports (MPI_ERR_TRUNCATE: a root's own piece
@@ -909,11 +910,11 @@ static void start(nb_req_t *q, nb_comm_t *nc, coll_nb_kind_t kind)
 
 /* Across nodes (after nb_setup said why.multinode, with *pc_p set): the node phases on the node
  * communicator's ring (*node_p; NULL when I am alone on my node), the leaders' phase through the
- * real MPI's nonblocking call. Needs the node part (built by an earlier blocking collective: every rank has it or none)
+ * real MPI's nonblocking call (or over point-to-point: pmpi_coll_lead.c). Needs the node part (built by an earlier blocking collective: every rank has it or none)
  * and BOBCAT_COLL_HIER. 0 when it runs so; else -1 with the reason. */
 static nb_comm_t *node_ring_of(pmpi_comm_t *pc);
 
-static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmpi_why_t *why_p, int p2p_ok)
+static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmpi_why_t *why_p)
 {
     pmpi_comm_t *pc = *pc_p; /* what nb_setup found when it said why.multinode */
     *why_p = PMPI_WHY_MULTINODE;
@@ -932,7 +933,7 @@ static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmp
          * starts too, each request with a tag of its own (pers_lead_plan), for the first
          * pmpi_layer.lead_block - 2 made on the communicator (pcoll_ours). */
         *node_p = NULL;
-        if (!p2p_ok || !pc->node_nb_ok || (pc->node_size > 1 && !(*node_p = node_ring_of(pc)))) {
+        if (!pc->node_nb_ok || (pc->node_size > 1 && !(*node_p = node_ring_of(pc)))) {
             *why_p = pmpi_layer.no_hidden_comms ? PMPI_WHY_THREADS : PMPI_WHY_FORCED;
             return -1;
         }
@@ -997,7 +998,7 @@ struct nb_comm *pc_nbv_ring(MPI_Comm comm, pmpi_comm_t **pc_p, pmpi_why_t *why_p
 {
     nb_comm_t *nc = nb_setup(comm, pc_p, why_p);
     *node_p = NULL;
-    *hier_p = !nc && *why_p == PMPI_WHY_MULTINODE && hier_setup(comm, pc_p, node_p, why_p, 1) == 0;
+    *hier_p = !nc && *why_p == PMPI_WHY_MULTINODE && hier_setup(comm, pc_p, node_p, why_p) == 0;
     return nc;
 }
 
@@ -1091,7 +1092,7 @@ BOBCAT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
     pmpi_comm_t *pc;
     pmpi_why_t why;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
-    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0) {
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0) {
         nb_req_t *q = req_new();
         q->lkind = COLL_NB_BARRIER;
         hier_start(q, pc, node, COLL_NB_BARRIER, COLL_NB_BARRIER);
@@ -1131,7 +1132,7 @@ BOBCAT_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MP
     pmpi_why_t why;
     pc_dt_t d;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
-    int hier = !nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0;
+    int hier = !nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0;
     if ((nc || hier) && bcast_bad(pc, buf, count, dt, root, hier, &d)) {
         nc = NULL;
         hier = 0;
@@ -1488,7 +1489,7 @@ static int ireduce_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, v
     if (kind == COLL_NB_REDUCE && sbuf == rbuf && sbuf != MPI_IN_PLACE && count > 0 &&
         (nc || why == PMPI_WHY_MULTINODE) && pc && pc->rank == root)
         return pc_alias_error(st, comm, req);
-    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0 &&
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 &&
         red_args(count, dt, op, &cop, &n, &why) == 0 &&
         (why = red_hier_why(kind, pc, &cop, sbuf, rbuf, root)) == PMPI_WHY_NONE) {
         if (kind == COLL_NB_SCAN || kind == COLL_NB_EXSCAN)
@@ -1686,7 +1687,7 @@ static int irs_any(pmpi_stat_t *st, const void *sbuf, void *rbuf, const int *rco
     size_t mult = 1;
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
     long long total = 0;
-    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0 &&
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 &&
         pc_op(op, dt, &cop, &mult, &why) == 0) {
         /* (the same facts on every rank: the layout, the counts, the datatype) */
         total = rs_total(rcounts, block, pc->size);
@@ -2079,7 +2080,7 @@ static int imove_any(coll_nb_kind_t kind, pmpi_stat_t *st, const void *sbuf, int
     if ((kind == COLL_NB_GATHER || kind == COLL_NB_SCATTER) && sbuf == rbuf && sbuf != MPI_IN_PLACE &&
         (kind == COLL_NB_GATHER ? scount : rcount) > 0 && (nc || why == PMPI_WHY_MULTINODE) && pc && pc->rank == root)
         return pc_alias_error(st, comm, req);
-    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0) {
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0) {
         /* (the same facts on every rank: the communicator's layout, the root, the signature's bytes) */
         if (!pc->blocked)
             why = PMPI_WHY_ORDER;
@@ -2864,7 +2865,7 @@ static int pcoll_ours(const pcoll_t *t, MPI_Comm comm)
     nb_comm_t *nc = nb_setup(comm, &pc, &why), *node = NULL;
     pcoll_chan = NULL;
     pcoll_span = NULL;
-    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why, 1) == 0 && pers_hier_ok(t, pc) &&
+    if (!nc && why == PMPI_WHY_MULTINODE && hier_setup(comm, &pc, &node, &why) == 0 && pers_hier_ok(t, pc) &&
         (pc->lead_tag < 0 || pc->pinits < pmpi_layer.lead_block - 2)) {
         pc->pinits++;
         pcoll_chan = !node                         ? NULL
