@@ -110,11 +110,8 @@ static void comm_destroy(pmpi_comm_t *pc)
         int last = coll_node_release(&pc->cn);
         if (pc->node_rank == 0)
             pmpi_free_when_unused(ctrl, &ctrl->refs, last);
-        if (pc->node_nb) {
-            int last_nb = atomic_fetch_sub_explicit(&pc->node_nb->refs, 1, memory_order_acq_rel) == 1;
-            if (pc->node_nb_own)
-                pmpi_free_when_unused(pc->node_nb_own, &pc->node_nb->refs, last_nb);
-        }
+        if (pc->node_nb)
+            pmpi_nb_area_release(pc->node_nb, pc->node_nb_own);
         free((void *)pc->cn.base);
         free(pc->node_ranks);
         free(pc->leader_rank);
@@ -411,6 +408,13 @@ coll_nb_area_t *pmpi_nb_area_new(int size)
     if (a)
         coll_nb_area_init(a, size);
     return a;
+}
+
+void pmpi_nb_area_release(coll_nb_area_t *view, void *own)
+{
+    int last = atomic_fetch_sub_explicit(&view->refs, 1, memory_order_acq_rel) == 1;
+    if (own)
+        pmpi_free_when_unused(own, &view->refs, last);
 }
 
 static int node_part_build(pmpi_comm_t *pc)

@@ -204,6 +204,9 @@ void pmpi_free_when_unused(void *mem, _Atomic int64_t *refs, int last);
 /* A ring area of the nonblocking collectives (coll.h) for `size` ranks of this node, in my heap (the
  * segment) so that they reach it; its refs count them. NULL: no memory. */
 coll_nb_area_t *pmpi_nb_area_new(int size);
+/* A member lets go of such an area (view: where it sees it; own: the area, in the member that made
+ * it, else NULL): the maker frees it once no member uses it (pmpi_free_when_unused). */
+void pmpi_nb_area_release(coll_nb_area_t *view, void *own);
 
 /* Other parts of the layer run fn at the start of MPI_Finalize (before the statistics are printed
  * and the layer stops; MPI still works), in registration order. Up to 8. */

@@ -61,7 +61,8 @@ typedef struct pc_lead_nb_args {
                                    persistent collective's start: its own */
 } pc_lead_nb_args_t;
 typedef struct pc_lead_nb pc_lead_nb_t;
-/* Started, with its first messages posted; MPI_SUCCESS or an error code (nothing to free then). */
+/* Made ready to run (its first messages go at the first pc_lead_nb_test, which the caller makes
+ * at once); MPI_SUCCESS or an error code (nothing to free then). */
 int pc_lead_nb_start(const pmpi_comm_t *pc, const pc_lead_nb_args_t *a, pc_lead_nb_t **s_p);
 /* Advance it: 1 once done (*err_p: the first failing call's code, or MPI_SUCCESS), and then freed. */
 int pc_lead_nb_test(pc_lead_nb_t *s, int *err_p);

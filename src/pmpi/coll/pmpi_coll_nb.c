@@ -398,8 +398,7 @@ static void vlead_start(nb_req_t *q, pc_lead_nb_args_t *w)
 static int leaders_p2p_start(nb_req_t *q)
 {
     pc_lead_nb_args_t a = {.kind = q->lkind, .buf = q->lbuf, .count = q->lcount, .root = q->lroot,
-                           .dt = q->lkind == COLL_NB_BCAST ? MPI_BYTE : q->ldt, .op = q->lop, .cnt = q->lcd,
-                           .tag = q->pers ? pers_tag(q->pers) : 0};
+                           .dt = q->lkind == COLL_NB_BCAST ? MPI_BYTE : q->ldt, .op = q->lop, .cnt = q->lcd};
     switch (q->lkind) {
     case COLL_NB_ALLTOALL: {
         a2a_t *a2 = q->a2a;
@@ -408,10 +407,7 @@ static int leaders_p2p_start(nb_req_t *q)
         a.buf = a2->far_s, a.cnt = c, a.dsp = c + N, a.out = a2->far_r, a.rcnt = c + 2 * N, a.rdsp = c + 3 * N;
         break;
     }
-    case COLL_NB_N: /* (the request's tag, if persistent, over what start wrote) */
-        vlead_start(q, &a);
-        a.tag = q->pers ? pers_tag(q->pers) : 0;
-        break;
+    case COLL_NB_N: vlead_start(q, &a); break;
     case COLL_NB_EXSCAN: a.out = q->se; break;
     case COLL_NB_ALLGATHER:
     case COLL_NB_GATHER:
@@ -421,6 +417,7 @@ static int leaders_p2p_start(nb_req_t *q)
         break;
     default: break;
     }
+    a.tag = q->pers ? pers_tag(q->pers) : 0; /* (after the switch: vlead_start writes all of a) */
     return pc_lead_nb_start(q->lpc, &a, &q->lnb);
 }
 
@@ -926,28 +923,23 @@ static int hier_setup(MPI_Comm comm, pmpi_comm_t **pc_p, nb_comm_t **node_p, pmp
         *why_p = pc->coll_ready ? PMPI_WHY_SETUP : pmpi_comm_coll_why(comm);
         return -1;
     }
-    if (pc->lead_tag >= 0) {
-        /* Its leaders' phase is point-to-point on the layer's copy of WORLD (coll/pmpi_coll_lead.c),
-         * and so is the nonblocking calls' (pc_lead_nb_start; the v/w forms' too), with the node
-         * phase on the ring of the area the node part made (node_ring_of); the persistent ones'
-         * starts too, each request with a tag of its own (pers_lead_plan), for the first
-         * pmpi_layer.lead_block - 2 made on the communicator (pcoll_ours). */
-        *node_p = NULL;
-        if (!pc->node_nb_ok || (pc->node_size > 1 && !(*node_p = node_ring_of(pc)))) {
-            *why_p = pmpi_layer.no_hidden_comms ? PMPI_WHY_THREADS : PMPI_WHY_FORCED;
-            return -1;
-        }
-        if (nb_pers) /* a persistent request's start: its own channel of that ring (or none) */
-            *node_p = pers_node_channel(nb_pers);
-        return 0;
+    /* A communicator whose leaders' phase is point-to-point on the layer's copy of WORLD
+     * (coll/pmpi_coll_lead.c) runs its nonblocking calls' that way too (pc_lead_nb_start; the v/w
+     * forms' too; a persistent request's starts with a tag of its own, pers_lead_plan, for the
+     * first pmpi_layer.lead_block - 2 made on it: pcoll_ours), its node phases on the ring of the
+     * area its node part made (node_ring_of): unless some node has none (the same answer
+     * everywhere). */
+    if (pc->lead_tag >= 0 && (!pc->node_nb_ok || node_ring_slot < 0)) {
+        *why_p = pmpi_layer.no_hidden_comms ? PMPI_WHY_THREADS : PMPI_WHY_FORCED;
+        return -1;
     }
     *node_p = NULL;
     if (nb_pers) /* a persistent request's start: its own channel of the node's ring (or none) */
         *node_p = pers_node_channel(nb_pers);
     else if (pc->node_size > 1) {
-        pmpi_comm_t *npc = pmpi_comm_get(pc->node_comm);
+        pmpi_comm_t *npc = pc->lead_tag >= 0 ? NULL : pmpi_comm_get(pc->node_comm);
         p2p_comm_t *c = NULL;
-        *node_p = npc ? nb_comm_of(pc->node_comm, npc, &c) : NULL;
+        *node_p = pc->lead_tag >= 0 ? node_ring_of(pc) : npc ? nb_comm_of(pc->node_comm, npc, &c) : NULL;
         if (!*node_p) {
             /* Other nodes may have theirs: no way to agree on the real MPI now. */
             util_error("no ring for the node phase of a nonblocking collective (out of memory?)");

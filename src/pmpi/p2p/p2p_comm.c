@@ -74,13 +74,10 @@ void p2p_comm_entry_free(p2p_comm_t *c)
     free(c->nbr);
     if (c->nb && p2p_nb_free)
         p2p_nb_free(c);
-    if (c->nb_view) {
-        int last = atomic_fetch_sub_explicit(&c->nb_view->refs, 1, memory_order_acq_rel) == 1;
-        if (c->nb_own)
-            pmpi_free_when_unused(c->nb_own, &c->nb_view->refs, last);
-    } else if (c->nb_own) {
+    if (c->nb_view)
+        pmpi_nb_area_release(c->nb_view, c->nb_own);
+    else
         free(c->nb_own);
-    }
     free(c->local);
     free(c);
 }
